@@ -1,0 +1,22 @@
+// The one facade: JSON text in, JSON text out. Every entry point returns an envelope
+//   {"ok": true, "schema_version": N, "result": {...}}   or
+//   {"ok": false, "schema_version": N, "error": {"code", "message", "path"}}
+// and never throws. This file is the only catch site of the core (docs/api.md).
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace memfit::api {
+
+inline constexpr int kSchemaVersion = 1;
+
+/// {"version", "schema_version", "json_library"}.
+std::string version();
+/// Model and GPU presets: {"models": [...], "gpus": [...]}.
+std::string presets();
+/// config.json text -> architecture and exact parameter counts. Paths are relative to the config.
+std::string inspect_config(std::string_view config_text);
+/// Request {"model": {"preset": id} | {"config": {...}}, "include_tensors"?: bool}.
+std::string inspect(std::string_view request_text);
+
+}  // namespace memfit::api

@@ -1,0 +1,29 @@
+// A GPU as the estimator and the performance model see it: memory as the driver reports it,
+// dense tensor throughput per dtype and bandwidths. Figures come from vendor datasheets
+// (presets/gpus/*.json, each with its sources).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memfit {
+
+struct GpuSpec {
+  std::string id;                          // "H100-80GB"
+  std::string name;
+  std::string vendor;
+  std::string architecture;
+  double memory_nominal_gb = 0;            // the datasheet's number
+  std::int64_t memory_total_bytes = 0;     // what the driver reports as total device memory
+  std::string memory_type;
+  double memory_bandwidth_gb_per_s = 0;
+  double dense_tflops_fp32 = 0, dense_tflops_tf32 = 0, dense_tflops_bf16 = 0, dense_tflops_fp16 = 0,
+         dense_tflops_fp8 = 0;             // 0: not supported
+  double intra_node_bandwidth_gb_per_s = 0;  // per GPU, per direction
+  std::string intra_node_link;
+  double pcie_bandwidth_gb_per_s = 0;      // host link, per direction
+  double tdp_w = 0;
+  std::vector<std::string> sources;
+};
+
+}  // namespace memfit

@@ -1,0 +1,477 @@
+// Family rules for HF config.json: key aliases (transformers' attribute_map and legacy names),
+// defaults of absent keys (each family's Config.__init__), and the module layout flags that the
+// tensor inventory reads. Sources: transformers/models/<family>/configuration_<family>.py and
+// modeling_<family>.py; remote code for qwen-1 (modeling_qwen.py) and DeepSeek (modeling_deepseek.py).
+#include "hf_config/parse_hf_config.h"
+
+#include <algorithm>
+
+namespace memfit {
+
+namespace {
+
+using L = ConfigLimits;
+
+const std::vector<std::string> kSupported = {
+    "gpt2",   "opt",     "bloom",     "gpt_neox", "gptj",        "falcon",     "llama",
+    "mistral", "mixtral", "qwen",     "qwen2",    "qwen2_moe",   "qwen3",      "qwen3_moe",
+    "gemma",  "gemma2",  "gemma3_text", "phi",    "phi3",        "stablelm",   "starcoder2",
+    "deepseek_v2", "deepseek_v3", "t5", "mt5",    "bert"};
+
+std::string joined_supported() {
+  std::string s;
+  for (const auto& t : kSupported) s += (s.empty() ? "" : ", ") + t;
+  return s;
+}
+
+Error invalid(const std::string& path, const std::string& msg) {
+  return Error(ErrorCode::kInvalidValue, path, msg);
+}
+
+// Heads and head_dim. Without an explicit head_dim, hidden must split evenly over the heads
+// (transformers computes hidden_size // num_attention_heads and would silently truncate).
+void read_heads(const FieldReader& f, ModelArchitecture& a, std::initializer_list<const char*> head_keys,
+                std::initializer_list<const char*> head_dim_keys) {
+  const char* head_key = nullptr;
+  f.find(head_keys, &head_key);
+  a.attention.num_heads = f.require_int(head_keys, 1, L::kMaxHeads);
+  auto head_dim = f.get_int(head_dim_keys, 1, L::kMaxHeadDim);
+  if (head_dim) {
+    a.attention.head_dim = *head_dim;
+  } else {
+    if (a.hidden_size % a.attention.num_heads != 0) {
+      throw invalid(f.path(head_key ? head_key : *head_keys.begin()),
+                    "hidden size (" + format_count(a.hidden_size) + ") is not divisible by " +
+                        (head_key ? head_key : *head_keys.begin()) + " (" +
+                        format_count(a.attention.num_heads) + ") and head_dim is not given");
+    }
+    a.attention.head_dim = a.hidden_size / a.attention.num_heads;
+  }
+}
+
+void read_kv_heads(const FieldReader& f, ModelArchitecture& a, std::initializer_list<const char*> keys) {
+  const char* key = nullptr;
+  f.find(keys, &key);
+  a.attention.num_kv_heads = f.int_or(keys, 1, L::kMaxHeads, a.attention.num_heads);
+  if (a.attention.num_heads % a.attention.num_kv_heads != 0) {
+    throw invalid(f.path(key), std::string(key) + " (" + format_count(a.attention.num_kv_heads) +
+                                   ") does not divide the number of attention heads (" +
+                                   format_count(a.attention.num_heads) + ")");
+  }
+}
+
+std::int64_t rotary_dims(std::int64_t head_dim, double fraction) {
+  return static_cast<std::int64_t>(static_cast<double>(head_dim) * fraction);
+}
+
+// The llama layout: embed_tokens, pre-norm RMSNorm blocks with q/k/v/o and gate/up/down.
+// Shared by llama, mistral, mixtral, qwen2/3(+moe), gemma*, phi3, stablelm, starcoder2, deepseek
+// and unknown llama-like types; each family then adjusts what differs.
+void read_llama_like(const FieldReader& f, ModelArchitecture& a, bool need_intermediate = true) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"num_attention_heads"}, {"head_dim"});
+  read_kv_heads(f, a, {"num_key_value_heads"});
+  if (need_intermediate) a.mlp.intermediate_size = f.require_int({"intermediate_size"}, 1, L::kMaxIntermediate);
+  a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 0, L::kMaxPositions, 0);
+  a.position = PositionKind::kRotary;
+  a.norm = NormKind::kRmsNorm;
+  a.mlp.gated = true;
+  a.mlp.activation = f.get_string({"hidden_act", "hidden_activation"}).value_or("silu");
+  a.attention.qkv_bias = f.bool_or({"attention_bias"}, false);
+  a.attention.o_bias = a.attention.qkv_bias;
+  a.mlp.bias = f.bool_or({"mlp_bias"}, false);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, false);
+  a.attention.sliding_window = f.int_or({"sliding_window"}, 0, L::kMaxPositions, 0);
+  const double partial = f.get_number({"partial_rotary_factor"}, 0.0, 1.0).value_or(1.0);
+  a.attention.rotary_dim = rotary_dims(a.attention.head_dim, partial);
+}
+
+void read_moe_common(const FieldReader& f, ModelArchitecture& a, std::initializer_list<const char*> expert_keys,
+                     std::initializer_list<const char*> size_keys) {
+  a.moe.num_experts = f.int_or(expert_keys, 0, L::kMaxExperts, 0);
+  if (a.moe.num_experts == 0) return;
+  a.moe.top_k = f.require_int({"num_experts_per_tok"}, 1, a.moe.num_experts);
+  a.moe.expert_intermediate_size = f.require_int(size_keys, 1, L::kMaxIntermediate);
+}
+
+void read_dense_layer_list(const FieldReader& f, ModelArchitecture& a, const char* key) {
+  const Json* v = f.find({key});
+  if (!v) return;
+  if (!v->is_array()) throw Error(ErrorCode::kInvalidType, f.path(key), std::string(key) + " must be an array");
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const Json& e = (*v)[i];
+    const std::string p = pointer_append(f.path(key), std::to_string(i));
+    if (!e.is_number_integer() || e.get<std::int64_t>() < 0 || e.get<std::int64_t>() >= a.num_layers) {
+      throw invalid(p, std::string(key) + " entries must be layer indices below num_hidden_layers");
+    }
+    a.moe.dense_layers.push_back(e.get<std::int64_t>());
+  }
+}
+
+void parse_gpt2(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"n_embd", "hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"n_head", "num_attention_heads"}, {});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.max_position_embeddings = f.int_or({"n_positions", "max_position_embeddings"}, 1, L::kMaxPositions, 1024);
+  a.position = PositionKind::kLearned;
+  a.learned_position_rows = a.max_position_embeddings;
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.attention.layout = QkvLayout::kFused;
+  a.attention.qkv_bias = a.attention.o_bias = true;
+  a.mlp.intermediate_size = f.int_or({"n_inner"}, 1, L::kMaxIntermediate, 4 * a.hidden_size);
+  a.mlp.bias = true;
+  a.mlp.activation = f.get_string({"activation_function"}).value_or("gelu_new");
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+}
+
+void parse_opt(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"num_attention_heads"}, {});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.mlp.intermediate_size = f.require_int({"ffn_dim"}, 1, L::kMaxIntermediate);
+  a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 1, L::kMaxPositions, 2048);
+  a.position = PositionKind::kLearned;
+  a.learned_position_rows = a.max_position_embeddings + 2;  // OPTLearnedPositionalEmbedding offset of 2
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = f.bool_or({"layer_norm_elementwise_affine"}, true);
+  const bool bias = f.bool_or({"enable_bias"}, true);
+  a.attention.qkv_bias = a.attention.o_bias = a.mlp.bias = bias;
+  a.mlp.activation = f.get_string({"activation_function"}).value_or("relu");
+  const std::int64_t proj = f.int_or({"word_embed_proj_dim"}, 1, L::kMaxHidden, a.hidden_size);
+  if (proj != a.hidden_size) a.embed_projection_dim = proj;
+  // OPT-350m applies layer norm after each block and has no final layer norm.
+  a.final_norm = f.bool_or({"do_layer_norm_before"}, true) && !f.bool_or({"_remove_final_layer_norm"}, false);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+}
+
+void parse_bloom(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"n_embed", "hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"n_head", "num_attention_heads"}, {});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.position = PositionKind::kAlibi;
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.embedding_norm = true;
+  a.attention.layout = QkvLayout::kFused;
+  a.attention.qkv_bias = a.attention.o_bias = true;
+  a.mlp.intermediate_size = 4 * a.hidden_size;  // BloomMLP: dense_h_to_4h, fixed 4x
+  a.mlp.bias = true;
+  a.mlp.activation = "gelu";
+  a.max_position_embeddings = f.int_or({"seq_length"}, 0, L::kMaxPositions, 0);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+}
+
+void parse_gpt_neox(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"num_attention_heads"}, {});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.mlp.intermediate_size = f.require_int({"intermediate_size"}, 1, L::kMaxIntermediate);
+  a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 0, L::kMaxPositions, 2048);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.parallel_block = f.bool_or({"use_parallel_residual"}, true);
+  a.norms_per_layer = 2;  // GPTNeoXLayer keeps both norms even with the parallel residual
+  a.attention.layout = QkvLayout::kFused;
+  a.attention.qkv_bias = a.attention.o_bias = f.bool_or({"attention_bias"}, true);
+  a.mlp.bias = true;
+  a.mlp.activation = f.get_string({"hidden_act"}).value_or("gelu");
+  const double pct = f.get_number({"rotary_pct", "partial_rotary_factor"}, 0.0, 1.0).value_or(0.25);
+  a.attention.rotary_dim = rotary_dims(a.attention.head_dim, pct);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, false);
+}
+
+void parse_gptj(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"n_embd", "hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"n_head", "num_attention_heads"}, {});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.max_position_embeddings = f.int_or({"n_positions", "max_position_embeddings"}, 0, L::kMaxPositions, 2048);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.parallel_block = true;
+  a.norms_per_layer = 1;
+  a.mlp.intermediate_size = f.int_or({"n_inner"}, 1, L::kMaxIntermediate, 4 * a.hidden_size);
+  a.mlp.bias = true;
+  a.mlp.activation = f.get_string({"activation_function"}).value_or("gelu_new");
+  a.attention.rotary_dim = f.int_or({"rotary_dim"}, 0, a.attention.head_dim, a.attention.head_dim);
+  a.lm_head_bias = true;  // GPTJForCausalLM: nn.Linear(n_embd, vocab_size) with bias
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, false);
+}
+
+void parse_falcon(const FieldReader& f, ModelArchitecture& a, const std::string& original_type) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"n_embed", "hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"n_head", "num_attention_heads"}, {"head_dim"});
+  // Legacy remote-code configs: RefinedWeb (falcon-40b) is the new decoder architecture with
+  // n_head_kv groups; RefinedWebModel (falcon-7b) is multi-query.
+  const bool new_arch = f.bool_or({"new_decoder_architecture"}, original_type == "RefinedWeb");
+  const bool multi_query = f.bool_or({"multi_query"}, original_type != "RefinedWeb");
+  a.attention.layout = QkvLayout::kFused;
+  if (new_arch) {
+    read_kv_heads(f, a, {"num_kv_heads", "n_head_kv"});
+  } else {
+    a.attention.num_kv_heads = multi_query ? 1 : a.attention.num_heads;
+  }
+  const bool alibi = f.bool_or({"alibi"}, false);
+  a.position = alibi ? PositionKind::kAlibi : PositionKind::kRotary;
+  if (!alibi) a.attention.rotary_dim = a.attention.head_dim;
+  a.parallel_block = new_arch || f.bool_or({"parallel_attn"}, true);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  if (new_arch) {
+    a.norms_per_layer = f.int_or({"num_ln_in_parallel_attn"}, 1, 2, 2);
+  } else {
+    a.norms_per_layer = a.parallel_block ? 1 : 2;
+  }
+  const bool bias = f.bool_or({"bias"}, false);
+  a.attention.qkv_bias = a.attention.o_bias = a.mlp.bias = bias;
+  a.mlp.intermediate_size = f.int_or({"ffn_hidden_size"}, 1, L::kMaxIntermediate, 4 * a.hidden_size);
+  a.mlp.activation = f.get_string({"activation"}).value_or("gelu");
+  a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 0, L::kMaxPositions, 2048);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+}
+
+void parse_qwen1(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"num_attention_heads"}, {"kv_channels"});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  // QWenMLP: w1 and w2 are each intermediate_size / 2 wide (the config states the sum).
+  const std::int64_t inter = f.require_int({"intermediate_size"}, 2, L::kMaxIntermediate);
+  if (inter % 2 != 0) throw invalid(f.path("intermediate_size"), "intermediate_size of a qwen model must be even");
+  a.mlp.intermediate_size = inter / 2;
+  a.mlp.gated = true;
+  a.mlp.activation = "silu";
+  const bool no_bias = f.bool_or({"no_bias"}, true);
+  a.attention.layout = QkvLayout::kFused;
+  a.attention.qkv_bias = true;  // c_attn always has a bias in modeling_qwen.py
+  a.attention.o_bias = a.mlp.bias = !no_bias;
+  a.norm = NormKind::kRmsNorm;
+  const double pct = f.get_number({"rotary_pct"}, 0.0, 1.0).value_or(1.0);
+  a.attention.rotary_dim = rotary_dims(a.attention.head_dim, pct);
+  a.max_position_embeddings = f.int_or({"max_position_embeddings", "seq_length"}, 0, L::kMaxPositions, 0);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, false);
+}
+
+void parse_phi(const FieldReader& f, ModelArchitecture& a) {
+  read_llama_like(f, a);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.parallel_block = true;
+  a.norms_per_layer = 1;
+  a.mlp.gated = false;
+  a.mlp.activation = f.get_string({"hidden_act"}).value_or("gelu_new");
+  a.attention.qkv_bias = a.attention.o_bias = a.mlp.bias = true;
+  a.attention.qk_norm = f.bool_or({"qk_layernorm"}, false);
+  a.attention.qk_norm_kind = NormKind::kLayerNorm;
+  a.attention.qk_norm_bias = true;
+  a.lm_head_bias = true;
+  const double partial = f.get_number({"partial_rotary_factor"}, 0.0, 1.0).value_or(0.5);
+  a.attention.rotary_dim = rotary_dims(a.attention.head_dim, partial);
+}
+
+void parse_stablelm(const FieldReader& f, ModelArchitecture& a) {
+  read_llama_like(f, a);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.attention.qkv_bias = f.bool_or({"use_qkv_bias"}, false);
+  a.attention.o_bias = false;
+  a.attention.qk_norm = f.bool_or({"qk_layernorm"}, false);
+  a.attention.qk_norm_per_head = true;
+  a.attention.qk_norm_kind = NormKind::kLayerNorm;
+  a.parallel_block = f.bool_or({"use_parallel_residual"}, false);
+  a.norms_per_layer = a.parallel_block ? 1 : 2;
+  const double partial = f.get_number({"partial_rotary_factor"}, 0.0, 1.0).value_or(0.25);
+  a.attention.rotary_dim = rotary_dims(a.attention.head_dim, partial);
+}
+
+void parse_starcoder2(const FieldReader& f, ModelArchitecture& a) {
+  read_llama_like(f, a);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.mlp.gated = false;
+  a.mlp.activation = f.get_string({"hidden_act"}).value_or("gelu_pytorch_tanh");
+  const bool bias = f.bool_or({"use_bias"}, true);
+  a.attention.qkv_bias = a.attention.o_bias = a.mlp.bias = bias;
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+}
+
+void parse_deepseek(const FieldReader& f, ModelArchitecture& a, bool v3) {
+  read_llama_like(f, a);
+  AttentionSpec& at = a.attention;
+  at.layout = QkvLayout::kLowRank;
+  at.num_kv_heads = at.num_heads;  // MLA: every head reads the shared latent
+  // q_lora_rank: absent -> the Config default (1536); present as null -> plain q_proj (V2-Lite).
+  auto it = f.json().find("q_lora_rank");
+  if (it == f.json().end()) at.q_lora_rank = 1536;
+  else if (it->is_null()) at.q_lora_rank = 0;
+  else at.q_lora_rank = f.require_int({"q_lora_rank"}, 1, L::kMaxHidden);
+  at.kv_lora_rank = f.int_or({"kv_lora_rank"}, 1, L::kMaxHidden, 512);
+  at.qk_nope_head_dim = f.int_or({"qk_nope_head_dim"}, 0, L::kMaxHeadDim, 128);
+  at.qk_rope_head_dim = f.int_or({"qk_rope_head_dim"}, 0, L::kMaxHeadDim, 64);
+  at.v_head_dim = f.int_or({"v_head_dim"}, 1, L::kMaxHeadDim, 128);
+  at.head_dim = at.qk_nope_head_dim + at.qk_rope_head_dim;
+  at.rotary_dim = at.qk_rope_head_dim;
+  at.o_bias = false;
+  read_moe_common(f, a, {"n_routed_experts"}, {"moe_intermediate_size"});
+  if (a.is_moe()) {
+    const std::int64_t shared = f.int_or({"n_shared_experts"}, 0, L::kMaxExperts, 0);
+    a.moe.num_shared_experts = shared;
+    a.moe.shared_intermediate_size = shared * a.moe.expert_intermediate_size;
+    a.moe.first_dense_layers = f.int_or({"first_k_dense_replace"}, 0, a.num_layers, 0);
+    a.moe.moe_layer_frequency = f.int_or({"moe_layer_freq"}, 1, L::kMaxLayers, 1);
+    // V3's noaux_tc routing adds a learned per-expert score correction bias to the gate.
+    const std::string method = f.get_string({"topk_method"}).value_or(v3 ? "noaux_tc" : "greedy");
+    a.moe.router_bias = method == "noaux_tc";
+  }
+}
+
+void parse_t5(const FieldReader& f, ModelArchitecture& a, bool mt5) {
+  a.kind = ArchKind::kEncoderDecoder;
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"d_model", "hidden_size"}, 1, L::kMaxHidden);
+  a.num_encoder_layers = f.require_int({"num_layers", "num_hidden_layers"}, 1, L::kMaxLayers);
+  a.num_layers = f.int_or({"num_decoder_layers"}, 1, L::kMaxLayers, a.num_encoder_layers);
+  a.attention.num_heads = f.require_int({"num_heads", "num_attention_heads"}, 1, L::kMaxHeads);
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.attention.head_dim = f.require_int({"d_kv"}, 1, L::kMaxHeadDim);
+  a.mlp.intermediate_size = f.require_int({"d_ff"}, 1, L::kMaxIntermediate);
+  const std::string proj = f.get_string({"feed_forward_proj"}).value_or("relu");
+  a.mlp.gated = proj.rfind("gated-", 0) == 0;
+  a.mlp.activation = a.mlp.gated ? proj.substr(6) : proj;
+  a.position = PositionKind::kRelativeBias;
+  a.relative_attention_buckets = f.int_or({"relative_attention_num_buckets"}, 1, L::kMaxPositions, 32);
+  a.norm = NormKind::kRmsNorm;
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, !mt5);
+}
+
+void parse_bert(const FieldReader& f, ModelArchitecture& a) {
+  a.kind = ArchKind::kEncoder;
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"num_attention_heads"}, {});
+  a.attention.num_kv_heads = a.attention.num_heads;
+  a.mlp.intermediate_size = f.require_int({"intermediate_size"}, 1, L::kMaxIntermediate);
+  a.mlp.activation = f.get_string({"hidden_act"}).value_or("gelu");
+  a.mlp.bias = a.attention.qkv_bias = a.attention.o_bias = true;
+  a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 1, L::kMaxPositions, 512);
+  a.position = PositionKind::kLearned;
+  a.learned_position_rows = a.max_position_embeddings;
+  a.type_vocab_size = f.int_or({"type_vocab_size"}, 0, L::kMaxVocab, 2);
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.post_norm = true;
+  a.embedding_norm = true;
+  a.final_norm = false;
+  a.has_lm_head = false;  // BertModel; heads for MLM/classification are task-specific
+  a.pooler = true;
+}
+
+bool looks_llama_like(const Json& j) {
+  for (const char* k : {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"}) {
+    if (!j.contains(k)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_model_types() { return kSupported; }
+
+ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
+  const FieldReader f(config, base);
+  ModelArchitecture a;
+  std::string type = f.get_string({"model_type"}).value_or("");
+  const std::string original_type = type;
+  if (type == "RefinedWeb" || type == "RefinedWebModel") type = "falcon";
+  a.model_type = type;
+  a.name = f.get_string({"_name_or_path"}).value_or("");
+  a.torch_dtype = f.get_string({"torch_dtype", "dtype"}).value_or("");
+
+  if (type == "gpt2") parse_gpt2(f, a);
+  else if (type == "opt") parse_opt(f, a);
+  else if (type == "bloom") parse_bloom(f, a);
+  else if (type == "gpt_neox") parse_gpt_neox(f, a);
+  else if (type == "gptj") parse_gptj(f, a);
+  else if (type == "falcon") parse_falcon(f, a, original_type);
+  else if (type == "qwen") parse_qwen1(f, a);
+  else if (type == "phi") parse_phi(f, a);
+  else if (type == "stablelm") parse_stablelm(f, a);
+  else if (type == "starcoder2") parse_starcoder2(f, a);
+  else if (type == "deepseek_v2" || type == "deepseek_v3") parse_deepseek(f, a, type == "deepseek_v3");
+  else if (type == "t5" || type == "mt5") parse_t5(f, a, type == "mt5");
+  else if (type == "bert") parse_bert(f, a);
+  else if (type == "llama" || type == "mistral") read_llama_like(f, a);
+  else if (type == "mixtral") {
+    read_llama_like(f, a);
+    read_moe_common(f, a, {"num_local_experts"}, {"intermediate_size"});
+  } else if (type == "qwen2" || type == "qwen2_moe") {
+    read_llama_like(f, a);
+    a.attention.qkv_bias = f.bool_or({"qkv_bias"}, true);  // Qwen2Attention: q/k/v biased, o not
+    a.attention.o_bias = false;
+    if (type == "qwen2_moe") {
+      read_moe_common(f, a, {"num_experts"}, {"moe_intermediate_size"});
+      a.moe.shared_intermediate_size = f.int_or({"shared_expert_intermediate_size"}, 0, L::kMaxIntermediate, 0);
+      a.moe.num_shared_experts = a.moe.shared_intermediate_size > 0 ? 1 : 0;
+      a.moe.shared_expert_gate = a.moe.shared_intermediate_size > 0;
+    }
+  } else if (type == "qwen3" || type == "qwen3_moe") {
+    read_llama_like(f, a);
+    a.attention.qk_norm = true;
+    if (type == "qwen3_moe") read_moe_common(f, a, {"num_experts"}, {"moe_intermediate_size"});
+  } else if (type == "gemma" || type == "gemma2" || type == "gemma3_text") {
+    read_llama_like(f, a);
+    a.mlp.activation = f.get_string({"hidden_activation", "hidden_act"}).value_or("gelu_pytorch_tanh");
+    a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+    if (type != "gemma") a.norms_per_layer = 4;
+    if (type == "gemma3_text") a.attention.qk_norm = true;
+  } else if (type == "phi3") {
+    read_llama_like(f, a);
+    a.attention.layout = QkvLayout::kFused;
+    a.mlp.fused_gate_up = true;
+  } else if (looks_llama_like(config)) {
+    read_llama_like(f, a);
+    a.warnings.push_back("model_type '" + original_type + "' is not one memfit knows; parsed as a " +
+                         "llama-style decoder (q/k/v/o and gated MLP, RMSNorm): check the parameter count");
+    a.model_type = "generic";
+  } else if (original_type.empty()) {
+    throw Error(ErrorCode::kMissingField, pointer_append(base, "model_type"),
+                "missing required field model_type (supported: " + joined_supported() + ")");
+  } else {
+    throw Error(ErrorCode::kUnsupportedModelType, pointer_append(base, "model_type"),
+                "model_type '" + original_type.substr(0, 64) + "' is not supported (supported: " +
+                    joined_supported() + ")");
+  }
+
+  if (a.is_moe() && a.model_type != "deepseek_v2" && a.model_type != "deepseek_v3") {
+    a.moe.moe_layer_frequency = f.int_or({"decoder_sparse_step"}, 1, L::kMaxLayers, 1);
+    read_dense_layer_list(f, a, "mlp_only_layers");
+  }
+  if (a.attention.num_heads * a.attention.head_dim > L::kMaxHidden * 4) {
+    throw Error(ErrorCode::kOutOfRange, base,
+                "num_attention_heads x head_dim (" + format_count(a.attention.num_heads * a.attention.head_dim) +
+                    ") exceeds " + format_count(L::kMaxHidden * 4));
+  }
+  return a;
+}
+
+ModelArchitecture parse_hf_config_text(std::string_view text) {
+  return parse_hf_config(parse_json_text(text), "");
+}
+
+}  // namespace memfit

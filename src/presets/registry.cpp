@@ -1,0 +1,123 @@
+// Preset registry over the embedded files. Built once on first use; presets are checked by
+// tests/unit/presets_test.cpp, so a malformed preset fails the build's tests, not a user.
+#include "presets/registry.h"
+
+#include <algorithm>
+#include <set>
+
+#include "presets/embedded.h"
+
+namespace memfit::presets {
+
+namespace {
+
+std::string_view file_content(std::string_view path) {
+  for (const EmbeddedFile& f : embedded_files()) {
+    if (f.path == path) return f.content;
+  }
+  return {};
+}
+
+std::vector<ModelPreset> load_models() {
+  std::vector<ModelPreset> out;
+  const Json index = parse_json_text(file_content("index.json"), "/presets/index.json");
+  const Json& models = index.at("models");
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    const FieldReader f(models[i], "/presets/index.json/models/" + std::to_string(i));
+    ModelPreset p;
+    p.id = f.get_string({"id"}).value_or("");
+    p.name = f.get_string({"name"}).value_or(p.id);
+    p.model_type = f.get_string({"model_type"}).value_or("");
+    p.source = f.get_string({"source"}).value_or("");
+    p.synthetic = f.bool_or({"synthetic"}, false);
+    p.config_text = file_content(f.get_string({"file"}).value_or(""));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double number_or_zero(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? 0.0 : it->get<double>();
+}
+
+std::vector<GpuSpec> load_gpus() {
+  std::vector<GpuSpec> out;
+  for (const EmbeddedFile& f : embedded_files()) {
+    if (f.path.rfind("gpus/", 0) != 0) continue;
+    const std::string base = "/presets/" + std::string(f.path);
+    out.push_back(parse_gpu_spec(parse_json_text(f.content, base), base));
+  }
+  std::sort(out.begin(), out.end(), [](const GpuSpec& a, const GpuSpec& b) { return a.id < b.id; });
+  return out;
+}
+
+}  // namespace
+
+GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
+  static const std::set<std::string> kKeys = {
+      "id", "name", "vendor", "architecture", "memory_nominal_gb", "memory_total_bytes",
+      "memory_total_source", "memory_type", "memory_bandwidth_gb_per_s", "dense_tflops",
+      "intra_node_bandwidth_gb_per_s", "intra_node_link", "pcie_bandwidth_gb_per_s", "tdp_w",
+      "sources", "notes"};
+  const FieldReader f(j, base);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!kKeys.count(it.key())) {
+      throw Error(ErrorCode::kUnknownField, f.path(it.key()), "unknown field " + it.key());
+    }
+  }
+  GpuSpec g;
+  g.id = f.get_string({"id"}).value_or("");
+  if (g.id.empty()) throw Error(ErrorCode::kMissingField, f.path("id"), "missing required field id");
+  g.name = f.get_string({"name"}).value_or(g.id);
+  g.vendor = f.get_string({"vendor"}).value_or("");
+  g.architecture = f.get_string({"architecture"}).value_or("");
+  g.memory_nominal_gb = f.get_number({"memory_nominal_gb"}, 0, 1e6).value_or(0);
+  g.memory_total_bytes = f.require_int({"memory_total_bytes"}, 1, std::int64_t{1} << 50);
+  g.memory_type = f.get_string({"memory_type"}).value_or("");
+  g.memory_bandwidth_gb_per_s = f.get_number({"memory_bandwidth_gb_per_s"}, 0, 1e6).value_or(0);
+  if (const Json* t = f.find({"dense_tflops"})) {
+    const FieldReader tf(*t, f.path("dense_tflops"));
+    g.dense_tflops_fp32 = number_or_zero(*t, "fp32");
+    g.dense_tflops_tf32 = number_or_zero(*t, "tf32");
+    g.dense_tflops_bf16 = number_or_zero(*t, "bf16");
+    g.dense_tflops_fp16 = number_or_zero(*t, "fp16");
+    g.dense_tflops_fp8 = number_or_zero(*t, "fp8");
+  }
+  g.intra_node_bandwidth_gb_per_s = f.get_number({"intra_node_bandwidth_gb_per_s"}, 0, 1e6).value_or(0);
+  g.intra_node_link = f.get_string({"intra_node_link"}).value_or("");
+  g.pcie_bandwidth_gb_per_s = f.get_number({"pcie_bandwidth_gb_per_s"}, 0, 1e6).value_or(0);
+  g.tdp_w = f.get_number({"tdp_w"}, 0, 1e5).value_or(0);
+  if (const Json* s = f.find({"sources"}); s && s->is_array()) {
+    for (const Json& e : *s) {
+      if (e.is_string()) g.sources.push_back(e.get<std::string>());
+    }
+  }
+  return g;
+}
+
+const std::vector<ModelPreset>& model_presets() {
+  static const std::vector<ModelPreset> models = load_models();
+  return models;
+}
+
+const ModelPreset* find_model(std::string_view id) {
+  for (const ModelPreset& p : model_presets()) {
+    if (p.id == id) return &p;
+  }
+  return nullptr;
+}
+
+const std::vector<GpuSpec>& gpu_presets() {
+  static const std::vector<GpuSpec> gpus = load_gpus();
+  return gpus;
+}
+
+const GpuSpec* find_gpu(std::string_view id) {
+  for (const GpuSpec& g : gpu_presets()) {
+    if (g.id == id) return &g;
+  }
+  return nullptr;
+}
+
+}  // namespace memfit::presets

@@ -1,0 +1,188 @@
+// Family rules of the HF config parser: key aliases, defaults of absent keys, layout flags.
+// Configs written inline here are minimal versions of real ones (named in each case); counts
+// below are worked out from the family's transformers module layout, term by term.
+#include <catch2/catch.hpp>
+
+#include "hf_config/parse_hf_config.h"
+#include "model/tensor_inventory.h"
+#include "presets/registry.h"
+
+using namespace memfit;
+
+namespace {
+
+ModelArchitecture preset(const char* id) {
+  const presets::ModelPreset* p = presets::find_model(id);
+  REQUIRE(p != nullptr);
+  return parse_hf_config_text(p->config_text);
+}
+
+std::int64_t params(const std::string& text) {
+  return build_tensor_inventory(parse_hf_config_text(text)).total_params;
+}
+
+}  // namespace
+
+TEST_CASE("qwen2_moe counts routed experts, the shared expert and its gate", "[hf_config][moe]") {
+  // Qwen/Qwen1.5-MoE-A2.7B dimensions. Per layer: norms 2*2048; q,k,v with bias 3*(2048^2+2048);
+  // o 2048^2; router 60*2048; experts 60*3*2048*1408; shared 3*2048*5632; shared gate 2048.
+  const std::string cfg = R"({"model_type":"qwen2_moe","vocab_size":151936,"hidden_size":2048,
+    "num_hidden_layers":24,"num_attention_heads":16,"num_key_value_heads":16,"intermediate_size":5632,
+    "moe_intermediate_size":1408,"shared_expert_intermediate_size":5632,"num_experts":60,
+    "num_experts_per_tok":4,"decoder_sparse_step":1,"tie_word_embeddings":false})";
+  const std::int64_t layer = 2 * 2048 + 3 * (2048LL * 2048 + 2048) + 2048LL * 2048 + 60 * 2048 +
+                             60LL * 3 * 2048 * 1408 + 3LL * 2048 * 5632 + 2048;
+  CHECK(params(cfg) == 2LL * 151936 * 2048 + 24 * layer + 2048);
+  CHECK(params(cfg) == 14315784192LL);  // the published 14.3B total of Qwen1.5-MoE-A2.7B
+}
+
+TEST_CASE("deepseek_v2 with q_lora_rank null uses a plain q_proj and dense first layers", "[hf_config][mla]") {
+  // deepseek-ai/DeepSeek-V2-Lite dimensions.
+  const std::string cfg = R"({"model_type":"deepseek_v2","vocab_size":102400,"hidden_size":2048,
+    "num_hidden_layers":27,"num_attention_heads":16,"num_key_value_heads":16,"intermediate_size":10944,
+    "moe_intermediate_size":1408,"n_routed_experts":64,"n_shared_experts":2,"num_experts_per_tok":6,
+    "first_k_dense_replace":1,"moe_layer_freq":1,"q_lora_rank":null,"kv_lora_rank":512,
+    "qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"topk_method":"greedy",
+    "tie_word_embeddings":false})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.attention.q_lora_rank == 0);
+  CHECK_FALSE(a.layer_is_moe(0));
+  CHECK(a.layer_is_moe(1));
+  const std::int64_t attn = 2048LL * 16 * 192 + 2048LL * 576 + 512 + 512LL * 16 * 256 + 16LL * 128 * 2048;
+  const std::int64_t dense = attn + 2 * 2048 + 3LL * 2048 * 10944;
+  const std::int64_t moe = attn + 2 * 2048 + 64 * 2048 + 64LL * 3 * 2048 * 1408 + 3LL * 2048 * 2816;
+  CHECK(params(cfg) == 2LL * 102400 * 2048 + dense + 26 * moe + 2048);
+  CHECK(params(cfg) == 15706484224LL);  // the published 15.7B total of DeepSeek-V2-Lite
+}
+
+TEST_CASE("deepseek q_lora_rank defaults to 1536 when the key is absent", "[hf_config][mla]") {
+  const std::string cfg = R"({"model_type":"deepseek_v3","vocab_size":1000,"hidden_size":256,
+    "num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":512})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.attention.q_lora_rank == 1536);
+  CHECK(a.attention.kv_lora_rank == 512);
+  CHECK_FALSE(a.is_moe());
+}
+
+TEST_CASE("phi3 fuses qkv and gate_up", "[hf_config]") {
+  // microsoft/Phi-3-mini-4k-instruct dimensions: 3,821,079,552 parameters.
+  const std::string cfg = R"({"model_type":"phi3","vocab_size":32064,"hidden_size":3072,
+    "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":32,"intermediate_size":8192,
+    "tie_word_embeddings":false})";
+  const std::int64_t layer = 2 * 3072 + 3072LL * 9216 + 3072LL * 3072 + 3072LL * 16384 + 8192LL * 3072;
+  CHECK(params(cfg) == 2LL * 32064 * 3072 + 32 * layer + 3072);
+  CHECK(params(cfg) == 3821079552LL);
+}
+
+TEST_CASE("gptj has one norm per parallel block and a biased untied lm_head", "[hf_config]") {
+  const std::string cfg = R"({"model_type":"gptj","vocab_size":100,"n_embd":16,"n_layer":2,"n_head":4,
+    "rotary_dim":2,"n_inner":null})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.parallel_block);
+  CHECK(a.mlp.intermediate_size == 64);
+  CHECK(a.attention.rotary_dim == 2);
+  // wte + lm_head(w,b) + per layer: ln_1(w,b), q,k,v,out (no bias), fc_in, fc_out (bias) + ln_f
+  const std::int64_t layer = 2 * 16 + 4 * 16 * 16 + (16 * 64 + 64) + (64 * 16 + 16);
+  CHECK(params(cfg) == 100 * 16 + (100 * 16 + 100) + 2 * layer + 2 * 16);
+}
+
+TEST_CASE("falcon legacy RefinedWeb keys select the new decoder architecture", "[hf_config][falcon]") {
+  // tiiuae/falcon-40b as first published: model_type RefinedWeb, n_head_kv groups, ln_attn/ln_mlp.
+  const std::string cfg = R"({"model_type":"RefinedWeb","vocab_size":65024,"hidden_size":8192,
+    "n_layer":60,"n_head":128,"n_head_kv":8,"parallel_attn":true,"bias":false})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.model_type == "falcon");
+  CHECK(a.attention.num_kv_heads == 8);
+  CHECK(a.norms_per_layer == 2);
+  const std::int64_t layer = 2 * 2 * 8192 + 8192LL * (128 + 16) * 64 + 8192LL * 8192 + 2 * 8192LL * 32768;
+  CHECK(params(cfg) == 65024LL * 8192 + 60 * layer + 2 * 8192);
+
+  SECTION("RefinedWebModel is multi-query with one norm") {
+    const ModelArchitecture b = parse_hf_config_text(R"({"model_type":"RefinedWebModel",
+      "vocab_size":65024,"hidden_size":4544,"n_layer":32,"n_head":71,"parallel_attn":true})");
+    CHECK(b.attention.num_kv_heads == 1);
+    CHECK(b.norms_per_layer == 1);
+  }
+}
+
+TEST_CASE("stablelm reads qkv bias, parallel residual and per-head qk norms", "[hf_config]") {
+  const std::string cfg = R"({"model_type":"stablelm","vocab_size":100,"hidden_size":16,
+    "num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":32,
+    "use_qkv_bias":true,"qk_layernorm":true,"use_parallel_residual":true})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.norms_per_layer == 1);
+  // embed + lm_head + ln(w,b) + q(16x16+16) + k,v(8x16+8 each) + qk norms (4+2 heads x 4) + o + mlp + final ln
+  const std::int64_t layer = 2 * 16 + (256 + 16) + 2 * (128 + 8) + (4 + 2) * 4 + 256 + 3 * 16 * 32;
+  CHECK(params(cfg) == 2 * 100 * 16 + layer + 2 * 16);
+}
+
+TEST_CASE("tie_word_embeddings defaults follow each family", "[hf_config]") {
+  CHECK(preset("openai-community/gpt2").tie_word_embeddings);
+  CHECK(preset("facebook/opt-125m").tie_word_embeddings);
+  CHECK(preset("google/gemma-2b").tie_word_embeddings);
+  CHECK(preset("bigcode/starcoder2-7b").tie_word_embeddings);
+  CHECK(preset("google-t5/t5-base").tie_word_embeddings);
+  CHECK_FALSE(preset("meta-llama/Llama-2-7b-hf").tie_word_embeddings);
+  CHECK_FALSE(preset("EleutherAI/pythia-160m").tie_word_embeddings);
+  CHECK_FALSE(preset("bigscience/mt0-xxl").tie_word_embeddings);
+}
+
+TEST_CASE("attention variants are recognised", "[hf_config]") {
+  CHECK(preset("meta-llama/Llama-3.1-8B").attention.num_kv_heads == 8);          // GQA
+  CHECK(preset("tiiuae/falcon-7b").attention.num_kv_heads == 1);                 // MQA
+  CHECK(preset("google/gemma-3-1b-it").attention.head_dim == 256);               // explicit head_dim
+  CHECK(preset("Qwen/Qwen3-8B").attention.qk_norm);
+  CHECK(preset("Qwen/Qwen2-7B").attention.qkv_bias);
+  CHECK(preset("deepseek-ai/DeepSeek-V3").attention.layout == QkvLayout::kLowRank);
+  CHECK(preset("microsoft/phi-2").parallel_block);
+  CHECK(preset("EleutherAI/pythia-6.9b").parallel_block);
+  CHECK(preset("google/gemma-2-9b").norms_per_layer == 4);
+  CHECK(preset("Qwen/Qwen-7B").mlp.intermediate_size == 11008);                  // qwen-1 halves it
+  CHECK(preset("bigscience/bloomz-560m").hidden_size == 1024);                   // n_embed alias
+}
+
+TEST_CASE("moe layouts: experts, shared experts, dense-first layers", "[hf_config][moe]") {
+  const ModelArchitecture v3 = preset("deepseek-ai/DeepSeek-V3");
+  CHECK(v3.moe.num_experts == 256);
+  CHECK(v3.moe.shared_intermediate_size == 2048);
+  CHECK_FALSE(v3.layer_is_moe(2));
+  CHECK(v3.layer_is_moe(3));
+  const ModelArchitecture q = preset("Qwen/Qwen3-30B-A3B");
+  const TensorInventory inv = build_tensor_inventory(q);
+  CHECK(inv.active_params_per_token == 3353032704LL);  // published activated parameters
+  const ModelArchitecture mx = preset("mistralai/Mixtral-8x7B-Instruct-v0.1");
+  CHECK(mx.moe.num_experts == 8);
+  CHECK(mx.moe.top_k == 2);
+}
+
+TEST_CASE("qwen moe mlp_only_layers and decoder_sparse_step pick the dense layers", "[hf_config][moe]") {
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"qwen3_moe","vocab_size":10,
+    "hidden_size":8,"num_hidden_layers":6,"num_attention_heads":2,"intermediate_size":16,
+    "moe_intermediate_size":4,"num_experts":4,"num_experts_per_tok":2,"decoder_sparse_step":2,
+    "mlp_only_layers":[5]})");
+  CHECK_FALSE(a.layer_is_moe(0));
+  CHECK(a.layer_is_moe(1));
+  CHECK(a.layer_is_moe(3));
+  CHECK_FALSE(a.layer_is_moe(5));
+}
+
+TEST_CASE("an unknown llama-like model_type parses as a generic decoder with a warning", "[hf_config]") {
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"olmo_future","vocab_size":100,
+    "hidden_size":16,"num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":32})");
+  CHECK(a.model_type == "generic");
+  REQUIRE(a.warnings.size() == 1);
+  CHECK_THAT(a.warnings[0], Catch::Contains("olmo_future"));
+}
+
+TEST_CASE("encoder-decoder and encoder models build both stacks", "[hf_config][t5]") {
+  const ModelArchitecture t5 = preset("google-t5/t5-base");
+  CHECK(t5.kind == ArchKind::kEncoderDecoder);
+  CHECK(t5.num_encoder_layers == 12);
+  CHECK(t5.num_layers == 12);
+  const TensorInventory inv = build_tensor_inventory(t5);
+  // first encoder block, 11 more encoder blocks, first decoder block, 11 more decoder blocks
+  REQUIRE(inv.groups.size() == 4);
+  CHECK(inv.groups[1].layer_count == 11);
+  CHECK(preset("bigscience/mt0-xxl").mlp.gated);
+  CHECK(preset("google-bert/bert-base-uncased").kind == ArchKind::kEncoder);
+}

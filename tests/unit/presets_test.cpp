@@ -1,0 +1,50 @@
+// Every preset parses through the same path users' configs take, and the index matches the files.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <set>
+
+#include "hf_config/parse_hf_config.h"
+#include "model/tensor_inventory.h"
+#include "presets/registry.h"
+
+using namespace memfit;
+
+TEST_CASE("every model preset parses and has a positive parameter count", "[presets]") {
+  for (const presets::ModelPreset& p : presets::model_presets()) {
+    INFO(p.id);
+    REQUIRE_FALSE(p.config_text.empty());
+    const ModelArchitecture a = parse_hf_config_text(p.config_text);
+    CHECK(a.warnings.empty());
+    CHECK(a.model_type == p.model_type);
+    CHECK(build_tensor_inventory(a).total_params > 0);
+  }
+}
+
+TEST_CASE("the preset index lists exactly the model files", "[presets]") {
+  std::set<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MEMFIT_SOURCE_DIR) + "/presets/models")) {
+    if (e.path().extension() == ".json") files.insert(e.path().filename().string());
+  }
+  std::set<std::string> listed;
+  for (const presets::ModelPreset& p : presets::model_presets()) {
+    std::string f = p.id;
+    f.replace(f.find('/'), 1, "__");
+    listed.insert(f + ".json");
+  }
+  CHECK(files == listed);
+}
+
+TEST_CASE("gpu presets carry memory, throughput and sources", "[presets][gpu]") {
+  REQUIRE(presets::gpu_presets().size() >= 20);
+  for (const GpuSpec& g : presets::gpu_presets()) {
+    INFO(g.id);
+    CHECK(g.memory_total_bytes > 8 * (std::int64_t{1} << 30));
+    CHECK(g.dense_tflops_bf16 + g.dense_tflops_fp16 > 0);
+    CHECK(g.memory_bandwidth_gb_per_s > 0);
+    CHECK_FALSE(g.sources.empty());
+  }
+  const GpuSpec* h100 = presets::find_gpu("H100-80GB");
+  REQUIRE(h100 != nullptr);
+  CHECK(h100->memory_total_bytes == 81559LL * (1 << 20));
+}

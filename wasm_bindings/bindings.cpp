@@ -1,0 +1,19 @@
+// Embind surface of the WASM module: forwards strings to the api facade and nothing else
+// (the facade never throws, so no exception can reach JavaScript).
+#include <emscripten/bind.h>
+
+#include <string>
+
+#include "api/api.h"
+
+namespace {
+std::string inspect_config(const std::string& text) { return memfit::api::inspect_config(text); }
+std::string inspect(const std::string& text) { return memfit::api::inspect(text); }
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(memfit) {
+  emscripten::function("version", &memfit::api::version);
+  emscripten::function("presets", &memfit::api::presets);
+  emscripten::function("inspectConfig", &inspect_config);
+  emscripten::function("inspect", &inspect);
+}
