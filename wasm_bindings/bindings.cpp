@@ -7,7 +7,9 @@
 #include "api/api.h"
 
 namespace {
-std::string inspect_config(const std::string& text) { return memfit::api::inspect_config(text); }
+std::string inspect_config(const std::string& text, bool include_tensors) {
+  return memfit::api::inspect_config(text, include_tensors);
+}
 std::string inspect(const std::string& text) { return memfit::api::inspect(text); }
 }  // namespace
 

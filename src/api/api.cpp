@@ -136,13 +136,13 @@ std::string presets() {
   });
 }
 
-std::string inspect_config(std::string_view config_text) {
+std::string inspect_config(std::string_view config_text, bool include_tensors) {
   return guarded([&] {
     ResolvedModel m;
     m.arch = parse_hf_config_text(config_text);
     m.id = m.arch.name;
     m.source = "config";
-    return describe(m, false);
+    return describe(m, include_tensors);
   });
 }
 

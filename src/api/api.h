@@ -15,7 +15,7 @@ std::string version();
 /// Model and GPU presets: {"models": [...], "gpus": [...]}.
 std::string presets();
 /// config.json text -> architecture and exact parameter counts. Paths are relative to the config.
-std::string inspect_config(std::string_view config_text);
+std::string inspect_config(std::string_view config_text, bool include_tensors = false);
 /// Request {"model": {"preset": id} | {"config": {...}}, "include_tensors"?: bool}.
 std::string inspect(std::string_view request_text);
 

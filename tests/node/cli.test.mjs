@@ -1,0 +1,55 @@
+// `npx memfit ...` from the repository root: JSON out, exit 0; bad input exit 2 with the envelope.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { root } from './helpers.mjs';
+
+function memfit(...args) {
+  const r = spawnSync('npx', ['--no-install', 'memfit', ...args], { cwd: root, encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+test('params of a preset id', () => {
+  const r = memfit('params', 'Qwen/Qwen3-30B-A3B');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.equal(j.total_params, 30532122624);
+  assert.equal(j.trainable_params, 30532122624);
+  assert.equal(j.active_params_per_token, 3353032704);
+  assert.ok(j.params_by_kind.expert > 0);
+});
+
+test('params of a config file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify({ model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12 }));
+  const r = memfit('params', file);
+  assert.equal(r.code, 0, r.err);
+  assert.equal(JSON.parse(r.out).total_params, 124439808);
+});
+
+test('bad input: exit 2 and the error envelope on stdout', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'broken.json');
+  writeFileSync(file, '{"model_type": "llama",');
+  const r = memfit('params', file);
+  assert.equal(r.code, 2);
+  const env = JSON.parse(r.out);
+  assert.equal(env.ok, false);
+  assert.equal(env.error.code, 'invalid_json');
+  const unknown = memfit('params', 'no-such/model');
+  assert.equal(unknown.code, 2);
+  assert.equal(JSON.parse(unknown.out).error.code, 'unknown_preset');
+  assert.equal(memfit('frobnicate').code, 2);
+});
+
+test('presets lists models and GPUs', () => {
+  const r = memfit('presets');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.ok(j.models.some((m) => m.id === 'meta-llama/Llama-3.1-8B'));
+  assert.ok(j.gpus.some((g) => g.id === 'H100-80GB'));
+});

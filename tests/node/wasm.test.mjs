@@ -1,0 +1,55 @@
+// The WASM module: same envelope and numbers as the native core, errors as data (never a throw).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadEs, loadSingle, envelope } from './helpers.mjs';
+
+const M = await loadEs();
+
+test('exact parameter count through the ES module', () => {
+  const r = envelope(M.inspect(JSON.stringify({ model: { preset: 'meta-llama/Llama-3.1-8B' } })));
+  assert.equal(r.ok, true);
+  assert.equal(r.result.total_params, 8030261248);
+  assert.equal(r.result.architecture.attention, 'gqa');
+});
+
+test('malformed config: coded error with pointer and message, module still usable', () => {
+  const bad = envelope(M.inspectConfig('{"model_type": "llama", "hidden_size": 4096,', false));
+  assert.equal(bad.ok, false);
+  assert.equal(bad.error.code, 'invalid_json');
+  assert.equal(bad.error.path, '');
+  assert.match(bad.error.message, /^invalid json: /);
+  const missing = envelope(M.inspectConfig(JSON.stringify({
+    model_type: 'llama', vocab_size: 32000, hidden_size: 4096, num_attention_heads: 32, intermediate_size: 11008,
+  }), false));
+  assert.deepEqual(missing.error, {
+    code: 'missing_field', path: '/num_hidden_layers', message: 'missing required field num_hidden_layers',
+  });
+  const huge = envelope(M.inspect(JSON.stringify({ model: { config: {
+    model_type: 'llama', vocab_size: 32000, hidden_size: 4096, num_attention_heads: 32,
+    intermediate_size: 11008, num_hidden_layers: 1e12 } } })));
+  assert.equal(huge.error.code, 'out_of_range');
+  assert.equal(huge.error.path, '/model/config/num_hidden_layers');
+  assert.equal(huge.error.message, 'num_hidden_layers must be at most 10,000, got 1,000,000,000,000');
+  assert.equal(envelope(M.inspect(JSON.stringify({ model: { preset: 'openai-community/gpt2' } }))).ok, true);
+});
+
+test('deeply nested and multi-megabyte input give errors, not a crash', () => {
+  assert.equal(envelope(M.inspectConfig('['.repeat(200000), false)).error.code, 'too_deep');
+  const big = JSON.stringify({ model_type: 'llama', pad: 'x'.repeat(5 << 20) });
+  assert.equal(envelope(M.inspectConfig(big, false)).error.code, 'input_too_large');
+});
+
+test('single-file build gives the same answer as the ES module', async () => {
+  const S = await loadSingle();
+  for (const id of ['deepseek-ai/DeepSeek-V3', 'google-t5/t5-base', 'tiiuae/falcon-7b']) {
+    const req = JSON.stringify({ model: { preset: id }, include_tensors: true });
+    assert.equal(S.inspect(req), M.inspect(req));
+  }
+});
+
+test('presets: at least 60 models and 20 GPUs', () => {
+  const r = envelope(M.presets()).result;
+  assert.ok(r.models.length >= 60);
+  assert.ok(r.gpus.length >= 20);
+  assert.ok(r.gpus.every((g) => g.memory_total_bytes > 0 && g.sources.length > 0));
+});
