@@ -186,3 +186,14 @@ TEST_CASE("encoder-decoder and encoder models build both stacks", "[hf_config][t
   CHECK(preset("bigscience/mt0-xxl").mlp.gated);
   CHECK(preset("google-bert/bert-base-uncased").kind == ArchKind::kEncoder);
 }
+
+TEST_CASE("opt-350m projects a narrower embedding and has no final norm", "[hf_config]") {
+  // facebook/opt-350m: word_embed_proj_dim 512 with project_in/out, post-norm blocks
+  // (do_layer_norm_before false), positions offset by 2. Published total: 331,196,416.
+  const std::string cfg = R"({"model_type":"opt","vocab_size":50272,"hidden_size":1024,
+    "num_hidden_layers":24,"num_attention_heads":16,"ffn_dim":4096,"max_position_embeddings":2048,
+    "word_embed_proj_dim":512,"do_layer_norm_before":false})";
+  const std::int64_t layer = 4 * (1024LL * 1024 + 1024) + 2 * 2048 + (1024LL * 4096 + 4096) + (4096LL * 1024 + 1024);
+  CHECK(params(cfg) == 50272LL * 512 + 2050LL * 1024 + 2 * 512LL * 1024 + 24 * layer);
+  CHECK(params(cfg) == 331196416LL);
+}
