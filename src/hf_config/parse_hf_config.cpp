@@ -110,12 +110,20 @@ void read_dense_layer_list(const FieldReader& f, ModelArchitecture& a, const cha
   }
 }
 
-void parse_gpt2(const FieldReader& f, ModelArchitecture& a) {
+// Vocabulary, width, depth and heads (MHA unless the family reads kv heads itself), under the
+// family's key names.
+void read_dims(const FieldReader& f, ModelArchitecture& a, std::initializer_list<const char*> hidden_keys,
+               std::initializer_list<const char*> layer_keys, std::initializer_list<const char*> head_keys,
+               std::initializer_list<const char*> head_dim_keys = {}) {
   a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"n_embd", "hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"n_head", "num_attention_heads"}, {});
+  a.hidden_size = f.require_int(hidden_keys, 1, L::kMaxHidden);
+  a.num_layers = f.require_int(layer_keys, 1, L::kMaxLayers);
+  read_heads(f, a, head_keys, head_dim_keys);
   a.attention.num_kv_heads = a.attention.num_heads;
+}
+
+void parse_gpt2(const FieldReader& f, ModelArchitecture& a) {
+  read_dims(f, a, {"n_embd", "hidden_size"}, {"n_layer", "num_hidden_layers"}, {"n_head", "num_attention_heads"});
   a.max_position_embeddings = f.int_or({"n_positions", "max_position_embeddings"}, 1, L::kMaxPositions, 1024);
   a.position = PositionKind::kLearned;
   a.learned_position_rows = a.max_position_embeddings;
@@ -130,11 +138,7 @@ void parse_gpt2(const FieldReader& f, ModelArchitecture& a) {
 }
 
 void parse_opt(const FieldReader& f, ModelArchitecture& a) {
-  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"num_attention_heads"}, {});
-  a.attention.num_kv_heads = a.attention.num_heads;
+  read_dims(f, a, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"});
   a.mlp.intermediate_size = f.require_int({"ffn_dim"}, 1, L::kMaxIntermediate);
   a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 1, L::kMaxPositions, 2048);
   a.position = PositionKind::kLearned;
@@ -152,11 +156,7 @@ void parse_opt(const FieldReader& f, ModelArchitecture& a) {
 }
 
 void parse_bloom(const FieldReader& f, ModelArchitecture& a) {
-  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"n_embed", "hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"n_head", "num_attention_heads"}, {});
-  a.attention.num_kv_heads = a.attention.num_heads;
+  read_dims(f, a, {"n_embed", "hidden_size"}, {"n_layer", "num_hidden_layers"}, {"n_head", "num_attention_heads"});
   a.position = PositionKind::kAlibi;
   a.norm = NormKind::kLayerNorm;
   a.norm_bias = true;
@@ -171,11 +171,7 @@ void parse_bloom(const FieldReader& f, ModelArchitecture& a) {
 }
 
 void parse_gpt_neox(const FieldReader& f, ModelArchitecture& a) {
-  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"num_attention_heads"}, {});
-  a.attention.num_kv_heads = a.attention.num_heads;
+  read_dims(f, a, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"});
   a.mlp.intermediate_size = f.require_int({"intermediate_size"}, 1, L::kMaxIntermediate);
   a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 0, L::kMaxPositions, 2048);
   a.norm = NormKind::kLayerNorm;
@@ -192,11 +188,7 @@ void parse_gpt_neox(const FieldReader& f, ModelArchitecture& a) {
 }
 
 void parse_gptj(const FieldReader& f, ModelArchitecture& a) {
-  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"n_embd", "hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"n_layer", "num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"n_head", "num_attention_heads"}, {});
-  a.attention.num_kv_heads = a.attention.num_heads;
+  read_dims(f, a, {"n_embd", "hidden_size"}, {"n_layer", "num_hidden_layers"}, {"n_head", "num_attention_heads"});
   a.max_position_embeddings = f.int_or({"n_positions", "max_position_embeddings"}, 0, L::kMaxPositions, 2048);
   a.norm = NormKind::kLayerNorm;
   a.norm_bias = true;
@@ -245,11 +237,7 @@ void parse_falcon(const FieldReader& f, ModelArchitecture& a, const std::string&
 }
 
 void parse_qwen1(const FieldReader& f, ModelArchitecture& a) {
-  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"num_attention_heads"}, {"kv_channels"});
-  a.attention.num_kv_heads = a.attention.num_heads;
+  read_dims(f, a, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"}, {"kv_channels"});
   // QWenMLP: w1 and w2 are each intermediate_size / 2 wide (the config states the sum).
   const std::int64_t inter = f.require_int({"intermediate_size"}, 2, L::kMaxIntermediate);
   if (inter % 2 != 0) throw invalid(f.path("intermediate_size"), "intermediate_size of a qwen model must be even");
@@ -361,11 +349,7 @@ void parse_t5(const FieldReader& f, ModelArchitecture& a, bool mt5) {
 
 void parse_bert(const FieldReader& f, ModelArchitecture& a) {
   a.kind = ArchKind::kEncoder;
-  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
-  a.hidden_size = f.require_int({"hidden_size"}, 1, L::kMaxHidden);
-  a.num_layers = f.require_int({"num_hidden_layers"}, 1, L::kMaxLayers);
-  read_heads(f, a, {"num_attention_heads"}, {});
-  a.attention.num_kv_heads = a.attention.num_heads;
+  read_dims(f, a, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"});
   a.mlp.intermediate_size = f.require_int({"intermediate_size"}, 1, L::kMaxIntermediate);
   a.mlp.activation = f.get_string({"hidden_act"}).value_or("gelu");
   a.mlp.bias = a.attention.qkv_bias = a.attention.o_bias = true;
