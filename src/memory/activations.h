@@ -1,0 +1,25 @@
+// Bytes that one transformer layer keeps alive from its forward to its backward, per token,
+// derived from the architecture, the trainable set and the kernels. Source: what autograd saves
+// per op (derivatives.yaml) in the HF block implementations; the llama inventory for pure bf16
+// with sdpa/flash is 16h + 4ad + 4kd + 8f + 4a + 8 bytes per token (docs/memory_model.md).
+#pragma once
+#include <cstdint>
+
+#include "model/architecture.h"
+#include "training/training_setup.h"
+
+namespace memfit {
+
+struct LayerActivations {
+  std::int64_t saved_per_token = 0;        // linear in tokens
+  std::int64_t saved_per_token_per_position = 0;  // eager attention: s x s scores, per token per key
+  std::int64_t checkpoint_per_token = 0;   // what full checkpointing keeps per layer (its input)
+  std::int64_t backward_transient_per_token = 0;  // in-layer gradients at the layer's backward peak
+  std::int64_t residual_grad_per_token = 0;       // gradient of the layer output flowing down
+};
+
+/// One decoder (or encoder) layer; `moe` selects the sparse MLP; `cross_attention` for T5 decoders.
+LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
+                                   bool cross_attention, bool base_trains);
+
+}  // namespace memfit

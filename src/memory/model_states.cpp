@@ -1,0 +1,156 @@
+// Persistent state bytes from the tensor inventory (see model_states.h for sources).
+#include "memory/model_states.h"
+
+#include <algorithm>
+
+#include "common/units.h"
+
+namespace memfit {
+
+namespace {
+
+// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes.
+std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
+  switch (o) {
+    case Optimizer::kAdamW: return 2 * elem;            // exp_avg + exp_avg_sq in the param dtype
+    case Optimizer::kPagedAdamW32bit: return 8;         // fp32 moments (paged: unified memory)
+    case Optimizer::kAdamW8bit:
+    case Optimizer::kPagedAdamW8bit: return 2;          // two uint8 moments (+ per-2048 absmax)
+    case Optimizer::kAdamW4bit: return 1;               // two 4-bit moments
+    case Optimizer::kSgd: return 0;
+    case Optimizer::kSgdMomentum:
+    case Optimizer::kLion:
+    case Optimizer::kMuon: return elem;                 // one momentum buffer
+    case Optimizer::kAdafactor: return 0;               // factored: rows + cols, added per tensor
+  }
+  return 2 * elem;
+}
+
+bool is_linear_in_block(const TensorSpec& s) {
+  return s.linear_weight && s.kind != ModuleKind::kLmHead && s.kind != ModuleKind::kRouter;
+}
+
+}  // namespace
+
+bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
+  if (!is_linear_in_block(s)) return false;
+  for (const std::string& target : t.lora_targets) {
+    if (target == "all-linear") return true;
+    if (target == s.role) return true;
+    // Fused projections carry the adapter when any of their parts is targeted.
+    if (s.role == "qkv" && (target == "q" || target == "k" || target == "v")) return true;
+    if (s.role == "gate_up" && (target == "gate" || target == "up")) return true;
+    if ((s.role == "q_a" || s.role == "q_b") && target == "q") return true;
+    if ((s.role == "kv_a" || s.role == "kv_b") && (target == "k" || target == "v")) return true;
+  }
+  return false;
+}
+
+bool base_tensor_trains(const TrainingSetup& t, const TensorSpec& s, std::int64_t layer,
+                        std::int64_t num_layers) {
+  switch (t.method) {
+    case Method::kFull: return true;
+    case Method::kFreeze: return layer >= 0 && layer >= num_layers - t.freeze_trainable_layers;
+    case Method::kLora:
+    case Method::kQlora: return false;
+  }
+  (void)s;
+  return true;
+}
+
+ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
+                                 const TrainingSetup& t) {
+  ModelStates m;
+  m.total_params = inv.total_params;
+  const std::int64_t wb = weight_bytes(t.precision);
+  const bool lora = t.method == Method::kLora || t.method == Method::kQlora;
+  const bool qlora = t.method == Method::kQlora;
+  // PEFT keeps adapters in fp32 (autocast_adapter_dtype=True since PEFT 0.12).
+  const std::int64_t adapter_bytes = 4;
+  // prepare_model_for_kbit_training casts the non-quantised parameters to fp32.
+  const std::int64_t qlora_other_bytes = 4;
+  std::int64_t trainable_elems_by_bytes[5] = {};  // index: element bytes of the trainable tensor
+  std::int64_t largest_trainable = 0;
+  std::int64_t adafactor_state = 0;
+
+  auto visit = [&](const TensorSpec& s, std::int64_t layer, std::int64_t layers_in_group, bool in_stack) {
+    if (s.tied) return;
+    const std::int64_t n = checked_mul(s.total_numel(), layers_in_group, "parameter count");
+    m.weight_tensor_count += s.copies * layers_in_group;
+    const bool trains = base_tensor_trains(t, s, layer, arch.num_layers);
+    std::int64_t bytes_per = wb;
+    if (qlora) {
+      if (is_linear_in_block(s)) {
+        m.weights_bytes = checked_add(m.weights_bytes, ceil_div(checked_mul(n, kNf4MicroBytesPerParam, "weight bytes"),
+                                                                1'000'000), "weight bytes");
+        m.dequant_workspace_bytes = std::max(m.dequant_workspace_bytes, s.numel() * 2);
+        bytes_per = 0;
+      } else {
+        bytes_per = qlora_other_bytes;
+      }
+    }
+    m.weights_bytes = checked_add(m.weights_bytes, checked_mul(n, bytes_per, "weight bytes"), "weight bytes");
+    if (trains) {
+      m.trainable_params += n;
+      trainable_elems_by_bytes[bytes_per] += n;
+      largest_trainable = std::max(largest_trainable, s.numel() * bytes_per);
+      if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = s.numel() * bytes_per;
+      if (t.optimizer == Optimizer::kAdafactor) {
+        adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * s.copies * layers_in_group : n * 4;
+      }
+      if (in_stack) m.layer_gradient_bytes += s.total_numel() * bytes_per;
+      else if (s.kind == ModuleKind::kLmHead || s.kind == ModuleKind::kNorm) m.head_gradient_bytes += s.total_numel() * bytes_per;
+    }
+    if (is_amp(t.precision) && s.linear_weight && !qlora) {
+      m.amp_weight_cast_bytes += n * 2;  // autocast's 16-bit copy, saved by mm for backward
+    }
+    if (lora && lora_targets_role(t, s)) {
+      const std::int64_t in = s.shape[1];
+      const std::int64_t out = s.shape[0];
+      const std::int64_t a = checked_mul(checked_mul(t.lora_rank, in + out, "adapter size"),
+                                         s.copies * layers_in_group, "adapter size");
+      m.adapter_params += a;
+      m.trainable_params += a;
+      trainable_elems_by_bytes[adapter_bytes] += a;
+      m.weights_bytes = checked_add(m.weights_bytes, a * adapter_bytes, "weight bytes");
+      if (in_stack) m.layer_gradient_bytes += t.lora_rank * (in + out) * s.copies * adapter_bytes;
+    }
+  };
+  for (const TensorSpec& s : inv.globals) visit(s, -1, 1, false);
+  for (const LayerGroup& g : inv.groups) {
+    // Freeze decides per layer; other methods treat the group uniformly.
+    if (t.method == Method::kFreeze) {
+      for (std::int64_t i = 0; i < g.layer_count; ++i) {
+        for (const TensorSpec& s : g.tensors) visit(s, g.first_layer + i, 1, true);
+      }
+    } else {
+      for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, g.layer_count, true);
+    }
+  }
+  // layer_gradient_bytes summed every layer of every group; keep a per-layer average for the
+  // backward timeline (layers of one model are near-uniform; the total stays exact below).
+  const std::int64_t layers = std::max<std::int64_t>(1, arch.num_layers + arch.num_encoder_layers);
+  m.layer_gradient_bytes = m.layer_gradient_bytes / layers;
+
+  for (std::int64_t b = 1; b <= 4; ++b) {
+    const std::int64_t elems = trainable_elems_by_bytes[b];
+    m.gradients_bytes = checked_add(m.gradients_bytes, checked_mul(elems, b, "gradient bytes"), "gradient bytes");
+    const std::int64_t state = t.optimizer == Optimizer::kAdafactor ? 0 : state_bytes_per_param(t.optimizer, b);
+    m.optimizer_states_bytes = checked_add(m.optimizer_states_bytes, checked_mul(elems, state, "state bytes"), "state bytes");
+  }
+  m.optimizer_states_bytes += adafactor_state;
+  m.largest_trainable_tensor_bytes = largest_trainable;
+  const bool adam_like = t.optimizer == Optimizer::kAdamW || t.optimizer == Optimizer::kPagedAdamW32bit;
+  if (adam_like) {
+    switch (t.optimizer_impl) {
+      case OptimizerImpl::kForeach: m.optimizer_step_temp_bytes = m.optimizer_states_bytes / 2; break;  // sqrt copy of exp_avg_sq
+      case OptimizerImpl::kForLoop: m.optimizer_step_temp_bytes = largest_trainable; break;
+      case OptimizerImpl::kFused: m.optimizer_step_temp_bytes = 0; break;
+    }
+  } else if (t.optimizer == Optimizer::kAdafactor) {
+    m.optimizer_step_temp_bytes = 3 * largest_trainable;  // fp32 grad copy, update, factored product
+  }
+  return m;
+}
+
+}  // namespace memfit

@@ -1,0 +1,45 @@
+// Persistent state on one GPU: weights (per dtype, NF4 for QLoRA bases), gradients of trainable
+// tensors, optimizer states and the optimizer step's temporaries, all derived from the tensor
+// inventory and the training setup. Source of bytes per parameter: PyTorch torch/optim/adam.py
+// (foreach sqrt copy), bitsandbytes 8-bit/4-bit layouts, PEFT adapter dtypes (docs/memory_model.md).
+#pragma once
+#include <cstdint>
+
+#include "model/tensor_inventory.h"
+#include "training/training_setup.h"
+
+namespace memfit {
+
+/// NF4 with block size 64 and double-quantised absmax: 4 bits per weight + 8-bit absmax per
+/// 64 weights + one fp32 scale per 256 absmax blocks (bitsandbytes Linear4bit, Dettmers et al.
+/// 2023 §3). In millionths of a byte per parameter, to keep integer arithmetic exact enough.
+inline constexpr std::int64_t kNf4MicroBytesPerParam = 515'869;  // 0.5 + 1/64 + 4/(64*256)
+
+struct ModelStates {
+  std::int64_t total_params = 0;
+  std::int64_t trainable_params = 0;      // base tensors that train + adapters
+  std::int64_t adapter_params = 0;        // LoRA A/B
+  std::int64_t weights_bytes = 0;         // everything stored as weights, adapters included
+  std::int64_t gradients_bytes = 0;       // one gradient per trainable parameter
+  std::int64_t optimizer_states_bytes = 0;
+  std::int64_t optimizer_step_temp_bytes = 0;  // transient at optimizer.step()
+  std::int64_t largest_trainable_tensor_bytes = 0;  // e.g. the embedding's dense gradient
+  std::int64_t embedding_grad_bytes = 0;  // dense (v, h) gradient of a trainable embedding
+  std::int64_t weight_tensor_count = 0;
+  std::int64_t amp_weight_cast_bytes = 0; // autocast keeps a 16-bit copy of each matmul weight
+  std::int64_t dequant_workspace_bytes = 0;  // QLoRA: one layer weight dequantised at a time
+  /// Per layer of the stack (uniform layers): gradient bytes produced by one layer's backward.
+  std::int64_t layer_gradient_bytes = 0;
+  std::int64_t head_gradient_bytes = 0;   // lm_head + final norm gradients (first in backward)
+};
+
+/// Which base tensors train: full = all, freeze = the last k layers, lora/qlora = none.
+bool base_tensor_trains(const TrainingSetup& t, const TensorSpec& spec, std::int64_t layer,
+                        std::int64_t num_layers);
+/// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
+bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
+
+ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
+                                 const TrainingSetup& t);
+
+}  // namespace memfit
