@@ -1,6 +1,6 @@
 # Layering rules (docs/architecture.md), checked by grep so a violation fails ctest:
 # 1. nothing under src/ mentions Emscripten; 2. formula code (model/) never includes JSON;
-# 3. wasm_bindings/ includes only the api facade; 4. nothing reads ../shared.
+# 3. wasm_bindings/ includes only the api facade; 4. nothing reads the sibling shared/ folder.
 file(GLOB_RECURSE core ${ROOT}/src/*.h ${ROOT}/src/*.cpp)
 foreach(f ${core})
   file(READ ${f} text)
@@ -30,7 +30,7 @@ file(GLOB_RECURSE anything ${ROOT}/src/* ${ROOT}/web/*.js ${ROOT}/web/*.html ${R
 foreach(f ${anything})
   file(READ ${f} text)
   if(text MATCHES "\\.\\./shared")
-    message(FATAL_ERROR "the project must not read ../shared: ${f}")
+    message(FATAL_ERROR "the project must not read the sibling shared folder: ${f}")
   endif()
 endforeach()
 message(STATUS "layering rules hold")
