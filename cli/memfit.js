@@ -1,15 +1,22 @@
 #!/usr/bin/env node
 // memfit command line: the same WASM module the page runs, driven from Node.
 //   memfit params <config.json | preset id> [--tensors]
+//   memfit estimate <request.json>
+//   memfit validate <cases.csv> [--configs DIR[,DIR...]] [--json | --markdown]
 //   memfit presets
 //   memfit version
 // Exit 0 on success; on bad input exit 2 with the error envelope on stdout.
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
+const validation = require('./validate.js');
 
 const USAGE = `usage: memfit <command> [args]
   params <config.json | preset id> [--tensors]   architecture and exact parameter counts
+  estimate <request.json>                         peak memory of one training setup
+  validate <cases.csv> [--configs DIR[,DIR...]] [--json | --markdown]
+                                                  estimates vs published measurements
+                                                  (table; --json data; --markdown docs/validation.md)
   presets                                         model and GPU presets
   version                                         module version`;
 
@@ -27,8 +34,8 @@ function loadModule() {
   return require(found)();
 }
 
-function usageError(message) {
-  const envelope = { ok: false, schema_version: 1, error: { code: 'invalid_usage', message, path: '' } };
+function usageError(message, code = 'invalid_usage') {
+  const envelope = { ok: false, schema_version: 1, error: { code, message, path: '' } };
   process.stdout.write(JSON.stringify(envelope) + '\n');
   process.stderr.write(USAGE + '\n');
   process.exit(2);
@@ -40,11 +47,80 @@ function emit(envelopeText) {
   process.exit(envelope.ok ? 0 : 2);
 }
 
+/// The text of a file named on the command line; a missing one is a usage error.
+function readInputFile(file, what) {
+  if (!file || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
+    usageError(`${what}: no such file '${file || ''}'`);
+  }
+  return fs.readFileSync(file, 'utf8');
+}
+
+/// validate's arguments: {casesPath, configDirs, format: 'table' | 'json' | 'markdown'}.
+function parseValidateArgs(args) {
+  const options = { casesPath: null, configDirs: [], format: 'table' };
+  const setFormat = (format) => {
+    if (options.format !== 'table') usageError('validate: give at most one of --json and --markdown');
+    options.format = format;
+  };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--json') setFormat('json');
+    else if (arg === '--markdown') setFormat('markdown');
+    else if (arg === '--configs' || arg.startsWith('--configs=')) {
+      const value = arg === '--configs' ? args[++i] : arg.slice('--configs='.length);
+      if (!value) usageError('validate: --configs needs a directory (or a comma-separated list)');
+      options.configDirs.push(...value.split(',').filter((d) => d !== ''));
+    } else if (arg.startsWith('--')) usageError(`validate: unknown option '${arg}'`);
+    else if (options.casesPath === null) options.casesPath = arg;
+    else usageError('validate takes one case file');
+  }
+  if (options.casesPath === null) usageError('validate takes one argument: a cases .csv file');
+  return options;
+}
+
+/// `memfit validate`: the report on stdout, exit 0 whether or not the targets are met.
+async function runValidate(args) {
+  const options = parseValidateArgs(args);
+  const text = readInputFile(options.casesPath, 'validate');
+  let cases;
+  try {
+    cases = validation.readCases(text);
+  } catch (e) {
+    usageError(`${options.casesPath}: ${e.message}`, 'invalid_csv');
+  }
+  for (const dir of options.configDirs) {
+    if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) usageError(`--configs: no such directory '${dir}'`);
+  }
+  const M = await loadModule();
+  if (typeof M.estimate !== 'function') {
+    process.stderr.write('memfit: this build of the WASM module has no estimate(); run `npm run build`\n');
+    process.exit(3);
+  }
+  const report = validation.validate(cases, {
+    estimate: (requestText) => M.estimate(requestText),
+    configDirs: options.configDirs,
+  });
+  if (options.format === 'json') {
+    process.stdout.write(JSON.stringify(validation.toJson(report), null, 2) + '\n');
+  } else if (options.format === 'markdown') {
+    const version = JSON.parse(M.version()).result.version;
+    process.stdout.write(validation.formatMarkdown(report, { casesPath: options.casesPath, version }));
+  } else {
+    process.stdout.write(validation.formatTable(report));
+  }
+}
+
 async function main(argv) {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h') {
     process.stdout.write(USAGE + '\n');
     return;
+  }
+  if (command === 'validate') return runValidate(rest); // checks its input before loading the module
+  if (command === 'estimate') {
+    if (rest.length !== 1 || rest[0].startsWith('--')) usageError('estimate takes one argument: a request .json file');
+    const text = readInputFile(rest[0], 'estimate');
+    return emit((await loadModule()).estimate(text));
   }
   const M = await loadModule();
   switch (command) {

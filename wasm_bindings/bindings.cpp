@@ -11,6 +11,7 @@ std::string inspect_config(const std::string& text, bool include_tensors) {
   return memfit::api::inspect_config(text, include_tensors);
 }
 std::string inspect(const std::string& text) { return memfit::api::inspect(text); }
+std::string estimate(const std::string& text) { return memfit::api::estimate(text); }
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(memfit) {
@@ -18,4 +19,5 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("presets", &memfit::api::presets);
   emscripten::function("inspectConfig", &inspect_config);
   emscripten::function("inspect", &inspect);
+  emscripten::function("estimate", &estimate);
 }

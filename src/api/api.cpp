@@ -4,6 +4,8 @@
 #include <exception>
 #include <new>
 
+#include "api/request.h"
+#include "export/estimate_json.h"
 #include "export/model_json.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
@@ -43,52 +45,6 @@ std::string guarded(F&& body) {
   } catch (...) {
     return fail("internal", "internal error", "");
   }
-}
-
-void reject_unknown_keys(const FieldReader& f, std::initializer_list<const char*> known) {
-  for (auto it = f.json().begin(); it != f.json().end(); ++it) {
-    bool found = false;
-    for (const char* k : known) found = found || it.key() == k;
-    if (!found) {
-      std::string list;
-      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw Error(ErrorCode::kUnknownField, f.path(it.key()),
-                  "unknown field " + it.key().substr(0, 64) + " (expected one of: " + list + ")");
-    }
-  }
-}
-
-struct ResolvedModel {
-  ModelArchitecture arch;
-  std::string id;      // preset id or the config's _name_or_path
-  std::string source;  // "preset" or "config"
-};
-
-ResolvedModel resolve_model(const Json& model, const std::string& path) {
-  const FieldReader f(model, path);
-  reject_unknown_keys(f, {"preset", "config"});
-  const bool has_preset = f.json().contains("preset");
-  const bool has_config = f.json().contains("config");
-  if (has_preset == has_config) {
-    throw Error(ErrorCode::kInvalidValue, path, "model needs exactly one of preset or config");
-  }
-  ResolvedModel r;
-  if (has_preset) {
-    const std::string id = f.get_string({"preset"}).value_or("");
-    const presets::ModelPreset* p = presets::find_model(id);
-    if (!p) {
-      throw Error(ErrorCode::kUnknownPreset, f.path("preset"),
-                  "unknown model preset '" + id.substr(0, 128) + "' (list them with `memfit presets`)");
-    }
-    r.arch = parse_hf_config_text(p->config_text);
-    r.id = p->id;
-    r.source = "preset";
-  } else {
-    r.arch = parse_hf_config(model.at("config"), f.path("config"));
-    r.id = r.arch.name;
-    r.source = "config";
-  }
-  return r;
 }
 
 Json describe(const ResolvedModel& m, bool include_tensors) {
@@ -149,16 +105,39 @@ std::string inspect_config(std::string_view config_text, bool include_tensors) {
 std::string inspect(std::string_view request_text) {
   return guarded([&] {
     const Json req = parse_json_text(request_text);
+    if (!req.is_object()) throw Error(ErrorCode::kInvalidType, "", "the request must be a JSON object");
     const FieldReader f(req, "");
     reject_unknown_keys(f, {"schema_version", "model", "include_tensors"});
-    if (auto v = f.get_int({"schema_version"}, 1, 1000); v && *v != kSchemaVersion) {
-      throw Error(ErrorCode::kInvalidValue, "/schema_version",
-                  "schema_version " + std::to_string(*v) + " is not supported (this build speaks " +
-                      std::to_string(kSchemaVersion) + ")");
-    }
+    check_schema_version(f);
     const Json* model = f.find({"model"});
     if (!model) throw Error(ErrorCode::kMissingField, "/model", "missing required field model");
     return describe(resolve_model(*model, "/model"), f.bool_or({"include_tensors"}, false));
+  });
+}
+
+std::string estimate(std::string_view request_text) {
+  return guarded([&] {
+    const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
+    const TensorInventory inv = build_tensor_inventory(r.model.arch);
+    const RuntimeProfile rt;
+    const Estimate e = estimate_single_gpu(r.model.arch, inv, r.training, rt);
+    const FitReport fit = r.search_max_micro_batch ? assess_fit(r.model.arch, inv, r.training, r.gpu, e, rt)
+                                                   : FitReport{verdict_for(e.device_total_bytes, r.gpu.memory_total_bytes),
+                                                               static_cast<double>(e.device_total_bytes) /
+                                                                   static_cast<double>(r.gpu.memory_total_bytes),
+                                                               0, false};
+    Json result = estimate_to_json(e, rt, r.include_timeline);
+    result["model"] = {{"id", r.model.id},
+                       {"source", r.model.source},
+                       {"model_type", r.model.arch.model_type},
+                       {"total_params", inv.total_params}};
+    result["framework"] = framework_to_json(*r.framework, r.training);
+    result["training"] = training_to_json(r.training);
+    result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
+    result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
+    result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
+    result["warnings"] = r.warnings;
+    return result;
   });
 }
 

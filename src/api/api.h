@@ -18,5 +18,8 @@ std::string presets();
 std::string inspect_config(std::string_view config_text, bool include_tensors = false);
 /// Request {"model": {"preset": id} | {"config": {...}}, "include_tensors"?: bool}.
 std::string inspect(std::string_view request_text);
+/// Request {"model", "training", "cluster", "parallel"?, "options"?} -> per-GPU peak memory,
+/// breakdown, timeline, verdict and the largest micro-batch that fits (docs/api.md "estimate").
+std::string estimate(std::string_view request_text);
 
 }  // namespace memfit::api

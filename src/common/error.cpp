@@ -15,6 +15,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupportedModelType: return "unsupported_model_type";
     case ErrorCode::kUnknownPreset: return "unknown_preset";
     case ErrorCode::kUnknownField: return "unknown_field";
+    case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kInternal: return "internal";
   }
   return "internal";

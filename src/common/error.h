@@ -18,6 +18,7 @@ enum class ErrorCode {
   kUnsupportedModelType,    // a model_type memfit cannot parse
   kUnknownPreset,           // a preset id that does not exist
   kUnknownField,            // a request key memfit does not know (requests are strict)
+  kUnsupported,             // a valid setup memfit does not model yet (named in the message)
   kInternal,                // a bug: never raised on purpose
 };
 

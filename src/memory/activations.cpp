@@ -16,10 +16,17 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const std::int64_t dv = a.attention.layout == QkvLayout::kLowRank ? a.attention.v_head_dim : d;
   const std::int64_t e = activation_bytes(t.precision);   // element bytes of activations
   const bool amp = is_amp(t.precision);
-  const bool lora = t.method == Method::kLora || t.method == Method::kQlora;
-  // A linear saves its input only when its weight (or an adapter on it) needs a gradient.
-  auto input_saved = [&](bool adapter) { return base_trains || (lora && adapter); };
+  const bool lora = is_lora_like(t.method);
+  // fp8 linears (Transformer Engine) save their inputs as fp8 casts plus a scale.
+  const std::int64_t lin_in = t.precision == Precision::kFp8 ? 1 : (amp ? 2 : e);
+  // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
+  // of the input instead of the shared input (counted with the adapters below).
+  const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
+  // A linear's input stays alive when its weight needs a gradient, or when an adapter on it
+  // saves the shared input itself.
+  auto input_saved = [&](bool adapter) { return base_trains || (lora && adapter && !adapter_own_copy); };
   auto targeted = [&](const char* role) {
+    if (!lora) return false;
     for (const std::string& r : t.lora_targets) {
       if (r == "all-linear" || r == role) return true;
     }
@@ -30,9 +37,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
 
   // Norms: RMSNorm (HF) saves an fp32 copy of its input, the normalised pre-weight tensor and
   // rsqrt; LayerNorm saves its input and fp32 mean/rstd. Under AMP the residual stream is fp32.
+  // torch.compile fuses RMSNorm into one kernel that saves its input and rsqrt.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
-  const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm ? (4 * h + (amp ? 4 : e) * h + 4)
-                                                               : ((amp ? 4 : e) * h + 8);
+  const std::int64_t stream = amp ? 4 : e;
+  const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
+                                      ? (t.compile ? stream * h + 4 : 4 * h + stream * h + 4)
+                                      : (stream * h + 8);
   s += norms * norm_bytes;
 
   // Attention in-projection input (the norm output, one storage shared by q/k/v), and one
@@ -40,19 +50,21 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const bool any_qkv = targeted("q") || targeted("k") || targeted("v");
   if (input_saved(any_qkv)) {
     const std::int64_t casts = amp && a.attention.layout == QkvLayout::kSeparate ? 3 : 1;
-    s += casts * 2 * h * (amp ? 1 : e / 2);
+    s += casts * lin_in * h;
   }
   if (a.attention.layout == QkvLayout::kLowRank) {
     // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
     s += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
   }
   if (a.attention.qk_norm) s += (4 + e) * (heads * d + kvh * d) + 4 * (heads + kvh);
-  // Attention core.
+  // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
+  // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
+  const bool core_recomputed = t.checkpointing == Checkpointing::kSelective;
   if (t.attention == AttentionKernel::kEager) {
     s += e * (heads * d + 2 * heads * dv);           // q, and k/v expanded to every head
-    out.saved_per_token_per_position = heads * (e + 4);  // scores (compute dtype) + fp32 softmax
+    if (!core_recomputed) out.saved_per_token_per_position = heads * (e + 4);  // scores + fp32 softmax
   } else {
-    s += e * (heads * d + kvh * d + kvh * dv) + 4 * heads;  // q, k, v + fp32 logsumexp
+    s += e * (heads * d + kvh * d + kvh * dv) + (core_recomputed ? 0 : 4 * heads);  // q, k, v + fp32 logsumexp
   }
   s += e * heads * dv;                                // attention output = o_proj input
   if (cross_attention) {                              // T5 decoder: q, encoder k/v, output, norm
@@ -64,9 +76,11 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   auto mlp_bytes = [&](std::int64_t width) {
     const bool gate_up = targeted("gate") || targeted("up");
     std::int64_t m = 0;
-    if (input_saved(gate_up)) m += (amp && a.mlp.gated ? 2 : 1) * 2 * h * (amp ? 1 : e / 2);
-    m += a.mlp.gated ? 3 * e * width : e * width;     // gate out, act out, up out | act input
-    if (input_saved(targeted("down"))) m += e * width; // down_proj input (act·up product)
+    if (input_saved(gate_up)) m += (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
+    // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
+    // plain: the activation's input.
+    m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
+    if (input_saved(targeted("down"))) m += (t.precision == Precision::kFp8 ? 1 : e) * width;  // down_proj input
     else if (!a.mlp.gated) m += e * width;             // activation output still saved by its op
     return m;
   };
@@ -79,19 +93,29 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     s += mlp_bytes(f);
   }
   if (lora) {
-    // Each adapted linear keeps its A output (r values) for B's gradient; dropout > 0 keeps a
-    // dropped copy of the input and its mask.
-    std::int64_t adapted_inputs = 0;
-    for (const std::string& r : t.lora_targets) {
-      if (r == "all-linear") adapted_inputs = 7;
+    // Per adapted linear: lora_B saves lora_A's output (r values); lora_A saves its input. PEFT
+    // with fp32 adapters casts the input to fp32 per module (tuners_utils._cast_input_dtype), so
+    // each adapted linear keeps its own fp32 copy; adapters in the model dtype share the base
+    // input. Dropout > 0 keeps a dropped copy and its mask instead. DoRA also keeps the base
+    // output and the adapter output for the magnitude rescale (peft/tuners/lora/dora.py).
+    const std::int64_t ab = t.adapters_fp32 ? 4 : e;
+    const std::int64_t attn_out = heads * dv;
+    const std::int64_t f_in = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;
+    const std::int64_t kv_out = kvh * dv;
+    struct Role { const char* name; std::int64_t in, out; };
+    const Role roles[] = {{"q", h, heads * d}, {"k", h, kvh * d}, {"v", h, kv_out}, {"o", attn_out, h},
+                          {"gate", h, f_in}, {"up", h, f_in}, {"down", f_in, h}};
+    for (const Role& r : roles) {
+      if (!targeted(r.name)) continue;
+      s += ab * t.lora_rank;
+      if (t.lora_dropout > 0) s += ab * r.in + r.in;            // dropped input + bool mask
+      else if (adapter_own_copy) s += ab * r.in;
+      if (t.method == Method::kDora) s += (e + ab) * r.out;
     }
-    if (adapted_inputs == 0) adapted_inputs = static_cast<std::int64_t>(t.lora_targets.size());
-    s += adapted_inputs * 4 * t.lora_rank;
-    if (t.lora_dropout > 0) s += adapted_inputs * (e * h + h);
   }
   out.saved_per_token = s;
-  out.checkpoint_per_token = (amp ? 4 : e) * h;
-  out.residual_grad_per_token = (amp ? 4 : e) * h;
+  out.checkpoint_per_token = stream * h;
+  out.residual_grad_per_token = stream * h;
   // Largest in-layer gradient set: in the MLP backward, grads of the down input, act out, up and
   // gate (4 x width) plus the partial grads of the MLP input.
   const std::int64_t width = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;

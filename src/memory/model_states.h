@@ -14,6 +14,11 @@ namespace memfit {
 /// 64 weights + one fp32 scale per 256 absmax blocks (bitsandbytes Linear4bit, Dettmers et al.
 /// 2023 §3). In millionths of a byte per parameter, to keep integer arithmetic exact enough.
 inline constexpr std::int64_t kNf4MicroBytesPerParam = 515'869;  // 0.5 + 1/64 + 4/(64*256)
+/// GPTQ 4-bit, group size 128: packed int4 weights + one fp16 scale and one packed 4-bit zero
+/// point per group of 128 input features (AutoGPTQ/optimum QuantLinear qweight/scales/qzeros).
+inline constexpr std::int64_t kGptq4MicroBytesPerParam = 519'531;  // 0.5 + 2/128 + 0.5/128
+/// bitsandbytes LLM.int8 (Linear8bitLt): int8 weights + one fp32 absmax (SCB) per output row.
+inline constexpr std::int64_t kInt8RowScaleBytes = 4;
 
 struct ModelStates {
   std::int64_t total_params = 0;
@@ -21,13 +26,21 @@ struct ModelStates {
   std::int64_t adapter_params = 0;        // LoRA A/B
   std::int64_t weights_bytes = 0;         // everything stored as weights, adapters included
   std::int64_t gradients_bytes = 0;       // one gradient per trainable parameter
-  std::int64_t optimizer_states_bytes = 0;
+  std::int64_t optimizer_states_bytes = 0;     // in the caching allocator
+  /// Paged optimizers (bitsandbytes paged_*) keep their states in CUDA unified memory
+  /// (cudaMallocManaged, bitsandbytes functional.get_paged): on the device, but outside the
+  /// PyTorch allocator, so they show in nvidia-smi and not in max_memory_allocated/reserved.
+  std::int64_t unmanaged_optimizer_states_bytes = 0;
+  std::int64_t host_bytes = 0;                 // offloaded to CPU memory (optimizer offload)
+  std::int64_t master_weights_bytes = 0;       // part of weights_bytes: fp32 masters under AMP
   std::int64_t optimizer_step_temp_bytes = 0;  // transient at optimizer.step()
   std::int64_t largest_trainable_tensor_bytes = 0;  // e.g. the embedding's dense gradient
   std::int64_t embedding_grad_bytes = 0;  // dense (v, h) gradient of a trainable embedding
   std::int64_t weight_tensor_count = 0;
   std::int64_t amp_weight_cast_bytes = 0; // autocast keeps a 16-bit copy of each matmul weight
   std::int64_t dequant_workspace_bytes = 0;  // QLoRA: one layer weight dequantised at a time
+  std::int64_t dora_norm_workspace_bytes = 0;  // DoRA: W + BA materialised for the column norm
+  std::int64_t largest_layer_gradient_bytes = 0;  // optimizer in backward: one layer's grads live
   /// Per layer of the stack (uniform layers): gradient bytes produced by one layer's backward.
   std::int64_t layer_gradient_bytes = 0;
   std::int64_t head_gradient_bytes = 0;   // lm_head + final norm gradients (first in backward)

@@ -37,6 +37,14 @@ class Replay {
       ga.kept_bytes = ckpt ? checked_mul(ga.acts.checkpoint_per_token, tokens_, "activation bytes") : ga.saved_bytes;
       groups_.push_back(ga);
     }
+    if (t.offload == Offload::kActivations) {
+      // Saved tensors go to pinned host memory as forward produces them and come back one layer
+      // ahead of backward (torchtune OffloadActivations): two layers' worth stay on the device.
+      for (GroupActs& g : groups_) {
+        offload_window_ = std::max(offload_window_, checked_mul(g.kept_bytes, 2, "activation bytes"));
+        g.kept_bytes = 0;
+      }
+    }
   }
 
   Estimate run() {
@@ -44,7 +52,9 @@ class Replay {
     est.states = states_;
     est.tokens_per_micro_batch = tokens_;
     // The first micro-batch of the first step: no optimizer state, no gradients yet.
-    const Breakdown first = step(/*states_live=*/false, /*grads_live=*/false, nullptr);
+    Estimate first_scratch;
+    const Breakdown first = step(/*states_live=*/false, /*grads_live=*/false, &first_scratch);
+    first_scratch.timeline.clear();
     // Steady state: optimizer states live; with accumulation, later micro-batches find all grads.
     Breakdown peak = step(true, false, &est);
     if (t_.grad_accum > 1) {
@@ -57,14 +67,21 @@ class Replay {
         est.peak_layer = scratch.peak_layer;
       }
     }
+    if (first.total() > peak.total()) {  // e.g. AMP or lazily created state outweighs the steady step
+      peak = first;
+      est.peak_phase = first_scratch.peak_phase;
+      est.peak_label = first_scratch.peak_label + " (first step)";
+      est.peak_layer = first_scratch.peak_layer;
+    }
     est.at_peak = peak;
-    est.peak_allocated_bytes = std::max(peak.total(), first.total());
+    est.peak_allocated_bytes = peak.total();
     est.first_step_peak_allocated_bytes = first.total();
     const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.large_block_slack_bytes / 4, "slack") +
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     est.peak_reserved_bytes = est.peak_allocated_bytes + rt_.cublas_workspace_bytes + slack;
+    est.peak_active_bytes = est.peak_allocated_bytes;
     est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
-    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes;
+    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes;
     return est;
   }
 
@@ -77,33 +94,61 @@ class Replay {
     return layers * per_layer;
   }
 
-  std::int64_t loss_forward_peak_bytes() const {
+  // Logits and cross-entropy, per token of the micro-batch (v = vocabulary, e = logit dtype):
+  //  standard, upcast (HF ForCausalLMLoss, torchtitan, Megatron: logits.float()):
+  //    forward e·v logits + 4v fp32 copy + 4v log-probs saved; backward 4v saved + 4v nll grad
+  //    + 4v log_softmax grad = 12v.
+  //  standard without upcast (CE in the logits dtype): forward 2e·v, backward 3e·v.
+  //  torch.compile fuses softmax and its backward: the kernel saves its input (the upcast
+  //    logits) instead of log-probs and writes the gradient in the same dtype: forward e·v + 4v,
+  //    backward 4v saved + 4v gradient.
+  //  chunked (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss, litgpt chunked CE):
+  //    each chunk's saved tensors stay until backward; one chunk's transients at a time.
+  //  fused (Liger / cut cross-entropy): only fused_loss_chunk_tokens of logits at a time.
+  struct LossBytes { std::int64_t forward = 0, backward = 0; };
+  LossBytes loss_bytes() const {
     const std::int64_t v = a_.vocab_size;
     const std::int64_t e = activation_bytes(t_.precision);
+    const std::int64_t up = t_.logits_upcast && e != 4 ? 4 : 0;  // the fp32 copy
+    const std::int64_t sm = t_.logits_upcast ? 4 : e;             // softmax / grad element bytes
+    const std::int64_t T = tokens_;
+    auto tv = [&](std::int64_t tokens, std::int64_t bytes_per_v) {
+      return checked_mul(checked_mul(tokens, v, "logit bytes"), bytes_per_v, "logit bytes");
+    };
+    LossBytes l;
     switch (t_.loss) {
-      case LossKernel::kStandard:  // logits (e) + fp32 upcast (4, a no-op in fp32) + fp32 log-probs
-        return checked_mul(tokens_, v * (e + (e == 4 ? 0 : 4) + 4), "logit bytes");
-      case LossKernel::kChunked:   // all chunks' logits stay; one chunk upcast at a time; log-probs saved
-        return checked_mul(tokens_, v * (e + 4), "logit bytes") +
-               checked_mul(ceil_div(tokens_, t_.loss_chunks), 8 * v, "logit bytes");
-      case LossKernel::kFused:
-        return checked_mul(std::min(tokens_, rt_.fused_loss_chunk_tokens), v * (e + 4), "logit bytes");
+      case LossKernel::kStandard:
+        if (t_.compile) {  // the fused kernel saves its (upcast) input, writes its grad in that dtype
+          l.forward = tv(T, e + up);
+          l.backward = tv(T, 2 * sm);
+        } else {
+          l.forward = tv(T, e + up + sm);
+          l.backward = tv(T, 3 * sm);
+        }
+        break;
+      case LossKernel::kChunked: {
+        const std::int64_t c = t_.loss_chunk_tokens > 0 ? std::min(T, t_.loss_chunk_tokens) : ceil_div(T, t_.loss_chunks);
+        // The chunks' logits (e·v per token) are produced first. Eager: each chunk's upcast
+        // copy is transient and its log-probs (sm·v) stay; the logits themselves are not saved
+        // and are dropped before backward. Compiled: the chunk function saves its own input,
+        // the logits, and nothing else.
+        if (t_.compile) {
+          l.forward = tv(T, e) + tv(c, up);
+          l.backward = tv(T, e) + tv(c, 2 * e);
+        } else {
+          l.forward = tv(T, e + sm) + tv(c, up);
+          l.backward = tv(T, sm) + tv(c, 3 * sm);
+        }
+        break;
+      }
+      case LossKernel::kFused: {
+        const std::int64_t c = std::min(T, rt_.fused_loss_chunk_tokens);
+        l.forward = tv(c, e + 4);
+        l.backward = tv(c, 12);
+        break;
+      }
     }
-    return 0;
-  }
-
-  std::int64_t loss_backward_peak_bytes() const {
-    const std::int64_t v = a_.vocab_size;
-    switch (t_.loss) {
-      case LossKernel::kStandard:  // saved log-probs + nll grad (dense fp32) + log_softmax grad
-        return checked_mul(tokens_, 12 * v, "logit bytes");
-      case LossKernel::kChunked:
-        return checked_mul(tokens_, v * (activation_bytes(t_.precision) + 4), "logit bytes") +
-               checked_mul(ceil_div(tokens_, t_.loss_chunks), 8 * v, "logit bytes");
-      case LossKernel::kFused:
-        return checked_mul(std::min(tokens_, rt_.fused_loss_chunk_tokens), v * 12, "logit bytes");
-    }
-    return 0;
+    return l;
   }
 
   void note(Estimate* est, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
@@ -121,14 +166,19 @@ class Replay {
 
   Breakdown step(bool states_live, bool grads_live, Estimate* est) const {
     std::vector<TimelineEvent>* tl = est && !grads_live ? &est->timeline : nullptr;
+    const bool in_backward_step = t_.optimizer_in_backward;
     Breakdown base;
     base.weights_bytes = states_.weights_bytes;
-    base.optimizer_states_bytes = states_live ? states_.optimizer_states_bytes : 0;
-    base.gradients_bytes = grads_live ? states_.gradients_bytes : 0;
+    base.optimizer_states_bytes = states_live || in_backward_step ? states_.optimizer_states_bytes : 0;
+    base.gradients_bytes = grads_live && !in_backward_step ? states_.gradients_bytes : 0;
     Breakdown best;
     const std::int64_t e = activation_bytes(t_.precision);
     // Model-level tensors: token ids (int64) and the embedding output.
     const std::int64_t model_level = checked_mul(tokens_, 8 + e * a_.hidden_size, "activation bytes");
+    // Per-layer transients of the kernels: a QLoRA weight dequantised for its matmul, DoRA's
+    // W + BA for the weight norm (forward only).
+    const std::int64_t fwd_layer_temp = states_.dequant_workspace_bytes + states_.dora_norm_workspace_bytes;
+    const std::int64_t bwd_layer_temp = states_.dequant_workspace_bytes;
 
     // Forward.
     Breakdown b = base;
@@ -138,9 +188,11 @@ class Replay {
     for (const GroupActs& g : groups_) {
       // The last layer of a group is the group's high point; record its end.
       b.activations_bytes = all_kept + checked_mul(g.kept_bytes, g.layers, "activation bytes");
-      // Under checkpointing the forward of each layer briefly holds its own saved set too.
+      // Inside the layer its own saved set is live (under checkpointing only until it ends) and
+      // the offload window holds the layers in flight to the host.
       Breakdown inside = b;
-      if (t_.checkpointing == Checkpointing::kFull) inside.activations_bytes += g.saved_bytes - g.kept_bytes;
+      inside.activations_bytes += g.saved_bytes - g.kept_bytes + offload_window_;
+      inside.temporaries_bytes = fwd_layer_temp;
       note(est, tl, best, inside, "forward", "layers " + std::to_string(g.first_layer) + "-" +
            std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
       all_kept = b.activations_bytes;
@@ -148,15 +200,18 @@ class Replay {
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
     b.temporaries_bytes = states_.amp_weight_cast_bytes;
     const std::int64_t head_input = checked_mul(tokens_, 8 * a_.hidden_size, "activation bytes");
-    b.activations_bytes = all_kept + head_input;
-    b.logits_loss_bytes = loss_forward_peak_bytes();
+    b.activations_bytes = all_kept + head_input + offload_window_;
+    const LossBytes loss = loss_bytes();
+    b.logits_loss_bytes = loss.forward;
     note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
-    b.logits_loss_bytes = loss_backward_peak_bytes();
+    b.logits_loss_bytes = loss.backward;
     note(est, tl, best, b, "backward", "loss backward", -1);
     b.logits_loss_bytes = 0;
 
-    // Backward: head gradients first, then layers from the top.
-    b.gradients_bytes = grads_live ? states_.gradients_bytes : states_.head_gradient_bytes;
+    // Backward: head gradients first, then layers from the top. With the optimizer in backward
+    // each gradient is consumed by its step as soon as it is complete: one layer's worth is live.
+    b.gradients_bytes = in_backward_step ? states_.head_gradient_bytes
+                                         : (grads_live ? states_.gradients_bytes : states_.head_gradient_bytes);
     std::int64_t below = all_kept;
     for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
       const GroupActs& g = *it;
@@ -166,25 +221,32 @@ class Replay {
       // Top layer of the group: everything below still saved, its own set live.
       below -= checked_mul(g.kept_bytes, g.layers, "activation bytes");
       Breakdown top = b;
-      top.activations_bytes = below + checked_mul(g.kept_bytes, g.layers, "activation bytes") + recompute + in_flight;
+      top.activations_bytes = below + checked_mul(g.kept_bytes, g.layers, "activation bytes") + recompute + in_flight +
+                              offload_window_;
+      top.temporaries_bytes += bwd_layer_temp;
+      if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
       note(est, tl, best, top, "backward", "layer " + std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
-      Breakdown bottom = b;
-      if (!grads_live) bottom.gradients_bytes += checked_mul(states_.layer_gradient_bytes, g.layers, "gradient bytes");
-      bottom.activations_bytes = below + g.kept_bytes + recompute + in_flight;
+      Breakdown bottom = top;
+      if (!grads_live && !in_backward_step) {
+        bottom.gradients_bytes += checked_mul(states_.layer_gradient_bytes, g.layers, "gradient bytes");
+      }
+      bottom.activations_bytes = below + g.kept_bytes + recompute + in_flight + offload_window_;
       note(est, tl, best, bottom, "backward", "layer " + std::to_string(g.first_layer), g.first_layer);
       b.gradients_bytes = bottom.gradients_bytes;
     }
-    b.gradients_bytes = states_.gradients_bytes;
+    b.gradients_bytes = in_backward_step ? 0 : states_.gradients_bytes;
     b.activations_bytes = model_level;
     b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
     note(est, tl, best, b, "backward", "embedding backward", -1);
 
     // Optimizer step: states created lazily on the first step, plus the step's temporaries.
-    b.activations_bytes = 0;
-    b.optimizer_states_bytes = states_.optimizer_states_bytes;
-    b.temporaries_bytes = states_.optimizer_step_temp_bytes;
-    note(est, tl, best, b, "optimizer", "optimizer step", -1);
+    if (!in_backward_step) {
+      b.activations_bytes = 0;
+      b.optimizer_states_bytes = states_.optimizer_states_bytes;
+      b.temporaries_bytes = states_.optimizer_step_temp_bytes;
+      note(est, tl, best, b, "optimizer", "optimizer step", -1);
+    }
     return best;
   }
 
@@ -193,6 +255,7 @@ class Replay {
   const RuntimeProfile& rt_;
   ModelStates states_;
   std::int64_t tokens_ = 0;
+  std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::vector<GroupActs> groups_;
 };
 

@@ -59,6 +59,9 @@ struct Estimate {
   std::int64_t peak_layer = -1;
   std::int64_t peak_allocated_bytes = 0;       // steady state (optimizer states live)
   std::int64_t first_step_peak_allocated_bytes = 0;
+  /// Allocated plus blocks freed but awaiting a stream event; on one GPU without communication
+  /// streams nothing waits, so it equals allocated (docs/memory_model.md).
+  std::int64_t peak_active_bytes = 0;
   std::int64_t peak_reserved_bytes = 0;
   std::int64_t device_total_bytes = 0;         // what nvidia-smi shows
   std::int64_t runtime_bytes = 0;              // context + workspace outside the tensors

@@ -1,5 +1,6 @@
-// What is trained and how: method, dtypes, optimizer, batch shape, kernels. Plain data, no JSON;
-// the api resolves a request (and later a framework profile) into this.
+// What is trained and how: method, dtypes, optimizer, batch shape, kernels, and the behaviours a
+// training framework fixes in its code (logit upcast, adapter dtype, which counter it logs).
+// Plain data, no JSON; the api resolves a request and a framework profile into this.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -7,39 +8,64 @@
 
 namespace memfit {
 
-enum class Method { kFull, kLora, kQlora, kFreeze };
-enum class Precision { kFp32, kAmpBf16, kAmpFp16, kBf16, kFp16 };
+enum class Method { kFull, kLora, kQlora, kDora, kFreeze };
+enum class BaseQuant { kNone, kNf4, kInt8, kGptq4 };
+/// amp_*: fp32 weights with 16-bit autocast compute; bf16/fp16: pure 16-bit; fp8: fp8 linears
+/// (Transformer Engine style) on top of pure bf16.
+enum class Precision { kFp32, kAmpBf16, kAmpFp16, kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdamW, kAdamW8bit, kPagedAdamW8bit, kPagedAdamW32bit, kAdamW4bit, kSgd,
                        kSgdMomentum, kAdafactor, kLion, kMuon };
 enum class OptimizerImpl { kForeach, kFused, kForLoop };
-enum class Checkpointing { kNone, kFull };
+/// full: every block recomputed from its input; selective: the attention core recomputed
+/// (Megatron `--recompute-activations`, core_attn).
+enum class Checkpointing { kNone, kFull, kSelective };
 enum class AttentionKernel { kEager, kSdpa, kFlash };
 enum class LossKernel { kStandard, kChunked, kFused };
+enum class Offload { kNone, kOptimizer, kParamsOptimizer, kActivations };
+/// The allocator counter a framework's own memory log prints (docs/frameworks.md).
+enum class MemoryCounter { kMaxAllocated, kPeakActive, kMaxReserved, kNvidiaSmi };
 
 struct TrainingSetup {
   Method method = Method::kFull;
+  BaseQuant base_quant = BaseQuant::kNone;   // qlora implies nf4
   std::int64_t lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "v"};  // short roles; "all-linear" expands
   double lora_dropout = 0.0;
   Precision precision = Precision::kBf16;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
+  bool optimizer_in_backward = false;        // step per parameter inside backward, grads freed
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;
   std::int64_t grad_accum = 1;
+  bool packed = true;                        // false: padded, lengths vary from batch to batch
   Checkpointing checkpointing = Checkpointing::kNone;
+  Offload offload = Offload::kNone;
   AttentionKernel attention = AttentionKernel::kSdpa;
   LossKernel loss = LossKernel::kStandard;
-  std::int64_t loss_chunks = 8;        // chunked loss: logits materialised 1/chunks at a time
+  std::int64_t loss_chunks = 8;              // chunked loss: logits materialised 1/chunks at a time
+  std::int64_t loss_chunk_tokens = 0;        // > 0: chunks of this many tokens instead (litgpt)
+  bool compile = false;                      // torch.compile: fused elementwise ops save less
   std::int64_t freeze_trainable_layers = 2;  // method freeze: the last k blocks train
+
+  // Behaviours of the framework's code (set by its profile, src/training/framework_profile.cpp).
+  bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)
+  bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
+  bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
+  MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
 };
 
 /// Bytes of one element of the compute (activation) dtype: 4 for fp32, else 2.
 inline std::int64_t activation_bytes(Precision p) { return p == Precision::kFp32 ? 4 : 2; }
-/// Bytes of one stored weight of a trainable tensor.
+/// Bytes of one stored weight of a trainable tensor (fp32 master copy under AMP and fp32).
 inline std::int64_t weight_bytes(Precision p) {
-  return p == Precision::kBf16 || p == Precision::kFp16 ? 2 : 4;
+  return p == Precision::kBf16 || p == Precision::kFp16 || p == Precision::kFp8 ? 2 : 4;
 }
 inline bool is_amp(Precision p) { return p == Precision::kAmpBf16 || p == Precision::kAmpFp16; }
+inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
+/// The frozen base linears are stored quantised.
+inline BaseQuant effective_base_quant(const TrainingSetup& t) {
+  return t.method == Method::kQlora && t.base_quant == BaseQuant::kNone ? BaseQuant::kNf4 : t.base_quant;
+}
 
 }  // namespace memfit

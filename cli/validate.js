@@ -1,0 +1,586 @@
+// Validation against published measurements: read the case CSV (tests/validation/FORMAT.md), turn
+// every row into an estimate request, compare the estimate with the measured counter and summarise
+// the errors. Everything here is pure apart from reading config.json files; the estimator is passed
+// in (`estimate(requestText) -> envelopeText`), so the tests can run it without the WASM module.
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+
+const BYTES_PER_GIB = 2 ** 30;
+
+/// Every column of the case format; a file without one of them is rejected.
+const REQUIRED_COLUMNS = [
+  'id', 'source', 'date', 'grade', 'model', 'gpu', 'n_gpus',
+  'dp', 'tp', 'pp', 'vpp', 'cp', 'ep', 'sequence_parallel', 'sharding', 'offload',
+  'method', 'lora_rank', 'lora_targets', 'base_quant', 'precision', 'optimizer',
+  'optimizer_in_backward', 'micro_batch', 'grad_accum', 'seq_len', 'packed',
+  'activation_checkpointing', 'attention', 'loss', 'compile', 'framework',
+  'measured_gib', 'measured_kind', 'measured_scope', 'notes',
+];
+
+/// CSV column -> request `training` key, by how the cell is read. Order = the request's key order.
+const TRAINING_FIELDS = [
+  ['framework', 'text'], ['method', 'text'], ['base_quant', 'text'], ['precision', 'text'],
+  ['optimizer', 'text'], ['optimizer_in_backward', 'bool'], ['micro_batch', 'int'],
+  ['grad_accum', 'int'], ['seq_len', 'int'], ['packed', 'bool'],
+  ['activation_checkpointing', 'text'], ['offload', 'text'], ['attention', 'text'],
+  ['loss', 'text'], ['compile', 'bool'],
+];
+const PARALLEL_FIELDS = [
+  ['dp', 'int'], ['tp', 'int'], ['pp', 'int'], ['vpp', 'int'], ['cp', 'int'], ['ep', 'int'],
+  ['sequence_parallel', 'bool'], ['sharding', 'text'],
+];
+const LORA_METHODS = new Set(['lora', 'qlora', 'dora']);
+
+/// measured_kind -> the estimate result field holding the same counter.
+const COUNTER_FIELDS = {
+  max_allocated: 'peak_allocated_bytes',
+  peak_active: 'peak_active_bytes',
+  max_reserved: 'peak_reserved_bytes',
+  nvidia_smi: 'device_total_bytes',
+  activations: 'activations_peak_bytes',
+  model_states: 'model_states_bytes',
+};
+
+/// The counters a framework's own logging can report (result.framework.logged_counter).
+const LOGGED_COUNTERS = new Set(['max_allocated', 'peak_active', 'max_reserved', 'nvidia_smi']);
+
+/// The headline group and its targets (absolute error, percent).
+const HEADLINE_GROUP = 'single_gpu_AB';
+const TARGET_MEDIAN_ABS_ERROR_PCT = 5;
+const TARGET_P90_ABS_ERROR_PCT = 12;
+
+const OTHER_PEFT_REASON = 'PEFT method other than LoRA/DoRA is not modelled';
+
+/// A problem with one row: the row goes to the error list, the file is still read. `code` is
+/// invalid_row (a malformed cell; `path` = its column), invalid_config (the model's config.json is
+/// not JSON) or bad_result (the estimate lacks what the comparison needs; `path` = JSON Pointer
+/// into the result).
+class RowError extends Error {
+  constructor(path, message, code = 'invalid_row') {
+    super(message);
+    this.path = path;
+    this.code = code;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV
+
+/// RFC 4180: fields separated by commas, records by CRLF or LF; a quoted field may hold commas,
+/// line breaks and doubled quotes. Returns the records as arrays of strings (blank lines dropped).
+/// Throws on an unterminated quote or a quote inside an unquoted field.
+function parseCsv(text) {
+  const records = [];
+  let record = [];
+  let field = '';
+  let quoted = false; // inside a quoted field
+  let wasQuoted = false; // the current field was quoted (only a separator may follow)
+  let line = 1;
+  const endField = () => {
+    record.push(field);
+    field = '';
+    wasQuoted = false;
+  };
+  const endRecord = () => {
+    endField();
+    if (!(record.length === 1 && record[0] === '')) records.push(record);
+    record = [];
+  };
+  const src = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  for (let i = 0; i < src.length; i++) {
+    const c = src[i];
+    if (quoted) {
+      if (c === '"' && src[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (c === '"') {
+        quoted = false;
+        wasQuoted = true;
+      } else {
+        if (c === '\n') line++;
+        field += c;
+      }
+    } else if (c === ',') {
+      endField();
+    } else if (c === '\n' || (c === '\r' && src[i + 1] === '\n')) {
+      if (c === '\r') i++;
+      endRecord();
+      line++;
+    } else if (c === '"') {
+      if (field !== '' || wasQuoted) throw new Error(`line ${line}: quote inside an unquoted field`);
+      quoted = true;
+    } else {
+      if (wasQuoted) throw new Error(`line ${line}: text after a closing quote`);
+      field += c;
+    }
+  }
+  if (quoted) throw new Error(`line ${line}: unterminated quoted field`);
+  if (field !== '' || wasQuoted || record.length > 0) endRecord();
+  return records;
+}
+
+/// The case rows of a CSV text as objects keyed by the header. Throws (with a message for the user)
+/// when required columns are missing, a record has the wrong number of fields, or ids repeat.
+function readCases(text) {
+  const records = parseCsv(text);
+  if (records.length === 0) throw new Error('empty file: no header row');
+  const header = records[0].map((name) => name.trim());
+  const missing = REQUIRED_COLUMNS.filter((name) => !header.includes(name));
+  if (missing.length > 0) throw new Error(`missing required column(s): ${missing.join(', ')}`);
+  const seen = new Set();
+  return records.slice(1).map((fields, index) => {
+    if (fields.length !== header.length) {
+      throw new Error(`record ${index + 1}: ${fields.length} fields, the header has ${header.length}`);
+    }
+    const row = Object.fromEntries(header.map((name, i) => [name, fields[i].trim()]));
+    if (row.id === '') throw new Error(`record ${index + 1}: empty id`);
+    if (seen.has(row.id)) throw new Error(`record ${index + 1}: duplicate id '${row.id}'`);
+    seen.add(row.id);
+    return row;
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row -> request
+
+/// One cell read as `kind` (text, int, bool from 0/1); undefined for an empty cell.
+function readCell(row, column, kind) {
+  const cell = row[column];
+  if (cell === undefined || cell === '') return undefined;
+  if (kind === 'int') {
+    if (!/^[0-9]+$/.test(cell)) throw new RowError(column, `${column} must be an integer, got '${cell}'`);
+    return Number(cell);
+  }
+  if (kind === 'bool') {
+    if (cell !== '0' && cell !== '1') throw new RowError(column, `${column} must be 0 or 1, got '${cell}'`);
+    return cell === '1';
+  }
+  return cell;
+}
+
+/// An object of the non-empty cells of `fields` ([column, kind] pairs), keyed by column.
+function readCells(row, fields) {
+  const out = {};
+  for (const [column, kind] of fields) {
+    const value = readCell(row, column, kind);
+    if (value !== undefined) out[column] = value;
+  }
+  return out;
+}
+
+/// Why a row is not sent to the estimator at all, or null.
+function skipReason(row) {
+  if (row.method !== 'other_peft') return null;
+  const named = /PEFT method ([A-Za-z0-9_]+)/.exec(row.notes || '');
+  return named ? `${OTHER_PEFT_REASON} (${named[1]})` : OTHER_PEFT_REASON;
+}
+
+/// The `lora` block for adapter methods with a rank or targets stated; undefined otherwise.
+function loraOf(row) {
+  if (!LORA_METHODS.has(row.method)) return undefined;
+  const lora = {};
+  const rank = readCell(row, 'lora_rank', 'int');
+  if (rank !== undefined) lora.rank = rank;
+  const targets = readCell(row, 'lora_targets', 'text');
+  if (targets !== undefined) {
+    lora.targets = targets === 'all-linear'
+      ? targets
+      : targets.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  }
+  return Object.keys(lora).length > 0 ? lora : undefined;
+}
+
+/// The estimate request (schema_version 1) for one row. `config` is the parsed config.json of the
+/// row's model, or null to use the preset of that id. Throws RowError on a malformed cell.
+function rowToRequest(row, config) {
+  if (!row.model) throw new RowError('model', 'model is empty');
+  const training = {};
+  for (const [column, kind] of TRAINING_FIELDS) {
+    const value = readCell(row, column, kind);
+    if (value !== undefined) training[column] = value;
+    if (column === 'method') {
+      const lora = loraOf(row);
+      if (lora !== undefined) training.lora = lora;
+    }
+  }
+
+  const cluster = {};
+  const gpu = readCell(row, 'gpu', 'text');
+  if (gpu !== undefined) cluster.gpu = { preset: gpu };
+  const gpus = readCell(row, 'n_gpus', 'int');
+  if (gpus !== undefined) cluster.gpus = gpus;
+
+  const request = {
+    schema_version: 1,
+    model: config ? { config } : { preset: row.model },
+    training,
+  };
+  if (Object.keys(cluster).length > 0) request.cluster = cluster;
+  const parallel = readCells(row, PARALLEL_FIELDS);
+  if (Object.keys(parallel).length > 0) request.parallel = parallel;
+  return request;
+}
+
+/// A config finder over directories: model id -> parsed `<org>__<name>.json` from the first
+/// directory that has it, or null. Results are cached; a file that is not JSON throws RowError.
+function configFinder(configDirs) {
+  const cache = new Map();
+  return (model) => {
+    if (cache.has(model)) return cache.get(model);
+    const name = `${model.replaceAll('/', '__')}.json`;
+    let config = null;
+    for (const dir of configDirs) {
+      const file = path.join(dir, name);
+      if (!fs.existsSync(file)) continue;
+      try {
+        config = JSON.parse(fs.readFileSync(file, 'utf8'));
+      } catch (e) {
+        throw new RowError('model', `${file}: not valid JSON (${e.message})`, 'invalid_config');
+      }
+      break;
+    }
+    cache.set(model, config);
+    return config;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Comparing
+
+/// Which result field to compare for a measured_kind: {kind, field}. `unknown` resolves through
+/// the counter the framework logs (result.framework.logged_counter). Throws RowError if neither
+/// names a known counter.
+function counterFor(measuredKind, result) {
+  let kind = measuredKind;
+  if (kind === 'unknown') {
+    kind = result && result.framework ? result.framework.logged_counter : undefined;
+    if (!LOGGED_COUNTERS.has(kind)) {
+      throw new RowError('/framework/logged_counter',
+        'measured_kind unknown: the result names no logged counter '
+        + `(framework.logged_counter = ${JSON.stringify(kind)})`, 'bad_result');
+    }
+  }
+  if (!Object.hasOwn(COUNTER_FIELDS, kind)) {
+    throw new RowError('measured_kind', `unknown measured_kind '${measuredKind}'`);
+  }
+  return { kind, field: COUNTER_FIELDS[kind] };
+}
+
+/// The measured value of a row in GiB (> 0). Throws RowError otherwise.
+function measuredGib(row) {
+  const value = Number(row.measured_gib);
+  if (row.measured_gib === '' || !Number.isFinite(value) || value <= 0) {
+    throw new RowError('measured_gib', `measured_gib must be a positive number, got '${row.measured_gib}'`);
+  }
+  return value;
+}
+
+/// How many GPUs the measurement covers: 1 per GPU, n_gpus for a total.
+function scopeFactor(row) {
+  if (row.measured_scope === 'per_gpu') return 1;
+  if (row.measured_scope === 'total') return readCell(row, 'n_gpus', 'int') || 1;
+  throw new RowError('measured_scope', `measured_scope must be per_gpu or total, got '${row.measured_scope}'`);
+}
+
+/// The id prefix naming the source: "TT-001" -> "TT".
+function sourceOf(id) {
+  const dash = id.indexOf('-');
+  return dash < 0 ? id : id.slice(0, dash);
+}
+
+/// The compared row for one estimate result.
+function compareRow(row, result) {
+  const measured_gib = measuredGib(row);
+  const factor = scopeFactor(row);
+  const { field } = counterFor(row.measured_kind, result);
+  const bytes = result[field];
+  if (typeof bytes !== 'number' || !Number.isFinite(bytes)) {
+    throw new RowError(`/${field}`, `the estimate has no numeric '${field}'`, 'bad_result');
+  }
+  const estimate_gib = (bytes * factor) / BYTES_PER_GIB;
+  return {
+    id: row.id,
+    grade: row.grade,
+    source: sourceOf(row.id),
+    model: row.model,
+    n_gpus: readCell(row, 'n_gpus', 'int') || 1,
+    measured_kind: row.measured_kind,
+    measured_scope: row.measured_scope,
+    counter: field,
+    estimate_gib,
+    measured_gib,
+    error_pct: ((estimate_gib - measured_gib) / measured_gib) * 100,
+  };
+}
+
+/// Runs every row through the estimator. Options: `estimate(requestText) -> envelopeText`,
+/// `configDirs` (directories of `<org>__<name>.json`) or `findConfig(model) -> object|null`.
+/// Returns {rows, skipped: [{id, reason}], errors: [{id, code, path, message}], summary}.
+function validate(cases, options) {
+  const estimate = options.estimate;
+  const findConfig = options.findConfig || configFinder(options.configDirs || []);
+  const rows = [];
+  const skipped = [];
+  const errors = [];
+  for (const row of cases) {
+    const reason = skipReason(row);
+    if (reason) {
+      skipped.push({ id: row.id, reason });
+      continue;
+    }
+    try {
+      const request = rowToRequest(row, findConfig(row.model));
+      measuredGib(row); // bad measurement cells are reported before the estimate runs
+      scopeFactor(row);
+      if (row.measured_kind !== 'unknown') counterFor(row.measured_kind, null);
+      const envelope = parseEnvelope(estimate(JSON.stringify(request)));
+      if (envelope.ok) {
+        rows.push(compareRow(row, envelope.result));
+      } else if (envelope.error.code === 'unsupported') {
+        skipped.push({ id: row.id, reason: envelope.error.message });
+      } else {
+        const { code, path: where = '', message = '' } = envelope.error;
+        errors.push({ id: row.id, code, path: where, message });
+      }
+    } catch (e) {
+      if (!(e instanceof RowError)) throw e;
+      errors.push({ id: row.id, code: e.code, path: e.path, message: e.message });
+    }
+  }
+  return { rows, skipped, errors, summary: summarize(rows, skipped.length, errors.length) };
+}
+
+/// The envelope of an estimate call; a reply that is not an envelope becomes an error envelope.
+function parseEnvelope(text) {
+  try {
+    const envelope = JSON.parse(text);
+    if (envelope && envelope.ok === true && envelope.result) return envelope;
+    if (envelope && envelope.ok === false && envelope.error) return envelope;
+  } catch (_) {
+    // reported below
+  }
+  const message = `not an envelope: ${String(text).slice(0, 200)}`;
+  return { ok: false, error: { code: 'bad_envelope', path: '', message } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics
+
+/// Median of numbers (mean of the middle two for an even count); null when empty.
+function median(values) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/// 90th percentile by nearest rank: sorted[ceil(0.9 n) - 1]; null when empty.
+function p90(values) {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((9 * sorted.length) / 10); // exact in integers, no 0.9 rounding
+  return sorted[rank - 1];
+}
+
+/// Count, median and p90 of |error|, mean signed error (percent) of compared rows.
+function groupStats(rows) {
+  const signed = rows.map((r) => r.error_pct);
+  const abs = signed.map(Math.abs);
+  return {
+    count: rows.length,
+    median_abs_error_pct: median(abs),
+    p90_abs_error_pct: p90(abs),
+    mean_error_pct: rows.length ? signed.reduce((a, b) => a + b, 0) / rows.length : null,
+  };
+}
+
+/// Rows grouped by key(row) -> stats, keys sorted.
+function statsBy(rows, key) {
+  const groups = new Map();
+  for (const row of rows) {
+    const k = key(row);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(row);
+  }
+  const keys = [...groups.keys()].sort();
+  return Object.fromEntries(keys.map((k) => [k, groupStats(groups.get(k))]));
+}
+
+/// The headline group: single GPU, grade A or B.
+function isHeadlineRow(row) {
+  return row.n_gpus === 1 && (row.grade === 'A' || row.grade === 'B');
+}
+
+/// Overall, headline, per-source and per-grade statistics, plus the skipped and error counts.
+function summarize(rows, skippedCount, errorCount) {
+  const headline = groupStats(rows.filter(isHeadlineRow));
+  headline.target_median_abs_error_pct = TARGET_MEDIAN_ABS_ERROR_PCT;
+  headline.target_p90_abs_error_pct = TARGET_P90_ABS_ERROR_PCT;
+  headline.meets_target = headline.count > 0
+    && headline.median_abs_error_pct <= TARGET_MEDIAN_ABS_ERROR_PCT
+    && headline.p90_abs_error_pct <= TARGET_P90_ABS_ERROR_PCT;
+  return {
+    [HEADLINE_GROUP]: headline,
+    overall: groupStats(rows),
+    by_source: statsBy(rows, (r) => r.source),
+    by_grade: statsBy(rows, (r) => r.grade || '?'),
+    skipped: skippedCount,
+    errors: errorCount,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+/// The --json document: rows reduced to the compared fields.
+function toJson(report) {
+  const rows = report.rows.map((r) => ({
+    id: r.id, grade: r.grade, source: r.source, measured_kind: r.measured_kind, counter: r.counter,
+    estimate_gib: r.estimate_gib, measured_gib: r.measured_gib, error_pct: r.error_pct,
+  }));
+  return { rows, skipped: report.skipped, errors: report.errors, summary: report.summary };
+}
+
+const fixed = (value, digits) => (value === null ? '-' : value.toFixed(digits));
+const signed = (value, digits) => (value === null ? '-' : (value >= 0 ? '+' : '') + value.toFixed(digits));
+const shortModel = (model) => model.slice(model.indexOf('/') + 1);
+
+/// One summary line: "n=12  median |err| 4.1%  p90 |err| 9.0%  mean err +1.2%".
+function statsLine(s) {
+  return `n=${s.count}  median |err| ${fixed(s.median_abs_error_pct, 1)}%  `
+    + `p90 |err| ${fixed(s.p90_abs_error_pct, 1)}%  mean err ${signed(s.mean_error_pct, 1)}%`;
+}
+
+/// The default output: a fixed-width table, skipped rows, error rows, summary lines.
+function formatTable(report) {
+  const header = ['id', 'grade', 'model', 'measured_kind', 'estimate_GiB', 'measured_GiB', 'error_%'];
+  const cells = report.rows.map((r) => [
+    r.id, r.grade, shortModel(r.model).slice(0, 32), r.measured_kind,
+    fixed(r.estimate_gib, 2), fixed(r.measured_gib, 2), signed(r.error_pct, 1),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const numeric = new Set([4, 5, 6]);
+  const line = (c) => c.map((v, i) => (numeric.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
+    .join('  ').trimEnd();
+  const out = [line(header), ...cells.map(line), ''];
+
+  out.push(`skipped (${report.skipped.length}):`);
+  for (const s of report.skipped) out.push(`  ${s.id}  ${s.reason}`);
+  out.push('', `errors (${report.errors.length}):`);
+  for (const e of report.errors) out.push(`  ${e.id}  ${e.code}  ${e.path}  ${e.message}`);
+
+  const s = report.summary;
+  const h = s[HEADLINE_GROUP];
+  out.push('', 'summary:');
+  out.push(`  single GPU, grade A/B: ${statsLine(h)}  target median <= ${h.target_median_abs_error_pct}%, `
+    + `p90 <= ${h.target_p90_abs_error_pct}%: ${h.meets_target ? 'met' : 'NOT met'}`);
+  out.push(`  overall: ${statsLine(s.overall)}`);
+  for (const [k, v] of Object.entries(s.by_source)) out.push(`  source ${k}: ${statsLine(v)}`);
+  for (const [k, v] of Object.entries(s.by_grade)) out.push(`  grade ${k}: ${statsLine(v)}`);
+  out.push(`  skipped: ${s.skipped}  errors: ${s.errors}`);
+  return out.join('\n') + '\n';
+}
+
+/// A markdown table cell: pipes escaped, line breaks flattened.
+const mdCell = (value) => String(value).replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+
+/// A markdown table; `align` has one letter per column, 'l' or 'r' (numbers).
+function mdTable(header, align, rows) {
+  return [
+    `| ${header.join(' | ')} |`,
+    `|${[...align].map((a) => (a === 'r' ? '---:' : '---')).join('|')}|`,
+    ...rows.map((r) => `| ${r.map(mdCell).join(' | ')} |`),
+  ].join('\n');
+}
+
+const byId = (a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const statsCells = (s) => [
+  s.count, fixed(s.median_abs_error_pct, 1), fixed(s.p90_abs_error_pct, 1), signed(s.mean_error_pct, 1),
+];
+const STATS_HEADER = ['rows', 'median \\|error\\| %', 'p90 \\|error\\| %', 'mean error %'];
+
+/// The --markdown document (docs/validation.md). `info`: {casesPath, version} for the text.
+/// Deterministic: the same CSV and estimator give the same bytes. Tables list rows by id.
+function formatMarkdown(report, info = {}) {
+  const s = report.summary;
+  const h = s[HEADLINE_GROUP];
+  const counters = Object.entries(COUNTER_FIELDS).map(([kind, field]) => `\`${kind}\` → \`${field}\``).join(', ');
+  const out = [];
+  out.push('# Validation against published measurements', '');
+  out.push(
+    `Every row of \`${info.casesPath || 'the case file'}\` is a peak GPU memory figure that someone `
+    + 'published for a real training run, with the setup needed to reproduce it (format: '
+    + '`tests/validation/FORMAT.md`). memfit estimates each setup and the estimate is compared with '
+    + `the counter the source read: ${counters}; \`unknown\` uses the counter the run's framework `
+    + 'logs by default (`framework.logged_counter` in the result). A measurement summed over all '
+    + 'GPUs (`measured_scope` = `total`) is compared with the per-GPU estimate times the GPU count. '
+    + 'GiB = 2^30 bytes; error = (estimate − measured) / measured, signed, so positive means memfit '
+    + 'overestimates. The same model runs on every row: there is no per-row tuning'
+    + (info.version ? ` (memfit ${info.version}).` : '.'),
+  );
+  out.push('', '## Summary', '');
+  out.push(`### Single GPU, grade A/B (headline)`, '');
+  out.push(mdTable(
+    [...STATS_HEADER, 'target', 'result'], 'rrrrll',
+    [[...statsCells(h), `median ≤ ${h.target_median_abs_error_pct} %, p90 ≤ ${h.target_p90_abs_error_pct} %`,
+      h.meets_target ? 'pass' : 'FAIL']],
+  ));
+  out.push('', '### By source', '');
+  const groupRows = (groups) => Object.entries(groups).map(([k, v]) => [k, ...statsCells(v)]);
+  out.push(mdTable(['source', ...STATS_HEADER], 'lrrrr', groupRows(s.by_source)));
+  out.push('', '### By grade', '');
+  out.push(mdTable(['grade', ...STATS_HEADER], 'lrrrr', groupRows(s.by_grade)));
+  out.push('', '### Overall', '');
+  out.push(mdTable(['', ...STATS_HEADER], 'lrrrr', [['all compared rows', ...statsCells(s.overall)]]));
+  out.push('', `Skipped: ${s.skipped} rows. Errors: ${s.errors} rows. Neither counts in the statistics.`);
+
+  out.push('', '## Every row', '');
+  out.push(mdTable(
+    ['id', 'grade', 'model', 'GPUs', 'measured kind', 'compared with', 'estimate GiB', 'measured GiB', 'error %'],
+    'lllrllrrr',
+    [...report.rows].sort(byId).map((r) => [
+      r.id, r.grade, r.model, r.n_gpus, r.measured_kind + (r.measured_scope === 'total' ? ' (total)' : ''),
+      `\`${r.counter}\``, fixed(r.estimate_gib, 2), fixed(r.measured_gib, 2), signed(r.error_pct, 1),
+    ]),
+  ));
+
+  out.push('', '## Skipped rows', '');
+  out.push(report.skipped.length === 0 ? 'None.'
+    : mdTable(['id', 'reason'], 'll', [...report.skipped].sort(byId).map((r) => [r.id, r.reason])));
+  out.push('', '## Rows the estimator rejected', '');
+  out.push(report.errors.length === 0 ? 'None.'
+    : mdTable(['id', 'code', 'path', 'message'], 'llll',
+      [...report.errors].sort(byId).map((e) => [e.id, e.code, e.path, e.message])));
+  out.push('', '---', '',
+    'Generated by `npm run validation-report` (`node cli/memfit.js validate '
+    + 'tests/validation/calibration.csv --configs tests/validation/configs --markdown > docs/validation.md`); '
+    + 'edit the CSV or the estimator, not this file.');
+  return out.join('\n') + '\n';
+}
+
+module.exports = {
+  BYTES_PER_GIB,
+  REQUIRED_COLUMNS,
+  COUNTER_FIELDS,
+  HEADLINE_GROUP,
+  TARGET_MEDIAN_ABS_ERROR_PCT,
+  TARGET_P90_ABS_ERROR_PCT,
+  RowError,
+  parseCsv,
+  readCases,
+  skipReason,
+  rowToRequest,
+  configFinder,
+  counterFor,
+  sourceOf,
+  compareRow,
+  validate,
+  median,
+  p90,
+  groupStats,
+  summarize,
+  toJson,
+  formatTable,
+  formatMarkdown,
+};

@@ -1,0 +1,52 @@
+// Request reading for the api facade: JSON in, plain core types out (the formula code never
+// sees JSON). Strict: unknown keys, wrong types and out-of-range values are errors with the
+// JSON Pointer of the field. The request format is documented in docs/api.md.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "hardware/gpu_spec.h"
+#include "hf_config/json_input.h"
+#include "model/architecture.h"
+#include "training/framework_profile.h"
+
+namespace memfit::api {
+
+void reject_unknown_keys(const FieldReader& f, std::initializer_list<const char*> known);
+/// Throws invalid_value unless schema_version is absent or the one this build speaks.
+void check_schema_version(const FieldReader& f);
+
+struct ResolvedModel {
+  ModelArchitecture arch;
+  std::string id;      // preset id or the config's _name_or_path
+  std::string source;  // "preset" or "config"
+};
+
+/// {"preset": id} | {"config": {...}} at `path`.
+ResolvedModel resolve_model(const Json& model, const std::string& path);
+
+struct Parallel {
+  std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;
+  std::string sharding = "none";
+};
+
+struct EstimateRequest {
+  ResolvedModel model;
+  const FrameworkProfile* framework = nullptr;
+  TrainingSetup training;
+  GpuSpec gpu;
+  std::int64_t gpus = 1;
+  std::int64_t gpus_per_node = 8;
+  Parallel parallel;
+  bool include_timeline = true;
+  bool search_max_micro_batch = true;
+  std::vector<std::string> warnings;
+};
+
+/// Reads and validates a whole estimate request (docs/api.md "estimate").
+EstimateRequest read_estimate_request(const Json& request);
+
+}  // namespace memfit::api

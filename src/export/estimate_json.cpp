@@ -1,0 +1,132 @@
+// Estimate -> JSON (see estimate_json.h).
+#include "export/estimate_json.h"
+
+#include "training/setup_names.h"
+
+namespace memfit {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+double gib(std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+
+Json breakdown_to_json(const Breakdown& b) {
+  return Json{{"weights_bytes", b.weights_bytes},
+              {"gradients_bytes", b.gradients_bytes},
+              {"optimizer_states_bytes", b.optimizer_states_bytes},
+              {"activations_bytes", b.activations_bytes},
+              {"logits_loss_bytes", b.logits_loss_bytes},
+              {"temporaries_bytes", b.temporaries_bytes}};
+}
+
+}  // namespace
+
+Json training_to_json(const TrainingSetup& t) {
+  Json j{{"method", name_of(t.method, kMethodNames)},
+         {"base_quant", name_of(effective_base_quant(t), kBaseQuantNames)},
+         {"precision", name_of(t.precision, kPrecisionNames)},
+         {"optimizer", name_of(t.optimizer, kOptimizerNames)},
+         {"optimizer_impl", name_of(t.optimizer_impl, kOptimizerImplNames)},
+         {"optimizer_in_backward", t.optimizer_in_backward},
+         {"micro_batch", t.micro_batch},
+         {"grad_accum", t.grad_accum},
+         {"seq_len", t.seq_len},
+         {"packed", t.packed},
+         {"activation_checkpointing", name_of(t.checkpointing, kCheckpointingNames)},
+         {"offload", name_of(t.offload, kOffloadNames)},
+         {"attention", name_of(t.attention, kAttentionNames)},
+         {"loss", name_of(t.loss, kLossNames)},
+         {"compile", t.compile}};
+  if (t.loss == LossKernel::kChunked) {
+    if (t.loss_chunk_tokens > 0) j["loss_chunk_tokens"] = t.loss_chunk_tokens;
+    else j["loss_chunks"] = t.loss_chunks;
+  }
+  if (is_lora_like(t.method)) {
+    j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
+  }
+  if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
+  return j;
+}
+
+Json framework_to_json(const FrameworkProfile& p, const TrainingSetup& t) {
+  return Json{{"id", p.key},
+              {"name", p.name},
+              {"logged_counter", name_of(t.logged_counter, kMemoryCounterNames)},
+              {"logits_upcast", t.logits_upcast},
+              {"adapters_fp32", t.adapters_fp32},
+              {"kbit_prep_fp32", t.kbit_prep_fp32},
+              {"sources", p.sources}};
+}
+
+Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_timeline) {
+  const ModelStates& s = e.states;
+  // At the peak: allocated categories, with fp32 master weights (AMP) reported apart from the
+  // weights, then what lies outside the allocated bytes, so every part sums to the device total.
+  Json at_peak = breakdown_to_json(e.at_peak);
+  const std::int64_t master = std::min(s.master_weights_bytes, e.at_peak.weights_bytes);
+  at_peak["weights_bytes"] = e.at_peak.weights_bytes - master;
+  at_peak["master_weights_bytes"] = master;
+  at_peak["allocator_cache_bytes"] = e.peak_reserved_bytes - e.peak_allocated_bytes - rt.cublas_workspace_bytes;
+  at_peak["cublas_workspace_bytes"] = rt.cublas_workspace_bytes;
+  at_peak["cuda_context_bytes"] = rt.cuda_context_bytes;
+  at_peak["outside_allocator_bytes"] = s.unmanaged_optimizer_states_bytes;
+
+  Json j{{"peak_allocated_bytes", e.peak_allocated_bytes},
+         {"peak_active_bytes", e.peak_active_bytes},
+         {"peak_reserved_bytes", e.peak_reserved_bytes},
+         {"device_total_bytes", e.device_total_bytes},
+         {"first_step_peak_allocated_bytes", e.first_step_peak_allocated_bytes},
+         {"peak_allocated_gib", gib(e.peak_allocated_bytes)},
+         {"peak_reserved_gib", gib(e.peak_reserved_bytes)},
+         {"device_total_gib", gib(e.device_total_bytes)},
+         {"model_states_bytes", s.weights_bytes + s.gradients_bytes + s.optimizer_states_bytes +
+                                    s.unmanaged_optimizer_states_bytes},
+         {"activations_peak_bytes", e.at_peak.activations_bytes + e.at_peak.logits_loss_bytes},
+         {"host_bytes", s.host_bytes},
+         {"tokens_per_micro_batch", e.tokens_per_micro_batch},
+         {"peak", {{"phase", e.peak_phase}, {"label", e.peak_label}, {"layer", e.peak_layer}}},
+         {"breakdown", at_peak},
+         {"states",
+          {{"total_params", s.total_params},
+           {"trainable_params", s.trainable_params},
+           {"adapter_params", s.adapter_params},
+           {"weights_bytes", s.weights_bytes},
+           {"master_weights_bytes", s.master_weights_bytes},
+           {"gradients_bytes", s.gradients_bytes},
+           {"optimizer_states_bytes", s.optimizer_states_bytes + s.unmanaged_optimizer_states_bytes},
+           {"optimizer_step_temp_bytes", s.optimizer_step_temp_bytes}}},
+         {"runtime",
+          {{"cuda_context_bytes", rt.cuda_context_bytes},
+           {"cublas_workspace_bytes", rt.cublas_workspace_bytes},
+           {"large_block_slack_bytes", rt.large_block_slack_bytes},
+           {"provisional", true}}}};
+  if (include_timeline) {
+    Json events = Json::array();
+    for (const TimelineEvent& ev : e.timeline) {
+      Json x = breakdown_to_json(ev.live);
+      x["phase"] = ev.phase;
+      x["label"] = ev.label;
+      x["layer"] = ev.layer;
+      x["live_bytes"] = ev.live.total();
+      events.push_back(std::move(x));
+    }
+    j["timeline"] = std::move(events);
+  }
+  return j;
+}
+
+Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bool searched) {
+  Json j{{"verdict", verdict_name(fit.verdict)},
+         {"usage_fraction", fit.usage_fraction},
+         {"tight_fraction", kTightFraction},
+         {"compared_bytes", e.device_total_bytes},
+         {"gpu_memory_bytes", gpu.memory_total_bytes},
+         {"headroom_bytes", gpu.memory_total_bytes - e.device_total_bytes}};
+  if (searched) {
+    j["max_micro_batch"] = fit.max_micro_batch;
+    j["max_micro_batch_capped"] = fit.max_micro_batch_capped;
+  }
+  return j;
+}
+
+}  // namespace memfit

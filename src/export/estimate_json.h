@@ -1,0 +1,18 @@
+// Estimate -> JSON: the documented result of `estimate` (docs/api.md). The api contract lives
+// here, apart from the formulas.
+#pragma once
+#include "hardware/gpu_spec.h"
+#include "hf_config/json_input.h"
+#include "memory/fit.h"
+#include "memory/timeline.h"
+#include "training/framework_profile.h"
+
+namespace memfit {
+
+/// The resolved training setup, every field (what the estimate used after framework defaults).
+Json training_to_json(const TrainingSetup& t);
+Json framework_to_json(const FrameworkProfile& p, const TrainingSetup& t);
+Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_timeline);
+Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bool searched);
+
+}  // namespace memfit

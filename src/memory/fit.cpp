@@ -1,0 +1,60 @@
+// Verdict and largest micro-batch (see fit.h).
+#include "memory/fit.h"
+
+#include "common/error.h"
+
+namespace memfit {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::kFits: return "fits";
+    case Verdict::kTight: return "tight";
+    case Verdict::kOom: return "oom";
+  }
+  return "oom";
+}
+
+Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes) {
+  if (device_total_bytes > gpu_memory_bytes) return Verdict::kOom;
+  if (static_cast<double>(device_total_bytes) > kTightFraction * static_cast<double>(gpu_memory_bytes)) {
+    return Verdict::kTight;
+  }
+  return Verdict::kFits;
+}
+
+FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                     const GpuSpec& gpu, const Estimate& e, const RuntimeProfile& rt) {
+  FitReport r;
+  r.verdict = verdict_for(e.device_total_bytes, gpu.memory_total_bytes);
+  r.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(gpu.memory_total_bytes);
+  auto fits = [&](std::int64_t mb) {
+    TrainingSetup probe = t;
+    probe.micro_batch = mb;
+    try {
+      return estimate_single_gpu(arch, inv, probe, rt).device_total_bytes <= gpu.memory_total_bytes;
+    } catch (const Error& err) {
+      if (err.code() == ErrorCode::kOutOfRange) return false;  // sizes past the 2^53 bound
+      throw;
+    }
+  };
+  if (!fits(1)) return r;
+  // Double until it fails (or the bound), then bisect between the last fit and the first failure.
+  std::int64_t lo = 1, hi = 2;
+  while (hi <= kMaxMicroBatchSearched && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > kMaxMicroBatchSearched) {
+    r.max_micro_batch = lo;
+    r.max_micro_batch_capped = true;
+    return r;
+  }
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  r.max_micro_batch = lo;
+  return r;
+}
+
+}  // namespace memfit

@@ -1,0 +1,35 @@
+// Will it fit: the verdict for one GPU and the largest micro-batch that fits. The device total
+// (what nvidia-smi shows: reserved + CUDA context + memory outside the allocator) is compared
+// with the memory the driver reports for the GPU.
+#pragma once
+#include <cstdint>
+
+#include "hardware/gpu_spec.h"
+#include "memory/timeline.h"
+
+namespace memfit {
+
+/// Above this fraction of the GPU's memory a run is "tight": Fujii et al. 2024 (§5) found no
+/// out-of-memory failure in 454 runs whose estimate stayed below 80 % of device memory.
+inline constexpr double kTightFraction = 0.80;
+/// The search for the largest micro-batch stops here (a bound, reported as such).
+inline constexpr std::int64_t kMaxMicroBatchSearched = 1 << 16;
+
+enum class Verdict { kFits, kTight, kOom };
+const char* verdict_name(Verdict v);
+
+struct FitReport {
+  Verdict verdict = Verdict::kFits;
+  double usage_fraction = 0;         // device total / GPU memory
+  std::int64_t max_micro_batch = 0;  // 0: not even one sequence fits
+  bool max_micro_batch_capped = false;  // the search bound was reached
+};
+
+Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes);
+
+/// Verdict of `e` and the largest micro-batch whose device total fits (binary search: the
+/// estimate never falls as the micro-batch grows).
+FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                     const GpuSpec& gpu, const Estimate& e, const RuntimeProfile& rt = {});
+
+}  // namespace memfit

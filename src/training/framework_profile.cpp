@@ -1,0 +1,212 @@
+// The framework profiles. Each default names where it comes from; revisions are those read for
+// docs/frameworks.md (transformers v5.15.0, peft 5d602fdb, torchtune bd2a0fc7, torchtitan
+// b5bcd76c, litgpt 26857050, Megatron-LM d98e8a64, DeepSpeed edaa7221, fsdp_qlora 05ed9f2,
+// ColossalAI 4f9953be).
+#include "training/framework_profile.h"
+
+namespace memfit {
+
+namespace {
+
+FrameworkProfile hf_trainer() {
+  FrameworkProfile p{Framework::kHfTrainer, "hf_trainer", "Hugging Face Trainer (+ PEFT)", {}, {}};
+  TrainingSetup& t = p.defaults;
+  // v5 from_pretrained loads the checkpoint dtype (bf16); bf16=True autocasts over bf16 weights,
+  // so weights, gradients and AdamW states are all bf16 (no fp32 master).
+  t.precision = Precision::kBf16;
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // optim="adamw_torch_fused" for torch >= 2.8
+  t.checkpointing = Checkpointing::kNone;        // gradient_checkpointing=False
+  t.attention = AttentionKernel::kSdpa;          // attn_implementation resolves to sdpa
+  t.loss = LossKernel::kStandard;                // ForCausalLMLoss: full logits, .float()
+  t.logits_upcast = true;
+  t.adapters_fp32 = true;                        // PEFT get_peft_model(autocast_adapter_dtype=True)
+  t.kbit_prep_fp32 = true;                       // PEFT prepare_model_for_kbit_training
+  t.logged_counter = MemoryCounter::kMaxAllocated;  // TrainerMemoryTracker: max_memory_allocated
+  p.sources = {"huggingface/transformers v5.15.0: src/transformers/training_args.py (bf16, optim, gradient_checkpointing)",
+               "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)",
+               "huggingface/transformers: src/transformers/trainer_utils.py (TrainerMemoryTracker)",
+               "huggingface/peft @ 5d602fdb: src/peft/mapping_func.py (autocast_adapter_dtype), src/peft/utils/other.py"};
+  return p;
+}
+
+FrameworkProfile transformers_loop() {
+  FrameworkProfile p = hf_trainer();
+  p.id = Framework::kTransformersLoop;
+  p.key = "transformers_loop";
+  p.name = "transformers model in a plain PyTorch loop";
+  // torch.optim.AdamW picks the foreach implementation on CUDA when neither flag is given.
+  p.defaults.optimizer_impl = OptimizerImpl::kForeach;
+  p.sources.push_back("pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)");
+  return p;
+}
+
+FrameworkProfile peft_bench() {
+  FrameworkProfile p = hf_trainer();
+  p.id = Framework::kPeftBench;
+  p.key = "peft_bench";
+  p.name = "PEFT method-comparison benchmark (MetaMathQA)";
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kBf16;                // default_training_params.json: bfloat16, use_amp false
+  t.optimizer_impl = OptimizerImpl::kForeach;    // torch AdamW with default flags
+  t.checkpointing = Checkpointing::kNone;
+  t.packed = false;                              // length-bucketed dynamic padding
+  t.logged_counter = MemoryCounter::kMaxReserved;  // accelerator_memory_max = max_memory_reserved - init
+  p.sources = {"huggingface/peft @ 5d602fdb: method_comparison/MetaMathQA/default_training_params.json",
+               "huggingface/peft @ 5d602fdb: method_comparison/MetaMathQA/run.py, utils.py (max_memory_reserved)",
+               "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)"};
+  return p;
+}
+
+FrameworkProfile torchtune() {
+  FrameworkProfile p{Framework::kTorchtune, "torchtune", "torchtune", {}, {}};
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kBf16;                // dtype: bf16 builds the model in bf16, no master
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // optimizer: torch.optim.AdamW, fused: True
+  t.checkpointing = Checkpointing::kFull;        // enable_activation_checkpointing: True
+  t.attention = AttentionKernel::kSdpa;
+  t.loss = LossKernel::kChunked;                 // 8 output chunks, each logits.float() -> CE
+  t.loss_chunks = 8;
+  t.logits_upcast = true;
+  t.adapters_fp32 = false;                       // LoRALinear adapters in the model dtype
+  t.kbit_prep_fp32 = false;                      // QLoRA: torchao NF4 base, the rest stays bf16
+  t.lora_rank = 8;
+  t.lora_targets = {"q", "v"};
+  t.logged_counter = MemoryCounter::kPeakActive; // README tables: active_bytes.all.peak
+  p.sources = {"pytorch/torchtune @ bd2a0fc7: recipes/configs/llama3_1/8B_full.yaml, 8B_lora_single_device.yaml",
+               "pytorch/torchtune @ bd2a0fc7: torchtune/modules/loss/cross_entropy_loss.py (chunked CE, 8 chunks)",
+               "pytorch/torchtune @ bd2a0fc7: torchtune/training/memory.py (get_memory_stats: active, alloc, reserved)"};
+  return p;
+}
+
+FrameworkProfile torchtitan() {
+  FrameworkProfile p{Framework::kTorchtitan, "torchtitan", "torchtitan", {}, {}};
+  TrainingSetup& t = p.defaults;
+  // training.dtype float32 with mixed_precision_param bfloat16: on one device torch.autocast.
+  t.precision = Precision::kAmpBf16;
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // implementation="fused"
+  t.checkpointing = Checkpointing::kSelective;   // SelectiveAC by default
+  t.attention = AttentionKernel::kFlash;         // flex attention: output + logsumexp saved
+  t.loss = LossKernel::kStandard;                // cross_entropy(pred.float())
+  t.logits_upcast = true;
+  t.logged_counter = MemoryCounter::kMaxReserved;  // console: reserved_bytes.all.peak
+  p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
+               "pytorch/torchtitan @ b5bcd76c: torchtitan/components/loss.py (pred.float())",
+               "pytorch/torchtitan @ b5bcd76c: torchtitan/components/metrics.py (DeviceMemoryMonitor)"};
+  return p;
+}
+
+FrameworkProfile megatron() {
+  FrameworkProfile p{Framework::kMegatron, "megatron", "Megatron-LM / Megatron-Core", {}, {}};
+  TrainingSetup& t = p.defaults;
+  // --bf16: bf16 params, fp32 main params and fp32 main_grad (18 B/param with Adam); amp_bf16
+  // carries the same 18 bytes (fp32 weights + fp32 grads + 8 state + 2 bf16 copy).
+  t.precision = Precision::kAmpBf16;
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // Transformer Engine / apex FusedAdam
+  t.checkpointing = Checkpointing::kNone;        // recompute_granularity=None
+  t.attention = AttentionKernel::kFlash;         // attention_backend=auto (cuDNN fused / flash)
+  t.loss = LossKernel::kStandard;                // vocab_parallel_cross_entropy casts logits to fp32
+  t.logits_upcast = true;
+  t.logged_counter = MemoryCounter::kMaxAllocated;  // mem-max-allocated-bytes in its logs
+  p.sources = {"NVIDIA/Megatron-LM @ d98e8a64: megatron/training/arguments.py (bf16, fp32 main_grad, recompute)",
+               "NVIDIA/Megatron-LM @ d98e8a64: megatron/core/tensor_parallel/cross_entropy.py (fp32 logits)",
+               "NVIDIA/Megatron-LM @ d98e8a64: megatron/training/utils/common_utils.py (report_memory)"};
+  return p;
+}
+
+FrameworkProfile deepspeed() {
+  FrameworkProfile p{Framework::kDeepspeed, "deepspeed", "DeepSpeed", {}, {}};
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kAmpBf16;             // bf16 model + fp32 master partitions
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // deepspeed.ops.adam.FusedAdam
+  t.checkpointing = Checkpointing::kNone;        // the client's choice
+  t.loss = LossKernel::kStandard;
+  t.logged_counter = MemoryCounter::kMaxAllocated;  // see_memory_usage: Max_MA
+  p.sources = {"deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/engine.py (get_data_types, optimizer)",
+               "deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/utils.py (see_memory_usage)"};
+  return p;
+}
+
+FrameworkProfile litgpt() {
+  FrameworkProfile p{Framework::kLitgpt, "litgpt", "LitGPT", {}, {}};
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kBf16;                // config_hub/finetune/*.yaml: precision bf16-true
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kForeach;    // torch AdamW
+  t.checkpointing = Checkpointing::kNone;        // single GPU: no AC
+  t.loss = LossKernel::kChunked;                 // lm_head_chunk_size=128 + chunked_cross_entropy
+  t.loss_chunk_tokens = 128;
+  t.logits_upcast = false;                       // CE in the logits dtype
+  t.adapters_fp32 = false;
+  t.kbit_prep_fp32 = false;
+  t.logged_counter = MemoryCounter::kMaxAllocated;  // max_memory_allocated / 1e9
+  p.sources = {"Lightning-AI/litgpt @ 26857050: litgpt/finetune/lora.py, config_hub/finetune/*.yaml",
+               "Lightning-AI/litgpt @ 26857050: litgpt/utils.py (chunked_cross_entropy, memory report)"};
+  return p;
+}
+
+FrameworkProfile fsdp_qlora() {
+  FrameworkProfile p{Framework::kFsdpQlora, "fsdp_qlora", "Answer.AI fsdp_qlora", {}, {}};
+  TrainingSetup& t = p.defaults;
+  t.method = Method::kQlora;                     // train_type="qlora"
+  t.precision = Precision::kBf16;                // precision="bf16": pure bf16, quant_storage bf16
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kForeach;    // torch AdamW, non-fused
+  t.checkpointing = Checkpointing::kFull;        // use_gradient_checkpointing=True
+  t.offload = Offload::kParamsOptimizer;         // use_cpu_offload=True
+  t.lora_rank = 64;
+  t.lora_targets = {"all-linear"};               // lora_target_modules="all"
+  t.adapters_fp32 = false;
+  t.kbit_prep_fp32 = false;
+  t.logged_counter = MemoryCounter::kMaxAllocated;  // "Peak allocated memory" after epoch 0
+  p.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments, memory report)"};
+  return p;
+}
+
+FrameworkProfile colossalai() {
+  FrameworkProfile p{Framework::kColossalai, "colossalai", "Colossal-AI (Gemini)", {}, {}};
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kAmpFp16;             // precision="fp16", master_weights=True
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // HybridAdam
+  t.logged_counter = MemoryCounter::kMaxAllocated;  // max_memory_allocated / 1024**2
+  p.sources = {"hpcaitech/ColossalAI @ 4f9953be: colossalai/booster/plugin/gemini_plugin.py",
+               "hpcaitech/ColossalAI @ 4f9953be: examples/language/llama/benchmark.py (memory report)"};
+  return p;
+}
+
+FrameworkProfile other() {
+  FrameworkProfile p{Framework::kOther, "other", "other (PyTorch defaults)", {}, {}};
+  p.defaults.optimizer_impl = OptimizerImpl::kForeach;
+  p.sources = {"pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)"};
+  return p;
+}
+
+}  // namespace
+
+const std::vector<FrameworkProfile>& framework_profiles() {
+  static const std::vector<FrameworkProfile> all = {hf_trainer(), transformers_loop(), peft_bench(), torchtune(),
+                                                    torchtitan(), megatron(),          deepspeed(),  litgpt(),
+                                                    fsdp_qlora(), colossalai(),        other()};
+  return all;
+}
+
+const FrameworkProfile& framework_profile(Framework f) {
+  for (const FrameworkProfile& p : framework_profiles()) {
+    if (p.id == f) return p;
+  }
+  return framework_profiles().back();
+}
+
+const FrameworkProfile* find_framework(std::string_view key) {
+  for (const FrameworkProfile& p : framework_profiles()) {
+    if (p.key == key) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace memfit

@@ -1,0 +1,33 @@
+// Framework profiles: the training setup a framework uses when the user does not say otherwise,
+// and the behaviours fixed in its code (logit upcast, adapter dtype, the counter it logs). One
+// place per framework, each default cited to the framework's source file at a named revision
+// (framework_profile.cpp; docs/frameworks.md lists them in a table).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "training/training_setup.h"
+
+namespace memfit {
+
+enum class Framework {
+  kHfTrainer, kTransformersLoop, kPeftBench, kTorchtune, kTorchtitan, kMegatron, kDeepspeed,
+  kLitgpt, kFsdpQlora, kColossalai, kOther
+};
+
+struct FrameworkProfile {
+  Framework id;
+  std::string key;                   // request value: "hf_trainer"
+  std::string name;                  // "Hugging Face Trainer"
+  TrainingSetup defaults;            // a complete setup; request fields override it
+  std::vector<std::string> sources;  // repository @ revision: file, one per default
+};
+
+const std::vector<FrameworkProfile>& framework_profiles();
+const FrameworkProfile& framework_profile(Framework f);
+/// nullptr when the key names no framework.
+const FrameworkProfile* find_framework(std::string_view key);
+
+}  // namespace memfit

@@ -1,0 +1,53 @@
+// The request/result names of every training-setup enum, one table per enum, read both ways:
+// the api parses requests with them and the exporter prints the resolved setup with them.
+#pragma once
+#include <cstddef>
+
+#include "training/training_setup.h"
+
+namespace memfit {
+
+template <typename E>
+struct EnumName {
+  const char* name;
+  E value;
+};
+
+inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"lora", Method::kLora},
+                                                    {"qlora", Method::kQlora}, {"dora", Method::kDora},
+                                                    {"freeze", Method::kFreeze}};
+inline constexpr EnumName<BaseQuant> kBaseQuantNames[] = {{"none", BaseQuant::kNone}, {"nf4", BaseQuant::kNf4},
+                                                          {"int8", BaseQuant::kInt8}, {"gptq4", BaseQuant::kGptq4}};
+inline constexpr EnumName<Precision> kPrecisionNames[] = {
+    {"fp32", Precision::kFp32}, {"amp_bf16", Precision::kAmpBf16}, {"amp_fp16", Precision::kAmpFp16},
+    {"bf16", Precision::kBf16}, {"fp16", Precision::kFp16},        {"fp8", Precision::kFp8}};
+inline constexpr EnumName<Optimizer> kOptimizerNames[] = {
+    {"adamw", Optimizer::kAdamW},          {"adamw_8bit", Optimizer::kAdamW8bit},
+    {"paged_adamw_8bit", Optimizer::kPagedAdamW8bit}, {"paged_adamw_32bit", Optimizer::kPagedAdamW32bit},
+    {"adamw_4bit", Optimizer::kAdamW4bit}, {"sgd", Optimizer::kSgd},
+    {"sgd_momentum", Optimizer::kSgdMomentum}, {"adafactor", Optimizer::kAdafactor},
+    {"lion", Optimizer::kLion},            {"muon", Optimizer::kMuon}};
+inline constexpr EnumName<OptimizerImpl> kOptimizerImplNames[] = {
+    {"foreach", OptimizerImpl::kForeach}, {"fused", OptimizerImpl::kFused}, {"forloop", OptimizerImpl::kForLoop}};
+inline constexpr EnumName<Checkpointing> kCheckpointingNames[] = {
+    {"none", Checkpointing::kNone}, {"full", Checkpointing::kFull}, {"selective", Checkpointing::kSelective}};
+inline constexpr EnumName<Offload> kOffloadNames[] = {{"none", Offload::kNone}, {"optimizer", Offload::kOptimizer},
+                                                      {"params_optimizer", Offload::kParamsOptimizer},
+                                                      {"activations", Offload::kActivations}};
+inline constexpr EnumName<AttentionKernel> kAttentionNames[] = {
+    {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}, {"flash", AttentionKernel::kFlash}};
+inline constexpr EnumName<LossKernel> kLossNames[] = {
+    {"standard", LossKernel::kStandard}, {"chunked", LossKernel::kChunked}, {"fused", LossKernel::kFused}};
+inline constexpr EnumName<MemoryCounter> kMemoryCounterNames[] = {
+    {"max_allocated", MemoryCounter::kMaxAllocated}, {"peak_active", MemoryCounter::kPeakActive},
+    {"max_reserved", MemoryCounter::kMaxReserved}, {"nvidia_smi", MemoryCounter::kNvidiaSmi}};
+
+template <typename E, std::size_t N>
+constexpr const char* name_of(E value, const EnumName<E> (&table)[N]) {
+  for (const EnumName<E>& entry : table) {
+    if (entry.value == value) return entry.name;
+  }
+  return table[0].name;
+}
+
+}  // namespace memfit
