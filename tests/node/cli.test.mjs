@@ -53,3 +53,35 @@ test('presets lists models and GPUs', () => {
   assert.ok(j.models.some((m) => m.id === 'meta-llama/Llama-3.1-8B'));
   assert.ok(j.gpus.some((g) => g.id === 'H100-80GB'));
 });
+
+test('estimate: a request file gives the verdict and the largest micro-batch', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'request.json');
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'Qwen/Qwen2.5-7B' },
+    training: { framework: 'hf_trainer', method: 'lora', lora: { rank: 16, targets: 'all-linear' }, seq_len: 2048 },
+    cluster: { gpu: { preset: 'H100-80GB' } },
+  }));
+  const r = memfit('estimate', file);
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.ok(['fits', 'tight', 'oom'].includes(j.fit.verdict));
+  assert.ok(j.fit.max_micro_batch >= 1);
+  assert.ok(j.peak_allocated_bytes <= j.peak_reserved_bytes && j.peak_reserved_bytes < j.device_total_bytes);
+  assert.equal(j.training.lora.targets[0], 'all-linear');
+});
+
+test('estimate: an impossible layout exits 2 with the pointer of the field', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'request.json');
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'Qwen/Qwen2.5-7B' },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 8 },
+    parallel: { dp: 3, tp: 2 },
+  }));
+  const r = memfit('estimate', file);
+  assert.equal(r.code, 2);
+  const env = JSON.parse(r.out);
+  assert.equal(env.error.code, 'invalid_value');
+  assert.equal(env.error.path, '/parallel');
+});

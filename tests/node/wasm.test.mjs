@@ -53,3 +53,20 @@ test('presets: at least 60 models and 20 GPUs', () => {
   assert.ok(r.gpus.length >= 20);
   assert.ok(r.gpus.every((g) => g.memory_total_bytes > 0 && g.sources.length > 0));
 });
+
+test('estimate through WASM: the same numbers from both builds, errors as envelopes', async () => {
+  const request = JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-8B' },
+    training: { framework: 'torchtune', seq_len: 4096, micro_batch: 2 },
+    cluster: { gpu: { preset: 'A100-80GB' } },
+  });
+  const a = JSON.parse(M.estimate(request));
+  assert.equal(a.ok, true);
+  const single = await loadSingle();
+  const b = JSON.parse(single.estimate(request));
+  assert.equal(a.result.peak_allocated_bytes, b.result.peak_allocated_bytes);
+  assert.equal(a.result.fit.max_micro_batch, b.result.fit.max_micro_batch);
+  const bad = JSON.parse(M.estimate('{"model":{"preset":"meta-llama/Llama-3.1-8B"},"cluster":{"gpu":{"preset":"A100-80GB"}},"training":{"seq_len":-1}}'));
+  assert.equal(bad.ok, false);
+  assert.equal(bad.error.path, '/training/seq_len');
+});

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "hf_config/parse_hf_config.h"
+#include "memory/activations.h"
 #include "memory/timeline.h"
 #include "presets/registry.h"
 
@@ -19,6 +20,15 @@ ModelArchitecture toy() {
 
 Estimate run(const ModelArchitecture& a, const TrainingSetup& t) {
   return estimate_single_gpu(a, build_tensor_inventory(a), t);
+}
+
+// Rank-2 adapters on q and v of the toy model.
+TrainingSetup lora_qv(Method method) {
+  TrainingSetup t;
+  t.method = method;
+  t.lora_rank = 2;
+  t.lora_targets = {"q", "v"};
+  return t;
 }
 
 ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
@@ -46,11 +56,7 @@ TEST_CASE("full bf16 AdamW model states: 2 + 2 + 4 bytes per parameter", "[memor
 TEST_CASE("LoRA trains r*(in+out) per targeted linear in fp32", "[memory][states]") {
   const ModelArchitecture a = toy();
   const TensorInventory inv = build_tensor_inventory(a);
-  TrainingSetup t;
-  t.method = Method::kLora;
-  t.lora_rank = 2;
-  t.lora_targets = {"q", "v"};
-  const ModelStates m = compute_model_states(a, inv, t);
+  const ModelStates m = compute_model_states(a, inv, lora_qv(Method::kLora));
   CHECK(m.adapter_params == 2 * 2 * 2 * (8 + 8));       // 2 layers x {q, v} x r x (in + out)
   CHECK(m.trainable_params == m.adapter_params);
   CHECK(m.gradients_bytes == 4 * m.adapter_params);
@@ -133,4 +139,113 @@ TEST_CASE("a large vocabulary puts the peak at the loss", "[memory][timeline]") 
   CHECK(e.peak_label == "loss backward");
   t.loss = LossKernel::kFused;
   CHECK(run(a, t).peak_allocated_bytes < e.peak_allocated_bytes);
+}
+
+TEST_CASE("DoRA adds a magnitude vector per adapted linear; int8 bases store 1 byte + a row scale", "[memory][states]") {
+  const ModelArchitecture a = toy();
+  const TensorInventory inv = build_tensor_inventory(a);
+  const ModelStates dora = compute_model_states(a, inv, lora_qv(Method::kDora));
+  CHECK(dora.adapter_params == 2 * 2 * (2 * (8 + 8) + 8));  // 2 layers x {q, v} x (r(in+out) + out)
+  TrainingSetup t = lora_qv(Method::kLora);
+  t.base_quant = BaseQuant::kInt8;
+  const ModelStates int8 = compute_model_states(a, inv, t);
+  // Block linears: 2 layers x (4 x 64 + 3 x 128) = 1280 weights, in 8 or 16 features per row.
+  const std::int64_t attn = 2 * 4 * 64, mlp = 2 * (2 * 128 + 128);
+  const std::int64_t quantised = attn * 1 + attn * 4 / 8 + (2 * 2 * 128) + (2 * 2 * 128) * 4 / 8 + (2 * 128) + (2 * 128) * 4 / 16;
+  CHECK(mlp == 768);
+  const std::int64_t others = (inv.total_params - attn - mlp) * 4;  // kbit prep: fp32
+  CHECK(int8.weights_bytes == quantised + others + 4 * int8.adapter_params);
+}
+
+TEST_CASE("paged optimizer states sit outside the allocator; offloaded ones on the host", "[memory][states]") {
+  const ModelArchitecture a = preset("Qwen/Qwen2-0.5B-Instruct");
+  TrainingSetup t;
+  t.seq_len = 256;
+  t.optimizer = Optimizer::kPagedAdamW32bit;
+  const Estimate paged = run(a, t);
+  CHECK(paged.states.optimizer_states_bytes == 0);
+  CHECK(paged.states.unmanaged_optimizer_states_bytes == 8 * paged.states.trainable_params);
+  t.optimizer = Optimizer::kAdamW;
+  t.precision = Precision::kFp32;
+  const Estimate plain = run(a, t);
+  CHECK(paged.device_total_bytes - paged.peak_reserved_bytes >=
+        paged.states.unmanaged_optimizer_states_bytes);  // counted by nvidia-smi only
+  t.offload = Offload::kOptimizer;
+  const Estimate offloaded = run(a, t);
+  CHECK(offloaded.states.optimizer_states_bytes == 0);
+  CHECK(offloaded.states.host_bytes == plain.states.optimizer_states_bytes);
+  CHECK(offloaded.peak_allocated_bytes < plain.peak_allocated_bytes);
+}
+
+TEST_CASE("the optimizer in backward never holds every gradient", "[memory][timeline]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  TrainingSetup t;
+  t.seq_len = 512;
+  t.checkpointing = Checkpointing::kFull;
+  const Estimate normal = run(a, t);
+  t.optimizer_in_backward = true;
+  const Estimate fused = run(a, t);
+  CHECK(fused.peak_allocated_bytes < normal.peak_allocated_bytes);
+  CHECK(fused.at_peak.gradients_bytes <= fused.states.largest_layer_gradient_bytes + fused.states.head_gradient_bytes);
+  for (const TimelineEvent& ev : fused.timeline) CHECK(ev.phase != "optimizer");
+}
+
+TEST_CASE("activation offload and selective recompute lower what stays on the device", "[memory][timeline]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  TrainingSetup t;
+  t.seq_len = 8192;
+  t.micro_batch = 8;  // 16 layer inputs of 64k tokens outweigh the model states
+  t.loss = LossKernel::kFused;
+  t.checkpointing = Checkpointing::kFull;
+  const Estimate kept = run(a, t);
+  t.offload = Offload::kActivations;
+  CHECK(run(a, t).peak_allocated_bytes < kept.peak_allocated_bytes);
+  t.offload = Offload::kNone;
+  t.attention = AttentionKernel::kEager;
+  t.checkpointing = Checkpointing::kNone;
+  const LayerActivations eager = layer_activations(a, t, false, false, true);
+  CHECK(eager.saved_per_token_per_position > 0);
+  t.checkpointing = Checkpointing::kSelective;
+  const LayerActivations selective = layer_activations(a, t, false, false, true);
+  CHECK(selective.saved_per_token_per_position == 0);  // the s x s scores are recomputed
+  CHECK(selective.saved_per_token == eager.saved_per_token);
+}
+
+TEST_CASE("torch.compile saves less per layer: fused RMSNorm and SwiGLU", "[memory][activations]") {
+  const ModelArchitecture a = toy();  // h 8, f 16, two RMSNorms per layer, pure bf16
+  TrainingSetup t;
+  const LayerActivations eager = layer_activations(a, t, false, false, true);
+  t.compile = true;
+  const LayerActivations compiled = layer_activations(a, t, false, false, true);
+  // Per norm the fp32 input copy (4h) goes; the MLP keeps gate and up, not the activation (2f).
+  CHECK(eager.saved_per_token - compiled.saved_per_token == 2 * 4 * 8 + 2 * 16);
+}
+
+TEST_CASE("PEFT fp32 adapters keep one fp32 input copy per adapted linear", "[memory][activations]") {
+  const ModelArchitecture a = toy();
+  TrainingSetup t = lora_qv(Method::kLora);
+  t.adapters_fp32 = false;  // bf16 adapters share the block input (2h) and keep r bf16 values each
+  const LayerActivations shared = layer_activations(a, t, false, false, false);
+  t.adapters_fp32 = true;   // each adapter: 4h fp32 copy + r fp32 values; the shared input goes
+  const LayerActivations own = layer_activations(a, t, false, false, false);
+  CHECK(own.saved_per_token - shared.saved_per_token == 2 * (4 * 8 + 4 * 2) - (2 * 8 + 2 * 2 * 2));
+}
+
+TEST_CASE("chunked and fused losses bound the logits", "[memory][timeline]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  TrainingSetup t;
+  t.seq_len = 8192;
+  t.checkpointing = Checkpointing::kFull;
+  const std::int64_t standard = run(a, t).peak_allocated_bytes;
+  t.loss = LossKernel::kChunked;
+  const std::int64_t chunked = run(a, t).peak_allocated_bytes;
+  t.loss = LossKernel::kFused;
+  const std::int64_t fused = run(a, t).peak_allocated_bytes;
+  CHECK(chunked < standard);
+  CHECK(fused < chunked);
+  // Standard, eager, upcast: the loss backward holds 12 bytes per token per vocabulary entry.
+  t.loss = LossKernel::kStandard;
+  const Estimate e = run(a, t);
+  CHECK(e.peak_label == "loss backward");
+  CHECK(e.at_peak.logits_loss_bytes == 12LL * 8192 * 128256);
 }

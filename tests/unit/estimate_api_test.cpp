@@ -1,0 +1,169 @@
+// The estimate request: envelope and result shape, framework defaults with overrides, the fit
+// verdict and the largest micro-batch, and every kind of bad request with its code and pointer.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "api/api.h"
+#include "memory/fit.h"
+#include "training/framework_profile.h"
+
+using nlohmann::json;
+using namespace memfit;
+
+namespace {
+
+json estimate(const json& request) { return json::parse(api::estimate(request.dump())); }
+
+json base_request() {
+  return json{{"model", {{"preset", "meta-llama/Llama-3.2-1B-Instruct"}}},
+              {"training", {{"seq_len", 1024}, {"micro_batch", 2}}},
+              {"cluster", {{"gpu", {{"preset", "A100-80GB"}}}}}};
+}
+
+void expect_error(const json& request, const std::string& code, const std::string& path) {
+  const json r = estimate(request);
+  INFO(request.dump());
+  REQUIRE(r["ok"] == false);
+  CHECK(r["error"]["code"] == code);
+  CHECK(r["error"]["path"] == path);
+  CHECK_FALSE(r["error"]["message"].get<std::string>().empty());
+}
+
+}  // namespace
+
+TEST_CASE("estimate returns peaks in order, a breakdown that sums, and a timeline", "[api][estimate]") {
+  const json r = estimate(base_request());
+  REQUIRE(r["ok"] == true);
+  const json& e = r["result"];
+  const long long allocated = e["peak_allocated_bytes"], reserved = e["peak_reserved_bytes"],
+                  total = e["device_total_bytes"];
+  CHECK(allocated > 0);
+  CHECK(allocated <= reserved);
+  CHECK(reserved < total);
+  long long sum = 0;
+  for (auto& [k, v] : e["breakdown"].items()) sum += v.get<long long>();
+  CHECK(sum == total);  // every byte of the device total sits in one category
+  REQUIRE(e["timeline"].is_array());
+  long long timeline_max = 0;
+  for (const json& ev : e["timeline"]) timeline_max = std::max(timeline_max, ev["live_bytes"].get<long long>());
+  CHECK(timeline_max <= allocated);
+  CHECK(e["framework"]["id"] == "hf_trainer");
+  CHECK(e["training"]["micro_batch"] == 2);
+}
+
+TEST_CASE("framework defaults apply and request fields override them", "[api][estimate]") {
+  json req = base_request();
+  req["training"]["framework"] = "torchtune";
+  json r = estimate(req);
+  REQUIRE(r["ok"] == true);
+  CHECK(r["result"]["training"]["loss"] == "chunked");
+  CHECK(r["result"]["training"]["activation_checkpointing"] == "full");
+  CHECK(r["result"]["training"]["optimizer_impl"] == "fused");
+  CHECK(r["result"]["framework"]["logged_counter"] == "peak_active");
+  req["training"]["activation_checkpointing"] = "none";
+  r = estimate(req);
+  CHECK(r["result"]["training"]["activation_checkpointing"] == "none");
+}
+
+TEST_CASE("every framework profile cites its sources", "[estimate][frameworks]") {
+  std::set<std::string> keys;
+  for (const FrameworkProfile& p : framework_profiles()) {
+    INFO(p.key);
+    CHECK(keys.insert(p.key).second);
+    CHECK_FALSE(p.sources.empty());
+    CHECK(find_framework(p.key) == &p);
+  }
+  CHECK(find_framework("no_such_framework") == nullptr);
+}
+
+TEST_CASE("the verdict follows the 80 % line and the largest micro-batch is the boundary", "[api][estimate][fit]") {
+  CHECK(verdict_for(80, 100) == Verdict::kFits);
+  CHECK(verdict_for(81, 100) == Verdict::kTight);
+  CHECK(verdict_for(100, 100) == Verdict::kTight);
+  CHECK(verdict_for(101, 100) == Verdict::kOom);
+
+  json req = base_request();
+  req["cluster"]["gpu"]["preset"] = "RTX-4090";
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == true);
+  const long long best = r["result"]["fit"]["max_micro_batch"];
+  REQUIRE(best >= 1);
+  req["options"] = {{"timeline", false}, {"max_micro_batch", false}};
+  req["training"]["micro_batch"] = best;
+  CHECK(estimate(req)["result"]["fit"]["verdict"] != "oom");
+  req["training"]["micro_batch"] = best + 1;
+  CHECK(estimate(req)["result"]["fit"]["verdict"] == "oom");
+}
+
+TEST_CASE("a model that cannot fit reports oom and a largest micro-batch of 0", "[api][estimate][fit]") {
+  json req = base_request();
+  req["model"]["preset"] = "meta-llama/Llama-3.1-70B-Instruct";
+  req["cluster"]["gpu"]["preset"] = "T4";
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == true);
+  CHECK(r["result"]["fit"]["verdict"] == "oom");
+  CHECK(r["result"]["fit"]["max_micro_batch"] == 0);
+}
+
+TEST_CASE("bad estimate requests name the field", "[api][estimate][errors]") {
+  expect_error(json::array(), "invalid_type", "");
+  json req = base_request();
+  req.erase("cluster");
+  expect_error(req, "missing_field", "/cluster");
+  req = base_request();
+  req["cluster"]["gpu"]["preset"] = "H900";
+  expect_error(req, "unknown_preset", "/cluster/gpu/preset");
+  req = base_request();
+  req["training"]["framework"] = "keras";
+  expect_error(req, "invalid_value", "/training/framework");
+  req = base_request();
+  req["training"]["lora"] = {{"rank", 8}};
+  expect_error(req, "invalid_value", "/training/lora");
+  req = base_request();
+  req["training"]["method"] = "lora";
+  req["training"]["lora"] = {{"targets", {"q", "attn"}}};
+  expect_error(req, "invalid_value", "/training/lora/targets/1");
+  req = base_request();
+  req["training"]["micro_batch"] = 1LL << 40;
+  expect_error(req, "out_of_range", "/training/micro_batch");
+  req = base_request();
+  req["training"]["seq_len"] = 0;
+  expect_error(req, "out_of_range", "/training/seq_len");
+  req = base_request();
+  req["training"]["optimizer_in_backward"] = true;
+  req["training"]["grad_accum"] = 4;
+  expect_error(req, "invalid_value", "/training/optimizer_in_backward");
+  req = base_request();
+  req["training"]["base_quant"] = "nf4";
+  expect_error(req, "invalid_value", "/training/base_quant");
+  req = base_request();
+  req["training"]["precision"] = "int3";
+  expect_error(req, "invalid_value", "/training/precision");
+  req = base_request();
+  req["training"]["batch"] = 4;
+  expect_error(req, "unknown_field", "/training/batch");
+  req = base_request();
+  req["cluster"]["gpus"] = 8;
+  req["parallel"] = {{"tp", 3}};
+  expect_error(req, "invalid_value", "/parallel");
+  req["parallel"] = {{"dp", 2}, {"tp", 2}};
+  expect_error(req, "invalid_value", "/parallel");
+  req["parallel"] = {{"tp", 2}};
+  expect_error(req, "unsupported", "/parallel");
+  req = base_request();
+  req["training"]["offload"] = "params_optimizer";
+  expect_error(req, "unsupported", "/training/offload");
+}
+
+TEST_CASE("a huge model at a huge batch is an out_of_range error, not a wrong number", "[api][estimate][errors]") {
+  json req = base_request();
+  req["model"]["preset"] = "deepseek-ai/DeepSeek-V3";
+  req["training"]["micro_batch"] = 65536;
+  req["training"]["seq_len"] = 1 << 24;
+  req["training"]["attention"] = "eager";
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == false);
+  CHECK(r["error"]["code"] == "out_of_range");
+}
