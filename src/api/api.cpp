@@ -48,7 +48,7 @@ std::string guarded(F&& body) {
 }
 
 Json describe(const ResolvedModel& m, bool include_tensors) {
-  const TensorInventory inv = build_tensor_inventory(m.arch);
+  const TensorInventory& inv = *m.inventory;
   Json result = parameters_to_json(inv);
   result["model"] = {{"id", m.id}, {"source", m.source}, {"model_type", m.arch.model_type}};
   result["architecture"] = architecture_to_json(m.arch);
@@ -96,6 +96,7 @@ std::string inspect_config(std::string_view config_text, bool include_tensors) {
   return guarded([&] {
     ResolvedModel m;
     m.arch = parse_hf_config_text(config_text);
+    m.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(m.arch));
     m.id = m.arch.name;
     m.source = "config";
     return describe(m, include_tensors);
@@ -118,7 +119,7 @@ std::string inspect(std::string_view request_text) {
 std::string estimate(std::string_view request_text) {
   return guarded([&] {
     const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
-    const TensorInventory inv = build_tensor_inventory(r.model.arch);
+    const TensorInventory& inv = *r.model.inventory;
     const RuntimeProfile rt;
     const Estimate e = estimate_single_gpu(r.model.arch, inv, r.training, rt);
     const FitReport fit = r.search_max_micro_batch ? assess_fit(r.model.arch, inv, r.training, r.gpu, e, rt)

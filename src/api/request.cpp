@@ -1,6 +1,9 @@
 // Request reading (see request.h).
 #include "api/request.h"
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 #include "api/api.h"
@@ -202,6 +205,27 @@ Parallel read_parallel(const Json* j, const std::string& path, std::int64_t gpus
   return p;
 }
 
+// Presets are parsed and inventoried once per process: they are immutable, and building the
+// inventory dominates a request (tools/bench).
+struct ParsedPreset {
+  ModelArchitecture arch;
+  std::shared_ptr<const TensorInventory> inventory;
+};
+
+const ParsedPreset& parsed_preset(const presets::ModelPreset& p) {
+  static std::mutex mutex;
+  static std::map<std::string, ParsedPreset> parsed;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(p.id);
+  if (it == parsed.end()) {
+    ParsedPreset entry;
+    entry.arch = parse_hf_config_text(p.config_text);
+    entry.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(entry.arch));
+    it = parsed.emplace(p.id, std::move(entry)).first;
+  }
+  return it->second;
+}
+
 }  // namespace
 
 void reject_unknown_keys(const FieldReader& f, std::initializer_list<const char*> known) {
@@ -242,11 +266,14 @@ ResolvedModel resolve_model(const Json& model, const std::string& path) {
       throw Error(ErrorCode::kUnknownPreset, f.path("preset"),
                   "unknown model preset '" + id.substr(0, 128) + "' (list them with `memfit presets`)");
     }
-    r.arch = parse_hf_config_text(p->config_text);
+    const ParsedPreset& parsed = parsed_preset(*p);
+    r.arch = parsed.arch;
+    r.inventory = parsed.inventory;
     r.id = p->id;
     r.source = "preset";
   } else {
     r.arch = parse_hf_config(model.at("config"), f.path("config"));
+    r.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(r.arch));
     r.id = r.arch.name;
     r.source = "config";
   }

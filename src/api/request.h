@@ -4,12 +4,14 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "hardware/gpu_spec.h"
 #include "hf_config/json_input.h"
 #include "model/architecture.h"
+#include "model/tensor_inventory.h"
 #include "training/framework_profile.h"
 
 namespace memfit::api {
@@ -20,6 +22,7 @@ void check_schema_version(const FieldReader& f);
 
 struct ResolvedModel {
   ModelArchitecture arch;
+  std::shared_ptr<const TensorInventory> inventory;  // shared by every request for a preset
   std::string id;      // preset id or the config's _name_or_path
   std::string source;  // "preset" or "config"
 };

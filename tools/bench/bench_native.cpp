@@ -1,26 +1,52 @@
-// Native benchmark: time per api call for representative requests. Prints numbers; asserts nothing.
+// Native benchmark: time per call for representative requests. Prints numbers; asserts nothing.
 // Usage: build-native/memfit_bench [iterations]
+//   estimate core : one timeline replay (the estimator itself) for a parsed model
+//   api estimate  : the whole request -> JSON call, with the largest-micro-batch search
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "api/api.h"
+#include "hf_config/parse_hf_config.h"
+#include "memory/timeline.h"
+#include "presets/registry.h"
+
+namespace {
+
+template <typename F>
+double micros_per_call(int iters, F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) f();
+  const auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 2000;
-  const char* requests[] = {
-      R"({"model":{"preset":"meta-llama/Llama-3.1-70B-Instruct"}})",
-      R"({"model":{"preset":"meta-llama/Llama-3.1-405B-Instruct"}})",
-      R"({"model":{"preset":"deepseek-ai/DeepSeek-V3"}})",
-  };
-  for (const char* r : requests) {
+  const char* models[] = {"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-405B-Instruct",
+                          "deepseek-ai/DeepSeek-V3"};
+  for (const char* id : models) {
+    const memfit::ModelArchitecture arch = memfit::parse_hf_config_text(memfit::presets::find_model(id)->config_text);
+    const memfit::TensorInventory inv = memfit::build_tensor_inventory(arch);
+    memfit::TrainingSetup t;
+    t.seq_len = 4096;
+    t.checkpointing = memfit::Checkpointing::kFull;
+    std::int64_t sink = 0;
+    const double core = micros_per_call(iters, [&] { sink += memfit::estimate_single_gpu(arch, inv, t).peak_allocated_bytes; });
+    std::printf("estimate core  %-36s %8.2f us/call (layers %lld, sink %lld)\n", id, core,
+                static_cast<long long>(arch.num_layers), static_cast<long long>(sink % 7));
+    const std::string request = std::string(R"({"model":{"preset":")") + id +
+                                R"("},"training":{"seq_len":4096,"activation_checkpointing":"full"},)"
+                                R"("cluster":{"gpu":{"preset":"H100-80GB"}}})";
     std::string out;
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) out = memfit::api::inspect(r);
-    const auto t1 = std::chrono::steady_clock::now();
-    const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / iters;
-    std::printf("inspect %-60s %8.1f us/call (%zu bytes out)\n", r, us, out.size());
+    const double api_us = micros_per_call(std::max(1, iters / 10), [&] { out = memfit::api::estimate(request); });
+    std::printf("api estimate   %-36s %8.2f us/call (%zu bytes out)\n", id, api_us, out.size());
+    const std::string inspect = std::string(R"({"model":{"preset":")") + id + R"("}})";
+    const double insp = micros_per_call(std::max(1, iters / 10), [&] { out = memfit::api::inspect(inspect); });
+    std::printf("api inspect    %-36s %8.2f us/call\n", id, insp);
   }
   return 0;
 }
