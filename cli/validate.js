@@ -205,6 +205,13 @@ function rowToRequest(row, config) {
     }
   }
 
+  // The run's date selects the framework's behaviour of that time (FORMAT.md: the framework and
+  // library versions of that date apply).
+  const date = readCell(row, 'date', 'text');
+  if (training.framework !== undefined && date !== undefined && /^\d{4}-\d{2}$/.test(date)) {
+    training.framework_version = date;
+  }
+
   const cluster = {};
   const gpu = readCell(row, 'gpu', 'text');
   if (gpu !== undefined) cluster.gpu = { preset: gpu };

@@ -1,6 +1,7 @@
 // Request reading (see request.h).
 #include "api/request.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -77,7 +78,7 @@ void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
 TrainingSetup read_training(const Json& j, const std::string& path, const FrameworkProfile*& profile,
                             std::int64_t num_layers) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"framework", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
+  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile"});
@@ -91,7 +92,18 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                   "framework '" + key->substr(0, 64) + "' is not one of: " + list);
     }
   }
-  TrainingSetup t = profile->defaults;
+  std::int64_t yyyymm = 0;
+  if (auto v = f.get_string({"framework_version"})) {
+    const bool shaped = v->size() == 7 && (*v)[4] == '-' &&
+                        std::all_of(v->begin(), v->end(), [](char c) { return (c >= '0' && c <= '9') || c == '-'; });
+    const std::int64_t year = shaped ? std::stoll(v->substr(0, 4)) : 0, month = shaped ? std::stoll(v->substr(5, 2)) : 0;
+    if (!shaped || year < 2015 || year > 2100 || month < 1 || month > 12) {
+      throw Error(ErrorCode::kInvalidValue, f.path("framework_version"),
+                  "framework_version must be a month, YYYY-MM (e.g. 2024-06)");
+    }
+    yyyymm = year * 100 + month;
+  }
+  TrainingSetup t = framework_defaults(*profile, yyyymm);
   t.method = enum_or(f, "method", kMethodNames, t.method);
   const bool lora = is_lora_like(t.method);
   if (const Json* l = f.find({"lora"})) {

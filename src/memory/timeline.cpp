@@ -105,7 +105,7 @@ class Replay {
   //  chunked (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss, litgpt chunked CE):
   //    each chunk's saved tensors stay until backward; one chunk's transients at a time.
   //  fused (Liger / cut cross-entropy): only fused_loss_chunk_tokens of logits at a time.
-  struct LossBytes { std::int64_t forward = 0, backward = 0; };
+  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0; };
   LossBytes loss_bytes() const {
     const std::int64_t v = a_.vocab_size;
     const std::int64_t e = activation_bytes(t_.precision);
@@ -116,13 +116,15 @@ class Replay {
       return checked_mul(checked_mul(tokens, v, "logit bytes"), bytes_per_v, "logit bytes");
     };
     LossBytes l;
+    // A loop that keeps its (upcast) logits referenced holds them through the whole backward.
+    if (t_.loss_input_held && t_.loss == LossKernel::kStandard) l.held = tv(T, sm);
     switch (t_.loss) {
       case LossKernel::kStandard:
         if (t_.compile) {  // the fused kernel saves its (upcast) input, writes its grad in that dtype
           l.forward = tv(T, e + up);
           l.backward = tv(T, 2 * sm);
         } else {
-          l.forward = tv(T, e + up + sm);
+          l.forward = tv(T, e + up + sm + (t_.loss_shift_copy ? sm : 0));
           l.backward = tv(T, 3 * sm);
         }
         break;
@@ -204,9 +206,9 @@ class Replay {
     const LossBytes loss = loss_bytes();
     b.logits_loss_bytes = loss.forward;
     note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
-    b.logits_loss_bytes = loss.backward;
+    b.logits_loss_bytes = loss.backward + loss.held;
     note(est, tl, best, b, "backward", "loss backward", -1);
-    b.logits_loss_bytes = 0;
+    b.logits_loss_bytes = loss.held;
 
     // Backward: head gradients first, then layers from the top. With the optimizer in backward
     // each gradient is consumed by its step as soon as it is complete: one layer's worth is live.

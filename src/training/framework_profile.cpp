@@ -23,6 +23,9 @@ FrameworkProfile hf_trainer() {
   t.adapters_fp32 = true;                        // PEFT get_peft_model(autocast_adapter_dtype=True)
   t.kbit_prep_fp32 = true;                       // PEFT prepare_model_for_kbit_training
   t.logged_counter = MemoryCounter::kMaxAllocated;  // TrainerMemoryTracker: max_memory_allocated
+  p.history = {{202501, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
+                "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits",
+                [](TrainingSetup& s) { s.loss_shift_copy = true; }}};
   p.sources = {"huggingface/transformers v5.15.0: src/transformers/training_args.py (bf16, optim, gradient_checkpointing)",
                "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)",
                "huggingface/transformers: src/transformers/trainer_utils.py (TrainerMemoryTracker)",
@@ -74,6 +77,13 @@ FrameworkProfile torchtune() {
   t.lora_rank = 8;
   t.lora_targets = {"q", "v"};
   t.logged_counter = MemoryCounter::kPeakActive; // README tables: active_bytes.all.peak
+  p.history = {{202408, "single-device recipes keep the fp32 logits (shifted copy) alive through backward",
+                "pytorch/torchtune PR #1235 (merged 2024-07-27): del logits before backward (after PR #1046)",
+                [](TrainingSetup& s) {
+                  s.loss = LossKernel::kStandard;  // chunked output loss arrived with PR #1390
+                  s.loss_shift_copy = true;
+                  s.loss_input_held = true;
+                }}};
   p.sources = {"pytorch/torchtune @ bd2a0fc7: recipes/configs/llama3_1/8B_full.yaml, 8B_lora_single_device.yaml",
                "pytorch/torchtune @ bd2a0fc7: torchtune/modules/loss/cross_entropy_loss.py (chunked CE, 8 chunks)",
                "pytorch/torchtune @ bd2a0fc7: torchtune/training/memory.py (get_memory_stats: active, alloc, reserved)"};
@@ -193,6 +203,15 @@ const std::vector<FrameworkProfile>& framework_profiles() {
                                                     torchtitan(), megatron(),          deepspeed(),  litgpt(),
                                                     fsdp_qlora(), colossalai(),        other()};
   return all;
+}
+
+TrainingSetup framework_defaults(const FrameworkProfile& p, std::int64_t yyyymm) {
+  TrainingSetup t = p.defaults;
+  if (yyyymm <= 0) return t;
+  for (const DatedBehaviour& b : p.history) {
+    if (yyyymm < b.until_yyyymm) b.apply(t);
+  }
+  return t;
 }
 
 const FrameworkProfile& framework_profile(Framework f) {

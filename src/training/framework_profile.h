@@ -3,6 +3,7 @@
 // place per framework, each default cited to the framework's source file at a named revision
 // (framework_profile.cpp; docs/frameworks.md lists them in a table).
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,13 +18,26 @@ enum class Framework {
   kLitgpt, kFsdpQlora, kColossalai, kOther
 };
 
+/// A behaviour of the framework's code before a dated change: requests that name an earlier
+/// `framework_version` (YYYY-MM) get it applied on top of the current defaults.
+struct DatedBehaviour {
+  std::int64_t until_yyyymm;         // the change landed in this month: versions before it behave so
+  std::string what;
+  std::string source;
+  void (*apply)(TrainingSetup&);
+};
+
 struct FrameworkProfile {
   Framework id;
   std::string key;                   // request value: "hf_trainer"
   std::string name;                  // "Hugging Face Trainer"
   TrainingSetup defaults;            // a complete setup; request fields override it
   std::vector<std::string> sources;  // repository @ revision: file, one per default
+  std::vector<DatedBehaviour> history;
 };
+
+/// The profile's defaults as of `yyyymm` (e.g. 202404); 0 means the current code.
+TrainingSetup framework_defaults(const FrameworkProfile& p, std::int64_t yyyymm);
 
 const std::vector<FrameworkProfile>& framework_profiles();
 const FrameworkProfile& framework_profile(Framework f);

@@ -50,6 +50,8 @@ struct TrainingSetup {
 
   // Behaviours of the framework's code (set by its profile, src/training/framework_profile.cpp).
   bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)
+  bool loss_shift_copy = false;     // the loss copies the shifted logits (logits[..., :-1, :].contiguous())
+  bool loss_input_held = false;     // the training loop keeps the (upcast) logits alive through backward
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;

@@ -119,7 +119,7 @@ test('a full row maps to the exact request', () => {
     schema_version: 1,
     model: { preset: 'meta-llama/Llama-3.1-8B' },
     training: {
-      framework: 'megatron', method: 'qlora', lora: { rank: 16, targets: ['q', 'k', 'v'] },
+      framework: 'megatron', framework_version: '2024-09', method: 'qlora', lora: { rank: 16, targets: ['q', 'k', 'v'] },
       base_quant: 'nf4', precision: 'amp_bf16', optimizer: 'paged_adamw_8bit', optimizer_in_backward: false,
       micro_batch: 2, grad_accum: 4, seq_len: 4096, packed: true, activation_checkpointing: 'selective',
       offload: 'optimizer', attention: 'flash', loss: 'chunked', compile: true,
