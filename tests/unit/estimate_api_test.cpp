@@ -167,3 +167,23 @@ TEST_CASE("a huge model at a huge batch is an out_of_range error, not a wrong nu
   REQUIRE(r["ok"] == false);
   CHECK(r["error"]["code"] == "out_of_range");
 }
+
+TEST_CASE("framework_version applies the framework's dated behaviour", "[api][estimate][frameworks]") {
+  json req = base_request();
+  req["training"]["framework"] = "torchtune";
+  req["training"]["loss"] = "standard";
+  req["training"]["framework_version"] = "2024-11";
+  const json now = estimate(req);
+  req["training"]["framework_version"] = "2024-04";  // logits kept alive through backward (before PR #1235)
+  const json then = estimate(req);
+  REQUIRE(now["ok"] == true);
+  REQUIRE(then["ok"] == true);
+  const long long tokens = 2 * 1024, vocab = 128256;
+  // The held fp32 logits stay through backward: at least 4 bytes per token per vocabulary entry more.
+  CHECK(then["result"]["peak_allocated_bytes"].get<long long>() - now["result"]["peak_allocated_bytes"].get<long long>() >=
+        4 * tokens * vocab);
+  for (const char* bad : {"2024-13", "24-04", "2024/04", "yesterday"}) {
+    req["training"]["framework_version"] = bad;
+    expect_error(req, "invalid_value", "/training/framework_version");
+  }
+}
