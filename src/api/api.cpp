@@ -94,12 +94,7 @@ std::string presets() {
 
 std::string inspect_config(std::string_view config_text, bool include_tensors) {
   return guarded([&] {
-    ResolvedModel m;
-    m.arch = parse_hf_config_text(config_text);
-    m.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(m.arch));
-    m.id = m.arch.name;
-    m.source = "config";
-    return describe(m, include_tensors);
+    return describe(model_from_config(parse_hf_config_text(config_text)), include_tensors);
   });
 }
 
@@ -122,11 +117,7 @@ std::string estimate(std::string_view request_text) {
     const TensorInventory& inv = *r.model.inventory;
     const RuntimeProfile rt;
     const Estimate e = estimate_single_gpu(r.model.arch, inv, r.training, rt);
-    const FitReport fit = r.search_max_micro_batch ? assess_fit(r.model.arch, inv, r.training, r.gpu, e, rt)
-                                                   : FitReport{verdict_for(e.device_total_bytes, r.gpu.memory_total_bytes),
-                                                               static_cast<double>(e.device_total_bytes) /
-                                                                   static_cast<double>(r.gpu.memory_total_bytes),
-                                                               0, false};
+    const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.gpu, e, rt, r.search_max_micro_batch);
     Json result = estimate_to_json(e, rt, r.include_timeline);
     result["model"] = {{"id", r.model.id},
                        {"source", r.model.source},

@@ -261,6 +261,15 @@ void check_schema_version(const FieldReader& f) {
   }
 }
 
+ResolvedModel model_from_config(ModelArchitecture arch) {
+  ResolvedModel r;
+  r.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(arch));
+  r.id = arch.name;
+  r.source = "config";
+  r.arch = std::move(arch);
+  return r;
+}
+
 ResolvedModel resolve_model(const Json& model, const std::string& path) {
   if (!model.is_object()) throw Error(ErrorCode::kInvalidType, path, "model must be an object");
   const FieldReader f(model, path);
@@ -284,10 +293,7 @@ ResolvedModel resolve_model(const Json& model, const std::string& path) {
     r.id = p->id;
     r.source = "preset";
   } else {
-    r.arch = parse_hf_config(model.at("config"), f.path("config"));
-    r.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(r.arch));
-    r.id = r.arch.name;
-    r.source = "config";
+    r = model_from_config(parse_hf_config(model.at("config"), f.path("config")));
   }
   return r;
 }

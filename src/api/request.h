@@ -27,6 +27,8 @@ struct ResolvedModel {
   std::string source;  // "preset" or "config"
 };
 
+/// A user's parsed config with its inventory (id: the config's _name_or_path).
+ResolvedModel model_from_config(ModelArchitecture arch);
 /// {"preset": id} | {"config": {...}} at `path`.
 ResolvedModel resolve_model(const Json& model, const std::string& path);
 

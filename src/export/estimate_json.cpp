@@ -1,14 +1,12 @@
 // Estimate -> JSON (see estimate_json.h).
 #include "export/estimate_json.h"
 
+#include "common/units.h"
 #include "training/setup_names.h"
 
 namespace memfit {
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-double gib(std::int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
 
 Json breakdown_to_json(const Breakdown& b) {
   return Json{{"weights_bytes", b.weights_bytes},
@@ -76,9 +74,9 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
          {"peak_reserved_bytes", e.peak_reserved_bytes},
          {"device_total_bytes", e.device_total_bytes},
          {"first_step_peak_allocated_bytes", e.first_step_peak_allocated_bytes},
-         {"peak_allocated_gib", gib(e.peak_allocated_bytes)},
-         {"peak_reserved_gib", gib(e.peak_reserved_bytes)},
-         {"device_total_gib", gib(e.device_total_bytes)},
+         {"peak_allocated_gib", to_gib(e.peak_allocated_bytes)},
+         {"peak_reserved_gib", to_gib(e.peak_reserved_bytes)},
+         {"device_total_gib", to_gib(e.device_total_bytes)},
          {"model_states_bytes", s.weights_bytes + s.gradients_bytes + s.optimizer_states_bytes +
                                     s.unmanaged_optimizer_states_bytes},
          {"activations_peak_bytes", e.at_peak.activations_bytes + e.at_peak.logits_loss_bytes},

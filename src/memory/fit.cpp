@@ -23,10 +23,11 @@ Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_byt
 }
 
 FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                     const GpuSpec& gpu, const Estimate& e, const RuntimeProfile& rt) {
+                     const GpuSpec& gpu, const Estimate& e, const RuntimeProfile& rt, bool search) {
   FitReport r;
   r.verdict = verdict_for(e.device_total_bytes, gpu.memory_total_bytes);
   r.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(gpu.memory_total_bytes);
+  if (!search) return r;
   auto fits = [&](std::int64_t mb) {
     TrainingSetup probe = t;
     probe.micro_batch = mb;

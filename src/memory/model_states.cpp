@@ -63,8 +63,7 @@ bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
   return false;
 }
 
-bool base_tensor_trains(const TrainingSetup& t, const TensorSpec& s, std::int64_t layer,
-                        std::int64_t num_layers) {
+bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) {
   switch (t.method) {
     case Method::kFull: return true;
     case Method::kFreeze: return layer >= 0 && layer >= num_layers - t.freeze_trainable_layers;
@@ -72,7 +71,6 @@ bool base_tensor_trains(const TrainingSetup& t, const TensorSpec& s, std::int64_
     case Method::kQlora:
     case Method::kDora: return false;
   }
-  (void)s;
   return true;
 }
 
@@ -97,7 +95,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (s.tied) return;
     const std::int64_t n = checked_mul(s.total_numel(), layers_in_group, "parameter count");
     m.weight_tensor_count += s.copies * layers_in_group;
-    const bool trains = base_tensor_trains(t, s, layer, arch.num_layers);
+    const bool trains = layer_trains(t, layer, arch.num_layers);
     std::int64_t bytes_per = wb;
     if (quant != BaseQuant::kNone) {
       if (is_linear_in_block(s)) {

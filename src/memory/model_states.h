@@ -46,9 +46,9 @@ struct ModelStates {
   std::int64_t head_gradient_bytes = 0;   // lm_head + final norm gradients (first in backward)
 };
 
-/// Which base tensors train: full = all, freeze = the last k layers, lora/qlora = none.
-bool base_tensor_trains(const TrainingSetup& t, const TensorSpec& spec, std::int64_t layer,
-                        std::int64_t num_layers);
+/// Whether the base weights of block `layer` (-1: embeddings, final norm, head) train:
+/// full = all, freeze = the last k blocks, lora/qlora/dora = none.
+bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers);
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
 

@@ -28,8 +28,7 @@ class Replay {
       GroupActs ga;
       ga.first_layer = g.first_layer;
       ga.layers = g.layer_count;
-      const bool trains = t.method == Method::kFull ||
-                          (t.method == Method::kFreeze && g.first_layer + g.layer_count > a.num_layers - t.freeze_trainable_layers);
+      const bool trains = layer_trains(t, g.first_layer + g.layer_count - 1, a.num_layers);  // its last layer
       ga.acts = layer_activations(a, t, g.moe, g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, trains);
       ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                    checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
