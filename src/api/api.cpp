@@ -5,6 +5,7 @@
 #include <new>
 
 #include "api/request.h"
+#include "common/units.h"
 #include "export/estimate_json.h"
 #include "export/model_json.h"
 #include "hf_config/parse_hf_config.h"
@@ -116,15 +117,22 @@ std::string estimate(std::string_view request_text) {
     const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
     const TensorInventory& inv = *r.model.inventory;
     const RuntimeProfile rt;
-    const Estimate e = estimate_single_gpu(r.model.arch, inv, r.training, rt);
-    const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.gpu, e, rt, r.search_max_micro_batch);
+    const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
+    const Estimate& e = d.peak();
+    const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e, rt, r.search_max_micro_batch);
+    // The headline is the most-loaded rank kind; every kind is listed under "ranks".
     Json result = estimate_to_json(e, rt, r.include_timeline);
+    result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;
+    result["ranks"] = ranks_to_json(d, rt, r.include_timeline && d.ranks.size() > 1);
+    result["parallel"] = layout_to_json(d.layout);
+    // Offload: host memory of one node (its GPUs' shards, most-loaded kind as the bound).
+    result["host_bytes_per_node"] = checked_mul(e.states.host_bytes, std::min(r.gpus, r.gpus_per_node), "host bytes");
     result["model"] = {{"id", r.model.id},
                        {"source", r.model.source},
                        {"model_type", r.model.arch.model_type},
                        {"total_params", inv.total_params}};
     result["framework"] = framework_to_json(*r.framework, r.training);
-    result["training"] = training_to_json(r.training);
+    result["training"] = training_to_json(d.setup);
     result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
     result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
     result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);

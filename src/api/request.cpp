@@ -142,10 +142,6 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     throw Error(ErrorCode::kInvalidValue, f.path("optimizer_in_backward"),
                 "the optimizer steps inside backward, so gradients cannot accumulate: grad_accum must be 1");
   }
-  if (t.offload == Offload::kParamsOptimizer) {
-    throw Error(ErrorCode::kUnsupported, f.path("offload"),
-                "parameter offload (FSDP/ZeRO-3 CPU offload) is not modelled yet; optimizer and activation offload are");
-  }
   return t;
 }
 
@@ -166,12 +162,15 @@ GpuSpec read_gpu(const Json& j, const std::string& path) {
   return *g;
 }
 
-Parallel read_parallel(const Json* j, const std::string& path, std::int64_t gpus) {
-  Parallel p;
+ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile) {
+  ParallelLayout p;
+  p.behaviour = profile.dist;
   bool dp_given = false;
+  const std::string where = path.empty() ? "/parallel" : path;
   if (j) {
     const FieldReader f(*j, path);
-    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "ep", "sequence_parallel", "sharding"});
+    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "ep", "sequence_parallel", "sharding", "shard_degree",
+                            "schedule", "stage_layers", "reshard_after_forward"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -180,39 +179,39 @@ Parallel read_parallel(const Json* j, const std::string& path, std::int64_t gpus
     p.cp = f.int_or({"cp"}, 1, kMaxDegree, 1);
     p.ep = f.int_or({"ep"}, 1, kMaxDegree, 1);
     p.sequence_parallel = f.bool_or({"sequence_parallel"}, false);
-    if (auto s = f.get_string({"sharding"})) {
-      if (*s != "none" && *s != "zero1" && *s != "zero2" && *s != "zero3") {
-        throw Error(ErrorCode::kInvalidValue, f.path("sharding"),
-                    "sharding '" + s->substr(0, 32) + "' is not one of: none, zero1, zero2, zero3");
+    p.sharding = enum_or(f, "sharding", kShardingNames, p.sharding);
+    p.shard_degree = f.int_or({"shard_degree"}, 1, kMaxDegree, 0);
+    p.schedule = enum_or(f, "schedule", kScheduleNames, p.vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B);
+    if (p.schedule == PipelineSchedule::kInterleaved && p.vpp == 1) {
+      throw Error(ErrorCode::kInvalidValue, f.path("schedule"), "the interleaved schedule needs vpp > 1 model chunks per rank");
+    }
+    if (p.schedule != PipelineSchedule::kInterleaved && p.vpp > 1) {
+      throw Error(ErrorCode::kInvalidValue, f.path("schedule"), "vpp > 1 model chunks per rank run the interleaved schedule");
+    }
+    p.behaviour.reshard_after_forward = f.bool_or({"reshard_after_forward"}, p.behaviour.reshard_after_forward);
+    if (const Json* sl = f.find({"stage_layers"})) {
+      const std::string spath = f.path("stage_layers");
+      if (!sl->is_array()) throw Error(ErrorCode::kInvalidType, spath, "stage_layers must be an array of layer counts");
+      if (sl->size() > static_cast<std::size_t>(kMaxDegree)) throw Error(ErrorCode::kOutOfRange, spath, "stage_layers is too long");
+      for (std::size_t i = 0; i < sl->size(); ++i) {
+        const Json& v = (*sl)[i];
+        if (!v.is_number_integer()) throw Error(ErrorCode::kInvalidType, pointer_append(spath, std::to_string(i)), "a layer count must be an integer");
+        p.stage_layers.push_back(v.get<std::int64_t>());
       }
-      p.sharding = *s;
     }
   }
   const std::int64_t model_parallel = p.tp * p.pp * p.cp;
+  if (model_parallel > kMaxGpus) throw Error(ErrorCode::kOutOfRange, where, "tp x pp x cp exceeds the GPU bound");
   if (!dp_given) {
     if (gpus % model_parallel != 0) {
       throw Error(ErrorCode::kInvalidValue, path.empty() ? "/cluster/gpus" : path,
                   "tp x pp x cp = " + std::to_string(model_parallel) + " does not divide " + std::to_string(gpus) + " GPUs");
     }
     p.dp = gpus / model_parallel;
-  } else if (p.dp * model_parallel != gpus) {
-    throw Error(ErrorCode::kInvalidValue, path,
-                "dp x tp x pp x cp = " + std::to_string(p.dp * model_parallel) + " but the cluster has " +
+  } else if (p.dp > kMaxGpus || p.dp * model_parallel != gpus) {
+    throw Error(ErrorCode::kInvalidValue, where,
+                "dp x tp x pp x cp = " + std::to_string(p.dp) + " x " + std::to_string(model_parallel) + " but the cluster has " +
                     std::to_string(gpus) + " GPUs");
-  }
-  if ((p.dp * p.cp) % p.ep != 0) {
-    throw Error(ErrorCode::kInvalidValue, pointer_append(path, "ep"),
-                "ep = " + std::to_string(p.ep) + " must divide dp x cp = " + std::to_string(p.dp * p.cp));
-  }
-  if (p.sequence_parallel && p.tp == 1) {
-    throw Error(ErrorCode::kInvalidValue, pointer_append(path, "sequence_parallel"), "sequence parallelism needs tp > 1");
-  }
-  if (p.vpp > 1 && p.pp == 1) {
-    throw Error(ErrorCode::kInvalidValue, pointer_append(path, "vpp"), "virtual pipeline stages need pp > 1");
-  }
-  if (gpus > 1 || p.sharding != "none") {
-    throw Error(ErrorCode::kUnsupported, path.empty() ? "/cluster/gpus" : path,
-                "distributed training (more than one GPU or sharding) is not modelled yet; single-GPU estimates are");
   }
   return p;
 }
@@ -329,7 +328,13 @@ EstimateRequest read_estimate_request(const Json& req) {
 
   const Json* parallel = f.find({"parallel"});
   if (parallel && !parallel->is_object()) throw Error(ErrorCode::kInvalidType, "/parallel", "parallel must be an object");
-  r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus);
+  r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus, *r.framework);
+  r.parallel.gpus_per_node = r.gpus_per_node;
+  if (auto v = check_layout(r.parallel, r.model.arch, r.training)) {
+    // Rules on training fields name them; the rest are fields of the layout.
+    const std::string pointer = v->field.rfind("training/", 0) == 0 ? "/" + v->field : "/parallel/" + v->field;
+    throw Error(ErrorCode::kInvalidValue, pointer, v->rule);
+  }
 
   if (const Json* o = f.find({"options"})) {
     if (!o->is_object()) throw Error(ErrorCode::kInvalidType, "/options", "options must be an object");

@@ -12,6 +12,7 @@
 #include "hf_config/json_input.h"
 #include "model/architecture.h"
 #include "model/tensor_inventory.h"
+#include "parallel/layout.h"
 #include "training/framework_profile.h"
 
 namespace memfit::api {
@@ -32,11 +33,6 @@ ResolvedModel model_from_config(ModelArchitecture arch);
 /// {"preset": id} | {"config": {...}} at `path`.
 ResolvedModel resolve_model(const Json& model, const std::string& path);
 
-struct Parallel {
-  std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
-  bool sequence_parallel = false;
-  std::string sharding = "none";
-};
 
 struct EstimateRequest {
   ResolvedModel model;
@@ -45,7 +41,7 @@ struct EstimateRequest {
   GpuSpec gpu;
   std::int64_t gpus = 1;
   std::int64_t gpus_per_node = 8;
-  Parallel parallel;
+  ParallelLayout parallel;   // degrees from the request, behaviours from the framework profile
   bool include_timeline = true;
   bool search_max_micro_batch = true;
   std::vector<std::string> warnings;

@@ -14,7 +14,8 @@ Json breakdown_to_json(const Breakdown& b) {
               {"optimizer_states_bytes", b.optimizer_states_bytes},
               {"activations_bytes", b.activations_bytes},
               {"logits_loss_bytes", b.logits_loss_bytes},
-              {"temporaries_bytes", b.temporaries_bytes}};
+              {"temporaries_bytes", b.temporaries_bytes},
+              {"communication_bytes", b.communication_bytes}};
 }
 
 }  // namespace
@@ -43,6 +44,7 @@ Json training_to_json(const TrainingSetup& t) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
   }
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
+  if (is_amp(t.precision)) j["amp_weights"] = name_of(t.amp_weights, kAmpWeightsNames);
   return j;
 }
 
@@ -68,6 +70,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
   at_peak["cublas_workspace_bytes"] = rt.cublas_workspace_bytes;
   at_peak["cuda_context_bytes"] = rt.cuda_context_bytes;
   at_peak["outside_allocator_bytes"] = s.unmanaged_optimizer_states_bytes;
+  at_peak["nccl_bytes"] = e.nccl_bytes;
 
   Json j{{"peak_allocated_bytes", e.peak_allocated_bytes},
          {"peak_active_bytes", e.peak_active_bytes},
@@ -79,7 +82,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
          {"device_total_gib", to_gib(e.device_total_bytes)},
          {"model_states_bytes", s.weights_bytes + s.gradients_bytes + s.optimizer_states_bytes +
                                     s.unmanaged_optimizer_states_bytes},
-         {"activations_peak_bytes", e.at_peak.activations_bytes + e.at_peak.logits_loss_bytes},
+         {"activations_peak_bytes", e.activations_peak_bytes},
          {"host_bytes", s.host_bytes},
          {"tokens_per_micro_batch", e.tokens_per_micro_batch},
          {"peak", {{"phase", e.peak_phase}, {"label", e.peak_label}, {"layer", e.peak_layer}}},
@@ -111,6 +114,52 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
     j["timeline"] = std::move(events);
   }
   return j;
+}
+
+Json layout_to_json(const ParallelLayout& l) {
+  const DistributedBehaviour& b = l.behaviour;
+  Json j{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep},
+         {"sequence_parallel", l.sequence_parallel},
+         {"sharding", name_of(l.sharding, kShardingNames)},
+         {"shard_degree", l.dense_shard()},
+         {"schedule", name_of(l.schedule, kScheduleNames)},
+         {"gpus", l.gpus()},
+         {"behaviour",
+          {{"ddp_bucket_copy", b.ddp_bucket_copy},
+           {"grad_buffer_at_init", b.grad_buffer_at_init},
+           {"reduce_bucket_bytes", b.reduce_bucket_bytes},
+           {"prefetch_units", b.prefetch_units},
+           {"prefetch_bytes", b.prefetch_bytes},
+           {"reshard_after_forward", b.reshard_after_forward},
+           {"reshard_after_forward_with_pp", b.reshard_after_forward_with_pp},
+           {"last_unit_kept", b.last_unit_kept},
+           {"root_unit_gathered", b.root_unit_gathered},
+           {"sharded_params_16bit", b.sharded_params_16bit},
+           {"reduce_in_fp32", b.reduce_in_fp32},
+           {"cp_gather_kv", b.cp_gather_kv},
+           {"vocab_multiple", b.vocab_multiple}}}};
+  if (!l.stage_layers.empty()) j["stage_layers"] = l.stage_layers;
+  return j;
+}
+
+Json ranks_to_json(const DistributedEstimate& d, const RuntimeProfile& rt, bool include_timeline) {
+  Json out = Json::array();
+  for (std::size_t i = 0; i < d.ranks.size(); ++i) {
+    const RankEstimate& r = d.ranks[i];
+    Json layers = Json::array();
+    for (const LayerRange& range : r.context.kind.layers) layers.push_back({range.first, range.first + range.count - 1});
+    Json j = estimate_to_json(r.estimate, rt, include_timeline);
+    j["kind"] = r.context.kind.name;
+    j["stage"] = r.context.kind.stage;
+    j["ranks"] = r.context.kind.ranks;
+    j["layers"] = std::move(layers);
+    j["embedding"] = r.context.kind.embedding;
+    j["head"] = r.context.kind.head;
+    j["micro_batch_chunks_in_flight"] = r.context.kind.chunks_in_flight;
+    j["most_loaded"] = i == d.peak_rank;
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bool searched) {

@@ -13,6 +13,10 @@ namespace memfit {
 Json training_to_json(const TrainingSetup& t);
 Json framework_to_json(const FrameworkProfile& p, const TrainingSetup& t);
 Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_timeline);
+/// The layout as estimated (degrees and the distributed behaviours used).
+Json layout_to_json(const ParallelLayout& l);
+/// One entry per rank kind: what it holds, its peaks and breakdown (and timeline).
+Json ranks_to_json(const DistributedEstimate& d, const RuntimeProfile& rt, bool include_timeline);
 Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bool searched);
 
 }  // namespace memfit

@@ -3,19 +3,25 @@
 
 #include <algorithm>
 
+#include "common/units.h"
+
 namespace memfit {
 
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
-                                   bool cross_attention, bool base_trains) {
+                                   bool cross_attention, bool base_trains, const ActivationSplit& split) {
   const std::int64_t h = a.hidden_size;
-  const std::int64_t heads = a.attention.num_heads;
-  const std::int64_t kvh = a.attention.layout == QkvLayout::kLowRank ? heads : a.attention.num_kv_heads;
+  const std::int64_t tp = std::max<std::int64_t>(1, split.tp);
+  // Tensor parallelism splits heads and MLP width (Megatron column/row linears); a GQA group
+  // count below tp is replicated so that every rank keeps one key/value head.
+  const std::int64_t heads = a.attention.num_heads / tp;
+  const std::int64_t kv_all = a.attention.layout == QkvLayout::kLowRank ? a.attention.num_heads : a.attention.num_kv_heads;
+  const std::int64_t kvh = std::max<std::int64_t>(1, kv_all / tp);
   const std::int64_t d = a.attention.layout == QkvLayout::kLowRank
                              ? a.attention.qk_nope_head_dim + a.attention.qk_rope_head_dim
                              : a.attention.head_dim;
   const std::int64_t dv = a.attention.layout == QkvLayout::kLowRank ? a.attention.v_head_dim : d;
   const std::int64_t e = activation_bytes(t.precision);   // element bytes of activations
-  const bool amp = is_amp(t.precision);
+  const bool amp = autocast_amp(t);
   const bool lora = is_lora_like(t.method);
   // fp8 linears (Transformer Engine) save their inputs as fp8 casts plus a scale.
   const std::int64_t lin_in = t.precision == Precision::kFp8 ? 1 : (amp ? 2 : e);
@@ -33,7 +39,10 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     return false;
   };
   LayerActivations out;
-  std::int64_t s = 0;
+  // `s` collects tensors split by tensor parallelism (per rank already); `seq` collects tensors
+  // of the full hidden width, which only sequence parallelism splits (Korthikanti et al. 2022,
+  // Table 2: the 10sbh that tp alone leaves replicated).
+  std::int64_t s = 0, seq = 0;
 
   // Norms: RMSNorm (HF) saves an fp32 copy of its input, the normalised pre-weight tensor and
   // rsqrt; LayerNorm saves its input and fp32 mean/rstd. Under AMP the residual stream is fp32.
@@ -43,18 +52,18 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
                                       ? (t.compile ? stream * h + 4 : 4 * h + stream * h + 4)
                                       : (stream * h + 8);
-  s += norms * norm_bytes;
+  seq += norms * norm_bytes;
 
   // Attention in-projection input (the norm output, one storage shared by q/k/v), and one
   // 16-bit autocast copy per separate projection under AMP.
   const bool any_qkv = targeted("q") || targeted("k") || targeted("v");
   if (input_saved(any_qkv)) {
     const std::int64_t casts = amp && a.attention.layout == QkvLayout::kSeparate ? 3 : 1;
-    s += casts * lin_in * h;
+    seq += casts * lin_in * h;
   }
   if (a.attention.layout == QkvLayout::kLowRank) {
     // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
-    s += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
+    seq += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
   }
   if (a.attention.qk_norm) s += (4 + e) * (heads * d + kvh * d) + 4 * (heads + kvh);
   // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
@@ -68,29 +77,46 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   }
   s += e * heads * dv;                                // attention output = o_proj input
   if (cross_attention) {                              // T5 decoder: q, encoder k/v, output, norm
-    s += e * (3 * heads * d + heads * d) + norm_bytes + 2 * h;
+    s += e * (3 * heads * d + heads * d);
+    seq += norm_bytes + 2 * h;
   }
 
   // MLP.
   const std::int64_t f = a.mlp.intermediate_size;
-  auto mlp_bytes = [&](std::int64_t width) {
+  // Bytes of one MLP per token on this rank: its full-width input, and its `width` columns split
+  // by tp.
+  struct MlpBytes { std::int64_t input = 0, split = 0; };
+  auto mlp_bytes = [&](std::int64_t full_width) {
+    const std::int64_t width = ceil_div(full_width, tp);
     const bool gate_up = targeted("gate") || targeted("up");
+    MlpBytes out_bytes;
+    if (input_saved(gate_up)) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
     std::int64_t m = 0;
-    if (input_saved(gate_up)) m += (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
     // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
     // plain: the activation's input.
     m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
     if (input_saved(targeted("down"))) m += (t.precision == Precision::kFp8 ? 1 : e) * width;  // down_proj input
     else if (!a.mlp.gated) m += e * width;             // activation output still saved by its op
-    return m;
+    out_bytes.split = m;
+    return out_bytes;
   };
   if (moe) {
     const std::int64_t k = a.moe.top_k;
-    s += 8 * a.moe.num_experts;                        // router logits and fp32 probabilities
-    s += k * (mlp_bytes(a.moe.expert_intermediate_size) + e * h);  // per routed copy of the token
-    if (a.moe.shared_intermediate_size > 0) s += mlp_bytes(a.moe.shared_intermediate_size);
+    seq += 8 * a.moe.num_experts;                      // router logits and fp32 probabilities
+    // Per routed copy of the token: routed tokens are exchanged between expert-parallel ranks,
+    // not removed (balanced routing: each rank receives top_k copies per local token). The
+    // permuted copy is full width: Megatron's dispatcher gathers the tp group's tokens first.
+    const MlpBytes expert = mlp_bytes(a.moe.expert_intermediate_size);
+    s += k * (expert.input + expert.split + e * h);
+    if (a.moe.shared_intermediate_size > 0) {
+      const MlpBytes shared = mlp_bytes(a.moe.shared_intermediate_size);
+      seq += shared.input;
+      s += shared.split;
+    }
   } else {
-    s += mlp_bytes(f);
+    const MlpBytes dense = mlp_bytes(f);
+    seq += dense.input;
+    s += dense.split;
   }
   if (lora) {
     // Per adapted linear: lora_B saves lora_A's output (r values); lora_A saves its input. PEFT
@@ -113,12 +139,13 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       if (t.method == Method::kDora) s += (e + ab) * r.out;
     }
   }
-  out.saved_per_token = s;
-  out.checkpoint_per_token = stream * h;
-  out.residual_grad_per_token = stream * h;
+  const std::int64_t seq_div = split.sequence_parallel ? tp : 1;
+  out.saved_per_token = s + ceil_div(seq, seq_div);
+  out.checkpoint_per_token = ceil_div(stream * h, seq_div);
+  out.residual_grad_per_token = ceil_div(stream * h, seq_div);
   // Largest in-layer gradient set: in the MLP backward, grads of the down input, act out, up and
   // gate (4 x width) plus the partial grads of the MLP input.
-  const std::int64_t width = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;
+  const std::int64_t width = ceil_div(moe ? a.moe.top_k * a.moe.expert_intermediate_size : f, tp);
   out.backward_transient_per_token = e * (4 * width + 2 * h);
   return out;
 }

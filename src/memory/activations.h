@@ -18,8 +18,16 @@ struct LayerActivations {
   std::int64_t residual_grad_per_token = 0;       // gradient of the layer output flowing down
 };
 
-/// One decoder (or encoder) layer; `moe` selects the sparse MLP; `cross_attention` for T5 decoders.
+/// How tensor parallelism splits a layer's activations on one rank: heads and MLP width by tp,
+/// the full-width tensors (norms, block inputs) only with sequence parallelism.
+struct ActivationSplit {
+  std::int64_t tp = 1;
+  bool sequence_parallel = false;
+};
+
+/// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse
+/// MLP; `cross_attention` for T5 decoders.
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
-                                   bool cross_attention, bool base_trains);
+                                   bool cross_attention, bool base_trains, const ActivationSplit& split = {});
 
 }  // namespace memfit

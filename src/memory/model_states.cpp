@@ -2,6 +2,7 @@
 #include "memory/model_states.h"
 
 #include <algorithm>
+#include <string>
 
 #include "common/units.h"
 
@@ -74,11 +75,51 @@ bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_l
   return true;
 }
 
+std::int64_t RankShard::held(std::int64_t first, std::int64_t count) const {
+  if (layers.empty()) return count;
+  std::int64_t n = 0;
+  for (const LayerRange& r : layers) {
+    const std::int64_t lo = std::max(first, r.first), hi = std::min(first + count, r.first + r.count);
+    if (hi > lo) n += hi - lo;
+  }
+  return n;
+}
+
+namespace {
+
+// Which pipeline end a model-level tensor lives on: embeddings (and what projects or normalises
+// them) on the first stage, the final norm, output layer and pooler on the last.
+bool on_embedding_side(const TensorSpec& s) {
+  return s.kind == ModuleKind::kEmbedding || s.kind == ModuleKind::kPositionEmbedding || s.role == "project_in" ||
+         (s.kind == ModuleKind::kNorm && s.name.find("embedding") != std::string::npos);
+}
+
+// Elements of one copy of `s` on a rank: Megatron splits column/row/vocab tensors over tp (a
+// vocabulary padded to `padded_vocab` rows), experts over tp as well (expert tensor parallel =
+// tp, the Megatron-Core default) and their copies over ep.
+std::int64_t rank_numel(const TensorSpec& s, const RankShard& r, std::int64_t vocab) {
+  std::int64_t n = s.numel();
+  if (s.tp_split == TpSplit::kVocab && r.padded_vocab > vocab && !s.shape.empty() && s.shape[0] == vocab) {
+    n = n / vocab * r.padded_vocab;
+  }
+  return s.tp_split == TpSplit::kReplicated ? n : ceil_div(n, r.tp);
+}
+
+// Totals of one class of parameters (dense or expert), before data-parallel sharding.
+struct ClassBytes {
+  std::int64_t weights = 0, gradients = 0, states = 0;
+};
+
+}  // namespace
+
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                 const TrainingSetup& t) {
+                                 const TrainingSetup& t, const RankShard& shard) {
   ModelStates m;
   m.total_params = inv.total_params;
-  const std::int64_t wb = weight_bytes(t.precision);
+  // Megatron / DeepSpeed AMP: the model is 16-bit; the fp32 master copy lives in the optimizer.
+  const bool master_in_opt = is_amp(t.precision) && t.amp_weights == AmpWeights::kMasterInOptimizer;
+  const bool gathered_16bit = is_amp(t.precision) && t.amp_weights == AmpWeights::kGathered16bit;
+  const std::int64_t wb = master_in_opt ? 2 : weight_bytes(t.precision);
   const bool lora = is_lora_like(t.method);
   const BaseQuant quant = lora ? effective_base_quant(t) : BaseQuant::kNone;
   // PEFT keeps adapters in fp32 (autocast_adapter_dtype=True since PEFT 0.12); frameworks that
@@ -86,59 +127,94 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const std::int64_t adapter_bytes = t.adapters_fp32 ? 4 : wb;
   // prepare_model_for_kbit_training casts the non-quantised parameters to fp32.
   const std::int64_t quant_other_bytes = t.kbit_prep_fp32 ? 4 : wb;
-  std::int64_t trainable_elems_by_bytes[5] = {};  // index: element bytes of the trainable tensor
+  // Trainable elements by class (0 dense, 1 expert) and by element bytes of the stored tensor.
+  std::int64_t trainable_elems[2][5] = {};
+  ClassBytes cls[2];
   std::int64_t largest_trainable = 0;
   std::int64_t adafactor_state = 0;
   std::int64_t layer_grad_sum = 0;
+  std::int64_t layer_gather = 0, layer_reduce = 0;  // of the layer being visited
+  // Gradient element bytes as computed in backward, and as reduced.
+  const std::int64_t compute_grad_bytes = gathered_16bit ? 2 : 0;  // 0: the stored dtype
+  const bool reduce_fp32 = shard.behaviour.reduce_in_fp32 && (gathered_16bit || wb == 2);
 
+  auto add_trainable = [&](int c, std::int64_t elem_bytes, std::int64_t n) {
+    trainable_elems[c][elem_bytes] += n;
+  };
   auto visit = [&](const TensorSpec& s, std::int64_t layer, std::int64_t layers_in_group, bool in_stack) {
-    if (s.tied) return;
-    const std::int64_t n = checked_mul(s.total_numel(), layers_in_group, "parameter count");
-    m.weight_tensor_count += s.copies * layers_in_group;
+    if (!in_stack) {
+      // A tied output layer is the embedding's storage; on a last pipeline stage without the
+      // embedding it is a real copy (Megatron keeps the shared weight on both ends).
+      const bool tied_copy = s.tied && shard.head && !shard.embedding;
+      if (s.tied && !tied_copy) return;
+      if (on_embedding_side(s) ? !shard.embedding : !shard.head) return;
+    }
+    const int c = s.kind == ModuleKind::kExpert ? 1 : 0;
+    const std::int64_t copies = c == 1 ? ceil_div(s.copies, shard.ep) : s.copies;
+    const std::int64_t per_copy = rank_numel(s, shard, arch.vocab_size);
+    const std::int64_t n = checked_mul(checked_mul(per_copy, copies, "parameter count"), layers_in_group, "parameter count");
+    m.weight_tensor_count += copies * layers_in_group;
     const bool trains = layer_trains(t, layer, arch.num_layers);
     std::int64_t bytes_per = wb;
-    if (quant != BaseQuant::kNone) {
-      if (is_linear_in_block(s)) {
-        const std::int64_t in = s.shape.size() == 2 ? s.shape[1] : 1;
-        m.weights_bytes = checked_add(m.weights_bytes, ceil_div(checked_mul(n, quant_micro_bytes(quant, in), "weight bytes"),
-                                                                1'000'000), "weight bytes");
-        // The kernel dequantises one weight at a time to the compute dtype (bitsandbytes
-        // dequantize_4bit output; freed after the matmul, and again in backward).
-        m.dequant_workspace_bytes = std::max(m.dequant_workspace_bytes, checked_mul(s.numel(), 2, "workspace bytes"));
-        bytes_per = 0;
-      } else {
-        bytes_per = quant_other_bytes;
-      }
+    std::int64_t gather_bytes = 0;  // one copy of this tensor as gathered for compute, per layer
+    if (quant != BaseQuant::kNone && is_linear_in_block(s)) {
+      const std::int64_t in = s.shape.size() == 2 ? s.shape[1] : 1;
+      // n x micro-bytes can pass 2^53 for the largest models: split n into millions and the rest.
+      const std::int64_t micro = quant_micro_bytes(quant, in);
+      const std::int64_t qb = checked_add(checked_mul(n / 1'000'000, micro, "weight bytes"),
+                                          ceil_div((n % 1'000'000) * micro, 1'000'000), "weight bytes");
+      cls[c].weights = checked_add(cls[c].weights, qb, "weight bytes");
+      gather_bytes = qb / std::max<std::int64_t>(1, layers_in_group);
+      // The kernel dequantises one weight at a time to the compute dtype (bitsandbytes
+      // dequantize_4bit output; freed after the matmul, and again in backward).
+      m.dequant_workspace_bytes = std::max(m.dequant_workspace_bytes, checked_mul(per_copy, 2, "workspace bytes"));
+      bytes_per = 0;
+    } else if (quant != BaseQuant::kNone) {
+      bytes_per = quant_other_bytes;
     }
-    m.weights_bytes = checked_add(m.weights_bytes, checked_mul(n, bytes_per, "weight bytes"), "weight bytes");
+    cls[c].weights = checked_add(cls[c].weights, checked_mul(n, bytes_per, "weight bytes"), "weight bytes");
+    if (bytes_per > 0) gather_bytes = per_copy * copies * (gathered_16bit ? 2 : bytes_per);
+    if (in_stack) layer_gather += gather_bytes;
+    else m.gather_root_bytes += gather_bytes;
     if (trains) {
       m.trainable_params += n;
-      trainable_elems_by_bytes[bytes_per] += n;
-      if (bytes_per == 4 && is_amp(t.precision)) m.master_weights_bytes += 4 * n;
-      largest_trainable = std::max(largest_trainable, s.numel() * bytes_per);
-      if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = s.numel() * bytes_per;
+      add_trainable(c, bytes_per, n);
+      if (bytes_per == 4 && autocast_amp(t)) m.master_weights_bytes += 4 * n;
+      largest_trainable = std::max(largest_trainable, per_copy * bytes_per);
+      if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = per_copy * bytes_per;
       if (t.optimizer == Optimizer::kAdafactor) {
-        adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * s.copies * layers_in_group : n * 4;
+        adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;
       }
-      if (in_stack) layer_grad_sum += n * bytes_per;
-      else if (s.kind == ModuleKind::kLmHead || s.kind == ModuleKind::kNorm) m.head_gradient_bytes += n * bytes_per;
+      const std::int64_t gb = master_in_opt ? t.main_grad_bytes : bytes_per;
+      if (in_stack) {
+        layer_grad_sum += n * gb;
+        const std::int64_t cb = compute_grad_bytes > 0 ? compute_grad_bytes : gb;
+        layer_reduce += per_copy * copies * (cb + (reduce_fp32 && cb == 2 ? 4 : 0));
+      } else if (s.kind == ModuleKind::kLmHead || s.kind == ModuleKind::kNorm) {
+        m.head_gradient_bytes += n * gb;
+      }
     }
-    if (is_amp(t.precision) && s.linear_weight && quant == BaseQuant::kNone) {
+    if (autocast_amp(t) && s.linear_weight && quant == BaseQuant::kNone) {
       m.amp_weight_cast_bytes += n * 2;  // autocast's 16-bit copy, saved by mm for backward
     }
     if (lora && lora_targets_role(t, s)) {
       const std::int64_t in = s.shape[1];
       const std::int64_t out = s.shape[0];
       // DoRA adds a magnitude vector of `out` values per adapted linear.
-      const std::int64_t per_copy = t.lora_rank * (in + out) + (t.method == Method::kDora ? out : 0);
-      const std::int64_t a = checked_mul(per_copy, checked_mul(s.copies, layers_in_group, "adapter size"), "adapter size");
+      const std::int64_t per_adapter = t.lora_rank * (in + out) + (t.method == Method::kDora ? out : 0);
+      const std::int64_t a = checked_mul(per_adapter, checked_mul(copies, layers_in_group, "adapter size"), "adapter size");
       m.adapter_params += a;
       m.trainable_params += a;
-      trainable_elems_by_bytes[adapter_bytes] += a;
-      m.weights_bytes = checked_add(m.weights_bytes, a * adapter_bytes, "weight bytes");
-      largest_trainable = std::max(largest_trainable, per_copy * adapter_bytes);
-      if (in_stack) layer_grad_sum += a * adapter_bytes;
-      else m.head_gradient_bytes += a * adapter_bytes;
+      add_trainable(c, adapter_bytes, a);
+      cls[c].weights = checked_add(cls[c].weights, a * adapter_bytes, "weight bytes");
+      largest_trainable = std::max(largest_trainable, per_adapter * adapter_bytes);
+      if (in_stack) {
+        layer_grad_sum += a * adapter_bytes;
+        layer_gather += per_adapter * copies * adapter_bytes;
+        layer_reduce += per_adapter * copies * adapter_bytes;
+      } else {
+        m.head_gradient_bytes += a * adapter_bytes;
+      }
       if (t.method == Method::kDora) {
         // PEFT DoRA: lora_B.weight @ lora_A.weight and W + that product, both (out, in) in the
         // adapter dtype, to take the column norm each forward (peft/tuners/lora/dora.py).
@@ -147,39 +223,74 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
   };
   for (const TensorSpec& s : inv.globals) visit(s, -1, 1, false);
+  std::int64_t held_layers = 0;
   for (const LayerGroup& g : inv.groups) {
     const std::int64_t before = layer_grad_sum;
+    const std::int64_t count = shard.held(g.first_layer, g.layer_count);
+    if (count == 0) continue;
+    held_layers += count;
+    layer_gather = layer_reduce = 0;
     // Freeze decides per layer; other methods treat the group uniformly.
     if (t.method == Method::kFreeze) {
       for (std::int64_t i = 0; i < g.layer_count; ++i) {
+        if (shard.held(g.first_layer + i, 1) == 0) continue;
         for (const TensorSpec& s : g.tensors) visit(s, g.first_layer + i, 1, true);
       }
+      layer_gather /= count;
+      layer_reduce /= count;
     } else {
-      for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, g.layer_count, true);
+      for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, count, true);
     }
-    m.largest_layer_gradient_bytes = std::max(m.largest_layer_gradient_bytes,
-                                              (layer_grad_sum - before) / std::max<std::int64_t>(1, g.layer_count));
+    m.gather_layer_bytes = std::max(m.gather_layer_bytes, layer_gather);
+    m.reduce_layer_bytes = std::max(m.reduce_layer_bytes, layer_reduce);
+    m.largest_layer_gradient_bytes = std::max(m.largest_layer_gradient_bytes, (layer_grad_sum - before) / count);
   }
   // A per-layer average for the backward timeline (layers of one model are near-uniform; the
   // totals below stay exact).
-  const std::int64_t layers = std::max<std::int64_t>(1, arch.num_layers + arch.num_encoder_layers);
-  m.layer_gradient_bytes = layer_grad_sum / layers;
+  m.layer_gradient_bytes = layer_grad_sum / std::max<std::int64_t>(1, held_layers);
 
-  for (std::int64_t b = 1; b <= 4; ++b) {
-    const std::int64_t elems = trainable_elems_by_bytes[b];
-    m.gradients_bytes = checked_add(m.gradients_bytes, checked_mul(elems, b, "gradient bytes"), "gradient bytes");
-    const std::int64_t state = t.optimizer == Optimizer::kAdafactor ? 0 : state_bytes_per_param(t.optimizer, b);
-    m.optimizer_states_bytes = checked_add(m.optimizer_states_bytes, checked_mul(elems, state, "state bytes"), "state bytes");
+  for (int c = 0; c < 2; ++c) {
+    for (std::int64_t b = 1; b <= 4; ++b) {
+      const std::int64_t elems = trainable_elems[c][b];
+      const std::int64_t gb = master_in_opt && b == wb ? t.main_grad_bytes : b;
+      cls[c].gradients = checked_add(cls[c].gradients, checked_mul(elems, gb, "gradient bytes"), "gradient bytes");
+      std::int64_t state = t.optimizer == Optimizer::kAdafactor ? 0 : state_bytes_per_param(t.optimizer, master_in_opt && b == wb ? 4 : b);
+      if (master_in_opt && b == wb) state += 4;  // the fp32 master copy
+      cls[c].states = checked_add(cls[c].states, checked_mul(elems, state, "state bytes"), "state bytes");
+    }
   }
-  m.optimizer_states_bytes += adafactor_state;
+  cls[0].states += adafactor_state;
+  // Data-parallel sharding (ZeRO stages): states from zero1, gradients from zero2, weights at zero3.
+  const std::int64_t div[2] = {std::max<std::int64_t>(1, shard.dense_shard), std::max<std::int64_t>(1, shard.expert_shard)};
+  const Sharding z = shard.sharding;
+  const std::int64_t unsharded_gradients = cls[0].gradients + cls[1].gradients;
+  for (int c = 0; c < 2; ++c) {
+    m.weights_bytes += z == Sharding::kZero3 ? ceil_div(cls[c].weights, div[c]) : cls[c].weights;
+    m.gradients_bytes += z == Sharding::kZero2 || z == Sharding::kZero3 ? ceil_div(cls[c].gradients, div[c]) : cls[c].gradients;
+    m.optimizer_states_bytes += z != Sharding::kNone ? ceil_div(cls[c].states, div[c]) : cls[c].states;
+  }
+  if (z == Sharding::kZero3) m.master_weights_bytes = ceil_div(m.master_weights_bytes, div[0]);
+  if (unsharded_gradients > 0 && m.gradients_bytes != unsharded_gradients) {
+    // Per-layer persistent gradients shrink with the shards (proportionally across classes).
+    const double ratio = static_cast<double>(m.gradients_bytes) / static_cast<double>(unsharded_gradients);
+    m.layer_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.layer_gradient_bytes) * ratio);
+    m.head_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.head_gradient_bytes) * ratio);
+  }
+  if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = 0;
+  if (z != Sharding::kZero3) m.gather_layer_bytes = m.gather_root_bytes = 0;
+  m.gradients_at_init = shard.behaviour.grad_buffer_at_init;
+  if (z == Sharding::kNone && shard.data_parallel > 1 && shard.behaviour.ddp_bucket_copy && !shard.behaviour.grad_buffer_at_init) {
+    m.ddp_bucket_bytes = unsharded_gradients;
+  }
   m.largest_trainable_tensor_bytes = largest_trainable;
   const bool adam_like = t.optimizer == Optimizer::kAdamW || t.optimizer == Optimizer::kPagedAdamW32bit;
+  const std::int64_t stepped_states = m.optimizer_states_bytes;
   if (t.optimizer_in_backward) {
     // One parameter stepped at a time inside backward: at most one tensor's temporaries.
     m.optimizer_step_temp_bytes = adam_like ? largest_trainable : 0;
   } else if (adam_like) {
     switch (t.optimizer_impl) {
-      case OptimizerImpl::kForeach: m.optimizer_step_temp_bytes = m.optimizer_states_bytes / 2; break;  // sqrt copy of exp_avg_sq
+      case OptimizerImpl::kForeach: m.optimizer_step_temp_bytes = stepped_states / (master_in_opt ? 3 : 2); break;  // sqrt copy of exp_avg_sq
       case OptimizerImpl::kForLoop: m.optimizer_step_temp_bytes = largest_trainable; break;
       case OptimizerImpl::kFused: m.optimizer_step_temp_bytes = 0; break;
     }
@@ -197,6 +308,16 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.optimizer_states_bytes = 0;
     m.unmanaged_optimizer_states_bytes = 0;
     m.optimizer_step_temp_bytes = 0;
+  }
+  if (t.offload == Offload::kParamsOptimizer) {
+    // ZeRO-Infinity / FSDP CPUOffload(offload_params=True): parameter and gradient shards live
+    // on the host; the GPU holds only what is gathered for compute and reduced from it.
+    m.host_bytes += m.weights_bytes + m.gradients_bytes;
+    m.weights_bytes = 0;
+    m.master_weights_bytes = 0;
+    m.gradients_bytes = 0;
+    m.layer_gradient_bytes = 0;
+    m.head_gradient_bytes = 0;
   }
   return m;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "model/tensor_inventory.h"
+#include "parallel/layout.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -44,6 +45,35 @@ struct ModelStates {
   /// Per layer of the stack (uniform layers): gradient bytes produced by one layer's backward.
   std::int64_t layer_gradient_bytes = 0;
   std::int64_t head_gradient_bytes = 0;   // lm_head + final norm gradients (first in backward)
+
+  // Distributed: what the rank gathers and reduces around the persistent shards.
+  /// ZeRO-3: one block's parameters as gathered for compute (largest block of this rank).
+  std::int64_t gather_layer_bytes = 0;
+  /// ZeRO-3: embeddings, final norm and head as gathered (the root unit).
+  std::int64_t gather_root_bytes = 0;
+  /// ZeRO-2/3: one block's unsharded gradients waiting for the reduce-scatter (with the fp32
+  /// copy when gradients are reduced in fp32).
+  std::int64_t reduce_layer_bytes = 0;
+  /// DDP: flat bucket copy of all gradients (gradient_as_bucket_view=False).
+  std::int64_t ddp_bucket_bytes = 0;
+  /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer).
+  bool gradients_at_init = false;
+};
+
+/// The part of the model one rank holds, and how data-parallel ranks shard it.
+struct RankShard {
+  std::vector<LayerRange> layers;   // held layers; empty: all
+  bool embedding = true;            // token/position embeddings (first stage)
+  bool head = true;                 // final norm + output layer (last stage); tied: a copy of the embedding
+  std::int64_t tp = 1, ep = 1;
+  Sharding sharding = Sharding::kNone;
+  std::int64_t dense_shard = 1;     // ranks sharing one copy of dense parameters' states
+  std::int64_t expert_shard = 1;    // ... of expert parameters' states
+  std::int64_t data_parallel = 1;   // dp x cp (DDP buckets exist when > 1)
+  std::int64_t padded_vocab = 0;    // 0: the model's vocabulary
+  DistributedBehaviour behaviour;
+  /// How many of layers [first, first + count) this rank holds.
+  std::int64_t held(std::int64_t first, std::int64_t count) const;
 };
 
 /// Whether the base weights of block `layer` (-1: embeddings, final norm, head) train:
@@ -52,7 +82,8 @@ bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_l
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
 
+/// States of one rank; the default shard is the whole model on one GPU.
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                 const TrainingSetup& t);
+                                 const TrainingSetup& t, const RankShard& shard = {});
 
 }  // namespace memfit

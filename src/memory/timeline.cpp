@@ -14,28 +14,55 @@ struct GroupActs {
   std::int64_t first_layer = 0, layers = 0;
   LayerActivations acts;
   std::int64_t saved_bytes = 0;       // one layer, this micro-batch
-  std::int64_t kept_bytes = 0;        // what forward leaves alive per layer (saved or checkpoint)
+  std::int64_t kept_bytes = 0;        // what forward leaves alive per layer (saved or checkpoint; mean)
+  bool recomputed = false;            // some of its layers are recomputed in backward
 };
 
 class Replay {
  public:
-  Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt)
-      : a_(a), t_(t), rt_(rt) {
-    states_ = compute_model_states(a, inv, t);
-    tokens_ = checked_mul(t.micro_batch, t.seq_len, "tokens per micro-batch");
+  Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt,
+         const RankContext& rank)
+      : a_(a), t_(t), rt_(rt), rank_(rank) {
+    states_ = compute_model_states(a, inv, t, rank.shard);
+    // Context parallelism gives each rank seq_len / cp tokens of every sequence; attention
+    // still spans the whole sequence (each query attends to seq_len keys).
+    tokens_ = checked_mul(t.micro_batch, t.seq_len / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
+    seq_div_ = rank.split.sequence_parallel ? rank.split.tp : 1;
     const bool ckpt = t.checkpointing == Checkpointing::kFull;
-    for (const LayerGroup& g : inv.groups) {
-      GroupActs ga;
-      ga.first_layer = g.first_layer;
-      ga.layers = g.layer_count;
-      const bool trains = layer_trains(t, g.first_layer + g.layer_count - 1, a.num_layers);  // its last layer
-      ga.acts = layer_activations(a, t, g.moe, g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, trains);
-      ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
-                                   checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
-                                               t.seq_len, "activation bytes"), "activation bytes");
-      ga.kept_bytes = ckpt ? checked_mul(ga.acts.checkpoint_per_token, tokens_, "activation bytes") : ga.saved_bytes;
-      groups_.push_back(ga);
+    // Layer-wise selective checkpointing: the blocks that are not checkpointed save everything.
+    const bool layer_sac = t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0;
+    TrainingSetup unchecked = t;
+    unchecked.checkpointing = Checkpointing::kNone;
+    const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
+    for (const LayerRange& r : rank.kind.layers) {
+      for (const LayerGroup& g : inv.groups) {
+        const std::int64_t lo = std::max(g.first_layer, r.first);
+        const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
+        if (hi <= lo) continue;
+        GroupActs ga;
+        ga.first_layer = lo;
+        ga.layers = hi - lo;
+        const bool trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
+        ga.acts = layer_activations(a, layer_sac ? unchecked : t, g.moe,
+                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, trains, rank.split);
+        ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
+                                     checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
+                                                 positions, "activation bytes"), "activation bytes");
+        const std::int64_t checkpoint = checked_mul(ga.acts.checkpoint_per_token, tokens_, "activation bytes");
+        ga.kept_bytes = ckpt ? checkpoint : ga.saved_bytes;
+        ga.recomputed = ckpt;
+        if (layer_sac) {
+          // torchtitan counts blocks from 1 and checkpoints those whose count the period divides.
+          const std::int64_t p = t.selective_layer_period;
+          const std::int64_t checkpointed = hi / p - lo / p;
+          ga.kept_bytes = (checked_mul(checkpointed, checkpoint, "activation bytes") +
+                           checked_mul(ga.layers - checkpointed, ga.saved_bytes, "activation bytes")) / ga.layers;
+          ga.recomputed = checkpointed > 0;
+        }
+        groups_.push_back(ga);
+      }
     }
+    comm_layer_ = attention_exchange_bytes();
     if (t.offload == Offload::kActivations) {
       // Saved tensors go to pinned host memory as forward produces them and come back one layer
       // ahead of backward (torchtune OffloadActivations): two layers' worth stay on the device.
@@ -80,7 +107,10 @@ class Replay {
     est.peak_reserved_bytes = est.peak_allocated_bytes + rt_.cublas_workspace_bytes + slack;
     est.peak_active_bytes = est.peak_allocated_bytes;
     est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
-    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes;
+    est.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
+    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes +
+                             est.nccl_bytes;
+    est.activations_peak_bytes = act_peak_;
     return est;
   }
 
@@ -90,7 +120,8 @@ class Replay {
     std::int64_t layers = 0;
     for (const GroupActs& g : groups_) layers += g.layers;
     const std::int64_t per_layer = t_.checkpointing == Checkpointing::kFull ? 1 : 12;
-    return layers * per_layer;
+    const std::int64_t chunks = std::max<std::int64_t>(1, rank_.kind.chunks);
+    return layers * per_layer * std::max(chunks, rank_.kind.chunks_in_flight) / chunks;
   }
 
   // Logits and cross-entropy, per token of the micro-batch (v = vocabulary, e = logit dtype):
@@ -106,7 +137,8 @@ class Replay {
   //  fused (Liger / cut cross-entropy): only fused_loss_chunk_tokens of logits at a time.
   struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0; };
   LossBytes loss_bytes() const {
-    const std::int64_t v = a_.vocab_size;
+    // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
+    const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, rank_.split.tp));
     const std::int64_t e = activation_bytes(t_.precision);
     const std::int64_t up = t_.logits_upcast && e != 4 ? 4 : 0;  // the fp32 copy
     const std::int64_t sm = t_.logits_upcast ? 4 : e;             // softmax / grad element bytes
@@ -119,7 +151,13 @@ class Replay {
     if (t_.loss_input_held && t_.loss == LossKernel::kStandard) l.held = tv(T, sm);
     switch (t_.loss) {
       case LossKernel::kStandard:
-        if (t_.compile) {  // the fused kernel saves its (upcast) input, writes its grad in that dtype
+        if (t_.loss_softmax_in_place) {
+          // Megatron vocab_parallel_cross_entropy: logits.float() is the one fp32 copy; max,
+          // exp and normalisation run in place and it is saved as the softmax, which backward
+          // turns into the gradient in place before the cast back to the logits dtype.
+          l.forward = tv(T, e + up);
+          l.backward = tv(T, sm + e);
+        } else if (t_.compile && t_.compile_loss) {  // the fused kernel saves its (upcast) input, writes its grad in that dtype
           l.forward = tv(T, e + up);
           l.backward = tv(T, 2 * sm);
         } else {
@@ -133,7 +171,7 @@ class Replay {
         // copy is transient and its log-probs (sm·v) stay; the logits themselves are not saved
         // and are dropped before backward. Compiled: the chunk function saves its own input,
         // the logits, and nothing else.
-        if (t_.compile) {
+        if (t_.compile && t_.compile_loss) {
           l.forward = tv(T, e) + tv(c, up);
           l.backward = tv(T, e) + tv(c, 2 * e);
         } else {
@@ -155,6 +193,7 @@ class Replay {
   void note(Estimate* est, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
             const char* phase, const std::string& label, std::int64_t layer) const {
     if (tl) tl->push_back({phase, label, layer, b});
+    act_peak_ = std::max(act_peak_, b.activations_bytes);
     if (b.total() > best.total()) {
       best = b;
       if (est) {
@@ -165,17 +204,71 @@ class Replay {
     }
   }
 
+  // Transient bytes of the attention's collectives in one layer's forward (backward: twice,
+  // with the K/V gradients). Context parallel: the K/V of the whole sequence gathered
+  // (all-gather rotation) or a send and a receive chunk (ring). Sequence parallel: the
+  // all-gathered input of the column-parallel linears (Megatron's global memory buffer).
+  std::int64_t attention_exchange_bytes() const {
+    const std::int64_t e = activation_bytes(t_.precision);
+    std::int64_t bytes = 0;
+    if (rank_.cp > 1) {
+      const std::int64_t kv_heads = a_.attention.layout == QkvLayout::kLowRank ? a_.attention.num_heads : a_.attention.num_kv_heads;
+      const std::int64_t kvh = std::max<std::int64_t>(1, kv_heads / std::max<std::int64_t>(1, rank_.split.tp));
+      const std::int64_t d = a_.attention.layout == QkvLayout::kLowRank
+                                 ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim + a_.attention.v_head_dim
+                                 : 2 * a_.attention.head_dim;
+      const std::int64_t kv_per_token = e * kvh * d;
+      const std::int64_t chunks = rank_.behaviour.cp_gather_kv ? rank_.cp : 2;
+      bytes += checked_mul(checked_mul(kv_per_token, tokens_, "exchange bytes"), chunks, "exchange bytes");
+    }
+    if (rank_.split.sequence_parallel) bytes += checked_mul(tokens_, e * a_.hidden_size, "exchange bytes");
+    return bytes;
+  }
+
   Breakdown step(bool states_live, bool grads_live, Estimate* est) const {
     std::vector<TimelineEvent>* tl = est && !grads_live ? &est->timeline : nullptr;
     const bool in_backward_step = t_.optimizer_in_backward;
+    const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
+    const DistributedBehaviour& beh = rank_.behaviour;
+    const bool zero3 = states_.gather_layer_bytes > 0 || states_.gather_root_bytes > 0;
     Breakdown base;
     base.weights_bytes = states_.weights_bytes;
     base.optimizer_states_bytes = states_live || in_backward_step ? states_.optimizer_states_bytes : 0;
-    base.gradients_bytes = grads_live && !in_backward_step ? states_.gradients_bytes : 0;
+    base.gradients_bytes = (grads_live || grads_persistent) && !in_backward_step ? states_.gradients_bytes : 0;
+    base.communication_bytes = states_.ddp_bucket_bytes;  // allocated when DDP wraps the model
+    // ZeRO-3: the root unit (embeddings, head) stays gathered through the step (FSDP2 root).
+    const std::int64_t root_gathered = zero3 && beh.root_unit_gathered ? states_.gather_root_bytes : 0;
+    base.weights_bytes += root_gathered;
+    // Without reshard-after-forward a pipeline stage keeps its blocks gathered across all its
+    // micro-batches; a single stage gathers them one by one in forward and frees them in backward.
+    const bool pipelined = !(rank_.kind.embedding && rank_.kind.head);
+    const bool progressive = zero3 && !beh.reshard_after_forward && !pipelined;
+    if (zero3 && !beh.reshard_after_forward && pipelined) {
+      std::int64_t stage_layers = 0;
+      for (const GroupActs& g : groups_) stage_layers += g.layers;
+      base.weights_bytes += checked_mul(states_.gather_layer_bytes, stage_layers, "gather bytes");
+    }
+    // Gathered blocks around the one computing: itself and the prefetched ones.
+    const std::int64_t gathered_window =
+        states_.gather_layer_bytes + (beh.prefetch_bytes > 0 ? std::min(beh.prefetch_bytes, states_.gather_layer_bytes)
+                                                             : checked_mul(states_.gather_layer_bytes, beh.prefetch_units, "gather bytes"));
     Breakdown best;
     const std::int64_t e = activation_bytes(t_.precision);
-    // Model-level tensors: token ids (int64) and the embedding output.
-    const std::int64_t model_level = checked_mul(tokens_, 8 + e * a_.hidden_size, "activation bytes");
+    // Model-level tensors: token ids (int64) and the embedding output; a later pipeline stage
+    // keeps the activation it received instead.
+    const std::int64_t model_level = rank_.kind.embedding
+        ? checked_mul(tokens_, 8 + ceil_div(e * a_.hidden_size, seq_div_), "activation bytes")
+        : checked_mul(tokens_, ceil_div(e * a_.hidden_size, seq_div_), "activation bytes");
+    // Pipeline parallelism: micro-batches that wait for their backward while this one runs.
+    std::int64_t stage_kept = model_level;
+    for (const GroupActs& g : groups_) stage_kept = checked_add(stage_kept, checked_mul(g.kept_bytes, g.layers, "activation bytes"), "activation bytes");
+    const std::int64_t chunks = std::max<std::int64_t>(1, rank_.kind.chunks);
+    const std::int64_t waiting = std::max<std::int64_t>(0, rank_.kind.chunks_in_flight - chunks);
+    const std::int64_t in_flight = checked_mul(stage_kept / chunks, waiting, "activation bytes");
+    // Pipeline send/receive buffers: one activation and one gradient of a micro-batch.
+    const std::int64_t p2p = rank_.kind.chunks_in_flight > 1 || !rank_.kind.embedding || !rank_.kind.head
+        ? checked_mul(2 * tokens_, ceil_div(e * a_.hidden_size, seq_div_), "p2p bytes") : 0;
+    base.communication_bytes += p2p;
     // Per-layer transients of the kernels: a QLoRA weight dequantised for its matmul, DoRA's
     // W + BA for the weight norm (forward only).
     const std::int64_t fwd_layer_temp = states_.dequant_workspace_bytes + states_.dora_norm_workspace_bytes;
@@ -183,67 +276,96 @@ class Replay {
 
     // Forward.
     Breakdown b = base;
-    b.activations_bytes = model_level;
-    note(est, tl, best, b, "forward", "embedding", -1);
-    std::int64_t all_kept = model_level;
+    b.activations_bytes = in_flight + model_level;
+    note(est, tl, best, b, "forward", rank_.kind.embedding ? "embedding" : "receive activations", -1);
+    std::int64_t all_kept = b.activations_bytes;
+    std::int64_t gathered_layers = 0;  // without reshard-after-forward, blocks stay gathered
     for (const GroupActs& g : groups_) {
       // The last layer of a group is the group's high point; record its end.
       b.activations_bytes = all_kept + checked_mul(g.kept_bytes, g.layers, "activation bytes");
+      if (progressive) gathered_layers += g.layers;
       // Inside the layer its own saved set is live (under checkpointing only until it ends) and
       // the offload window holds the layers in flight to the host.
       Breakdown inside = b;
       inside.activations_bytes += g.saved_bytes - g.kept_bytes + offload_window_;
       inside.temporaries_bytes = fwd_layer_temp;
+      inside.communication_bytes += comm_layer_;
+      if (zero3 && beh.reshard_after_forward) inside.weights_bytes += gathered_window;
+      if (progressive) inside.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
       note(est, tl, best, inside, "forward", "layers " + std::to_string(g.first_layer) + "-" +
            std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
       all_kept = b.activations_bytes;
     }
+    if (progressive) b.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers, "gather bytes");
+    const std::int64_t last_kept = zero3 && beh.reshard_after_forward && beh.last_unit_kept ? states_.gather_layer_bytes : 0;
+    b.weights_bytes += last_kept;
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
     b.temporaries_bytes = states_.amp_weight_cast_bytes;
-    const std::int64_t head_input = checked_mul(tokens_, 8 * a_.hidden_size, "activation bytes");
-    b.activations_bytes = all_kept + head_input + offload_window_;
-    const LossBytes loss = loss_bytes();
-    b.logits_loss_bytes = loss.forward;
-    note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
-    b.logits_loss_bytes = loss.backward + loss.held;
-    note(est, tl, best, b, "backward", "loss backward", -1);
-    b.logits_loss_bytes = loss.held;
+    if (rank_.kind.head) {
+      const std::int64_t head_input = checked_mul(tokens_, ceil_div(8 * a_.hidden_size, seq_div_), "activation bytes");
+      b.activations_bytes = all_kept + head_input + offload_window_;
+      const LossBytes loss = loss_bytes();
+      b.logits_loss_bytes = loss.forward;
+      note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
+      b.logits_loss_bytes = loss.backward + loss.held;
+      note(est, tl, best, b, "backward", "loss backward", -1);
+      b.logits_loss_bytes = loss.held;
+    } else {
+      b.activations_bytes = all_kept + offload_window_;
+      note(est, tl, best, b, "forward", "send activations", -1);
+    }
 
     // Backward: head gradients first, then layers from the top. With the optimizer in backward
     // each gradient is consumed by its step as soon as it is complete: one layer's worth is live.
+    const bool grads_full = grads_live || grads_persistent;
     b.gradients_bytes = in_backward_step ? states_.head_gradient_bytes
-                                         : (grads_live ? states_.gradients_bytes : states_.head_gradient_bytes);
+                                         : (grads_full ? states_.gradients_bytes : states_.head_gradient_bytes);
+    b.weights_bytes -= last_kept;  // the top block is gathered again below
     std::int64_t below = all_kept;
     for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
       const GroupActs& g = *it;
-      const std::int64_t in_flight = checked_mul(g.acts.residual_grad_per_token + g.acts.backward_transient_per_token,
-                                                 tokens_, "activation bytes");
-      const std::int64_t recompute = t_.checkpointing == Checkpointing::kFull ? g.saved_bytes : 0;
+      const std::int64_t flowing = checked_mul(g.acts.residual_grad_per_token + g.acts.backward_transient_per_token,
+                                               tokens_, "activation bytes");
+      const std::int64_t recompute = g.recomputed ? g.saved_bytes : 0;
       // Top layer of the group: everything below still saved, its own set live.
       below -= checked_mul(g.kept_bytes, g.layers, "activation bytes");
       Breakdown top = b;
-      top.activations_bytes = below + checked_mul(g.kept_bytes, g.layers, "activation bytes") + recompute + in_flight +
+      top.activations_bytes = below + checked_mul(g.kept_bytes, g.layers, "activation bytes") + recompute + flowing +
                               offload_window_;
       top.temporaries_bytes += bwd_layer_temp;
+      top.communication_bytes += 2 * comm_layer_ + beh.reduce_bucket_bytes;
+      if (zero3) {
+        // The block is gathered again (with its prefetched neighbour) and its unsharded
+        // gradients wait for the reduce-scatter.
+        if (beh.reshard_after_forward) top.weights_bytes += gathered_window;  // else still gathered
+      }
+      top.gradients_bytes += states_.reduce_layer_bytes;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
       note(est, tl, best, top, "backward", "layer " + std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
       Breakdown bottom = top;
-      if (!grads_live && !in_backward_step) {
+      if (!grads_full && !in_backward_step) {
         bottom.gradients_bytes += checked_mul(states_.layer_gradient_bytes, g.layers, "gradient bytes");
       }
-      bottom.activations_bytes = below + g.kept_bytes + recompute + in_flight + offload_window_;
+      if (progressive) {
+        bottom.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers - 1, "gather bytes");  // resharded after backward
+      }
+      bottom.activations_bytes = below + g.kept_bytes + recompute + flowing + offload_window_;
       note(est, tl, best, bottom, "backward", "layer " + std::to_string(g.first_layer), g.first_layer);
-      b.gradients_bytes = bottom.gradients_bytes;
+      b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes;
+      if (progressive) b.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
     }
     b.gradients_bytes = in_backward_step ? 0 : states_.gradients_bytes;
-    b.activations_bytes = model_level;
-    b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
-    note(est, tl, best, b, "backward", "embedding backward", -1);
+    b.activations_bytes = in_flight + model_level;
+    if (rank_.kind.embedding) {
+      b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
+      note(est, tl, best, b, "backward", "embedding backward", -1);
+    }
 
     // Optimizer step: states created lazily on the first step, plus the step's temporaries.
     if (!in_backward_step) {
       b.activations_bytes = 0;
+      b.weights_bytes = states_.weights_bytes + root_gathered;
       b.optimizer_states_bytes = states_.optimizer_states_bytes;
       b.temporaries_bytes = states_.optimizer_step_temp_bytes;
       note(est, tl, best, b, "optimizer", "optimizer step", -1);
@@ -254,8 +376,12 @@ class Replay {
   const ModelArchitecture& a_;
   const TrainingSetup& t_;
   const RuntimeProfile& rt_;
+  const RankContext& rank_;
   ModelStates states_;
   std::int64_t tokens_ = 0;
+  std::int64_t seq_div_ = 1;          // sequence parallel splits full-width tensors by tp
+  std::int64_t comm_layer_ = 0;       // attention collectives' staging in one layer's forward
+  mutable std::int64_t act_peak_ = 0;
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::vector<GroupActs> groups_;
 };
@@ -264,7 +390,70 @@ class Replay {
 
 Estimate estimate_single_gpu(const ModelArchitecture& arch, const TensorInventory& inv,
                              const TrainingSetup& t, const RuntimeProfile& rt) {
-  return Replay(arch, inv, t, rt).run();
+  RankContext whole;
+  whole.kind.name = "single GPU";
+  whole.kind.layers = {{0, arch.num_layers + arch.num_encoder_layers}};
+  return Replay(arch, inv, t, rt, whole).run();
+}
+
+Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                       const RankContext& rank, const RuntimeProfile& rt) {
+  return Replay(arch, inv, t, rt, rank).run();
+}
+
+TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t) {
+  TrainingSetup r = t;
+  if (l.sharding == Sharding::kZero3 && is_amp(t.precision) && t.amp_weights == AmpWeights::kAutocast &&
+      l.behaviour.sharded_params_16bit) {
+    r.amp_weights = AmpWeights::kGathered16bit;
+  }
+  return r;
+}
+
+std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t) {
+  std::vector<RankContext> out;
+  const std::int64_t vocab_multiple = std::max<std::int64_t>(1, l.behaviour.vocab_multiple) * l.tp;
+  // One communicator per parallel group of more than one rank (dp x cp for gradients and
+  // shards, tp, pp, cp for the ring, ep for the token exchange).
+  std::int64_t communicators = 0;
+  for (std::int64_t degree : {l.dp * l.cp, l.tp, l.pp, l.cp, l.ep}) communicators += degree > 1 ? 1 : 0;
+  for (const RankKind& k : rank_kinds(l, arch, t.grad_accum)) {
+    RankContext c;
+    c.kind = k;
+    c.shard.layers = k.layers;
+    c.shard.embedding = k.embedding;
+    c.shard.head = k.head;
+    c.shard.tp = l.tp;
+    c.shard.ep = l.ep;
+    c.shard.sharding = l.sharding;
+    c.shard.dense_shard = l.dense_shard();
+    c.shard.expert_shard = l.expert_shard();
+    c.shard.data_parallel = l.dp * l.cp;
+    c.shard.padded_vocab = vocab_multiple > 1 ? ceil_div(arch.vocab_size, vocab_multiple) * vocab_multiple : 0;
+    c.shard.behaviour = l.behaviour;
+    c.split = {l.tp, l.sequence_parallel};
+    c.cp = l.cp;
+    c.communicators = communicators;
+    c.behaviour = l.behaviour;
+    c.behaviour.reshard_after_forward = l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
+    c.shard.behaviour = c.behaviour;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const TensorInventory& inv,
+                                         const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
+  DistributedEstimate d;
+  d.layout = l;
+  d.setup = resolve_distributed_setup(l, t);
+  for (RankContext& c : plan_ranks(l, arch, d.setup)) {
+    RankEstimate r{std::move(c), {}};
+    r.estimate = Replay(arch, inv, d.setup, rt, r.context).run();
+    if (!d.ranks.empty() && r.estimate.device_total_bytes > d.peak().device_total_bytes) d.peak_rank = d.ranks.size();
+    d.ranks.push_back(std::move(r));
+  }
+  return d;
 }
 
 }  // namespace memfit

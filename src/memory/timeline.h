@@ -8,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "memory/activations.h"
 #include "memory/model_states.h"
 #include "model/tensor_inventory.h"
+#include "parallel/layout.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -29,6 +31,10 @@ struct RuntimeProfile {
   std::int64_t cublas_workspace_bytes = 32LL << 20;
   /// Fused linear-cross-entropy kernels materialise logits for this many tokens at a time.
   std::int64_t fused_loss_chunk_tokens = 1024;
+  /// Device memory NCCL allocates per communicator outside the caching allocator (channel
+  /// buffers: NCCL_BUFFSIZE 4 MiB per channel and peer direction). Counted in the device total
+  /// only, once per parallel group of more than one rank.
+  std::int64_t nccl_communicator_bytes = 256LL << 20;
 };
 
 struct Breakdown {
@@ -38,9 +44,11 @@ struct Breakdown {
   std::int64_t activations_bytes = 0;
   std::int64_t logits_loss_bytes = 0;
   std::int64_t temporaries_bytes = 0;
+  /// Collective staging: DDP buckets, gathered K/V, sequence-parallel all-gathers, p2p buffers.
+  std::int64_t communication_bytes = 0;
   std::int64_t total() const {
     return weights_bytes + gradients_bytes + optimizer_states_bytes + activations_bytes +
-           logits_loss_bytes + temporaries_bytes;
+           logits_loss_bytes + temporaries_bytes + communication_bytes;
   }
 };
 
@@ -65,10 +73,50 @@ struct Estimate {
   std::int64_t peak_reserved_bytes = 0;
   std::int64_t device_total_bytes = 0;         // what nvidia-smi shows
   std::int64_t runtime_bytes = 0;              // context + workspace outside the tensors
+  std::int64_t nccl_bytes = 0;                 // communicator buffers outside the allocator
+  /// Largest activation footprint over the step (saved tensors of every micro-batch in flight),
+  /// the quantity papers report as "activation memory".
+  std::int64_t activations_peak_bytes = 0;
   std::vector<TimelineEvent> timeline;          // steady-state step
 };
 
+/// What one rank of a distributed run holds and does (built by plan_rank from a layout).
+struct RankContext {
+  RankKind kind;                 // layers, embedding/head, micro-batches in flight
+  RankShard shard;               // tensors held and their data-parallel sharding
+  ActivationSplit split;         // tensor / sequence parallel split of activations
+  std::int64_t cp = 1;           // context parallel: the rank sees seq_len / cp tokens
+  std::int64_t communicators = 0;  // NCCL communicators of more than one rank
+  DistributedBehaviour behaviour;
+};
+
+/// The context of every rank kind of `l` (a single GPU gives one plain context).
+std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t);
+/// The training setup as the distributed code runs it (FSDP mixed precision gathers 16-bit).
+TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t);
+
 Estimate estimate_single_gpu(const ModelArchitecture& arch, const TensorInventory& inv,
                              const TrainingSetup& t, const RuntimeProfile& rt = {});
+/// One rank kind of a distributed run.
+Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                       const RankContext& rank, const RuntimeProfile& rt = {});
+
+struct RankEstimate {
+  RankContext context;
+  Estimate estimate;
+};
+
+struct DistributedEstimate {
+  ParallelLayout layout;
+  TrainingSetup setup;                  // as resolved for the layout
+  std::vector<RankEstimate> ranks;      // one per rank kind
+  std::size_t peak_rank = 0;            // the most-loaded kind (largest device total)
+  const Estimate& peak() const { return ranks[peak_rank].estimate; }
+};
+
+/// Every rank kind of a layout; the headline is the most-loaded one.
+DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const TensorInventory& inv,
+                                         const TrainingSetup& t, const ParallelLayout& l,
+                                         const RuntimeProfile& rt = {});
 
 }  // namespace memfit

@@ -26,7 +26,14 @@ FrameworkProfile hf_trainer() {
   p.history = {{202501, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
                 "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits",
                 [](TrainingSetup& s) { s.loss_shift_copy = true; }}};
+  // accelerate @ d6d3e03: DistributedDataParallelKwargs(gradient_as_bucket_view=False) -> the
+  // reducer's buckets copy every gradient; FSDP plugin: FSDP1 with limit_all_gathers=True (two
+  // all-gathers in flight), MixedPrecision param_dtype = the AMP dtype.
+  p.dist.ddp_bucket_copy = true;
+  p.dist.prefetch_units = 1;
+  p.dist.reduce_in_fp32 = false;
   p.sources = {"huggingface/transformers v5.15.0: src/transformers/training_args.py (bf16, optim, gradient_checkpointing)",
+               "huggingface/accelerate @ d6d3e03: src/accelerate/utils/dataclasses.py (DDP kwargs, FSDP plugin)",
                "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)",
                "huggingface/transformers: src/transformers/trainer_utils.py (TrainerMemoryTracker)",
                "huggingface/peft @ 5d602fdb: src/peft/mapping_func.py (autocast_adapter_dtype), src/peft/utils/other.py"};
@@ -84,7 +91,12 @@ FrameworkProfile torchtune() {
                   s.loss_shift_copy = true;
                   s.loss_input_held = true;
                 }}};
+  // training.shard_model: fully_shard per layer and the root, reshard_after_forward=True, no
+  // MixedPrecisionPolicy (the model is bf16): gradients reduced in bf16.
+  p.dist.ddp_bucket_copy = false;
+  p.dist.reduce_in_fp32 = false;
   p.sources = {"pytorch/torchtune @ bd2a0fc7: recipes/configs/llama3_1/8B_full.yaml, 8B_lora_single_device.yaml",
+               "pytorch/torchtune @ bd2a0fc7: torchtune/training/_distributed.py (shard_model)",
                "pytorch/torchtune @ bd2a0fc7: torchtune/modules/loss/cross_entropy_loss.py (chunked CE, 8 chunks)",
                "pytorch/torchtune @ bd2a0fc7: torchtune/training/memory.py (get_memory_stats: active, alloc, reserved)"};
   return p;
@@ -98,11 +110,25 @@ FrameworkProfile torchtitan() {
   t.optimizer = Optimizer::kAdamW;
   t.optimizer_impl = OptimizerImpl::kFused;      // implementation="fused"
   t.checkpointing = Checkpointing::kSelective;   // SelectiveAC by default
+  t.selective_layer_period = 2;                  // selective_ac_option "2": every 2nd block recomputed
+  t.compile_loss = false;                        // apply_compile compiles each TransformerBlock only
   t.attention = AttentionKernel::kFlash;         // flex attention: output + logsumexp saved
   t.loss = LossKernel::kStandard;                // cross_entropy(pred.float())
   t.logits_upcast = true;
   t.logged_counter = MemoryCounter::kMaxReserved;  // console: reserved_bytes.all.peak
+  // parallelize_llama.apply_fsdp @ 9dec370: MixedPrecisionPolicy(param bf16, reduce fp32);
+  // reshard_after_forward = layer_id < n_layers - 1 (the last block stays gathered), False for
+  // every block under pipeline parallelism; the root never reshards (FSDP2 _lazy_init).
+  // Context parallel: torch _ContextParallelOptions rotate_method=ALL_GATHER.
+  p.dist.ddp_bucket_copy = false;
+  p.dist.sharded_params_16bit = true;
+  p.dist.reduce_in_fp32 = true;
+  p.dist.last_unit_kept = true;
+  p.dist.reshard_after_forward_with_pp = false;
+  p.dist.cp_gather_kv = true;
   p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
+               "pytorch/torchtitan @ 9dec370: torchtitan/parallelisms/parallelize_llama.py (apply_fsdp)",
+               "pytorch/pytorch @ 0123248a: torch/distributed/tensor/experimental/_attention.py (all-gather K/V)",
                "pytorch/torchtitan @ b5bcd76c: torchtitan/components/loss.py (pred.float())",
                "pytorch/torchtitan @ b5bcd76c: torchtitan/components/metrics.py (DeviceMemoryMonitor)"};
   return p;
@@ -121,7 +147,20 @@ FrameworkProfile megatron() {
   t.loss = LossKernel::kStandard;                // vocab_parallel_cross_entropy casts logits to fp32
   t.logits_upcast = true;
   t.logged_counter = MemoryCounter::kMaxAllocated;  // mem-max-allocated-bytes in its logs
+  // Float16OptimizerWithFloat16Params / DistributedOptimizer: bf16 model, fp32 master in the
+  // optimizer; --bf16 forces accumulate_allreduce_grads_in_fp32 (fp32 main_grad buffer).
+  t.amp_weights = AmpWeights::kMasterInOptimizer;
+  t.main_grad_bytes = 4;
+  t.loss_softmax_in_place = true;
+  // _ParamAndGradBuffer allocates grad_data (fp32) at DDP construction; buckets are views.
+  p.dist.ddp_bucket_copy = false;
+  p.dist.grad_buffer_at_init = true;
+  p.dist.vocab_multiple = 128;                   // --make-vocab-size-divisible-by 128 (x tp)
+  p.dist.cp_gather_kv = false;                   // ring attention: K/V chunks passed by p2p
   p.sources = {"NVIDIA/Megatron-LM @ d98e8a64: megatron/training/arguments.py (bf16, fp32 main_grad, recompute)",
+               "NVIDIA/Megatron-LM @ 1afee592: megatron/core/distributed/param_and_grad_buffer.py (grad_data at init)",
+               "NVIDIA/Megatron-LM @ 1afee592: megatron/core/pipeline_parallel/schedules.py (warm-up micro-batches)",
+               "NVIDIA/Megatron-LM @ 1afee592: megatron/training/tokenizer/tokenizer.py (_vocab_size_with_padding)",
                "NVIDIA/Megatron-LM @ d98e8a64: megatron/core/tensor_parallel/cross_entropy.py (fp32 logits)",
                "NVIDIA/Megatron-LM @ d98e8a64: megatron/training/utils/common_utils.py (report_memory)"};
   return p;
@@ -136,7 +175,18 @@ FrameworkProfile deepspeed() {
   t.checkpointing = Checkpointing::kNone;        // the client's choice
   t.loss = LossKernel::kStandard;
   t.logged_counter = MemoryCounter::kMaxAllocated;  // see_memory_usage: Max_MA
+  // bf16/fp16 optimizers: 16-bit model, fp32 master partitions in the optimizer; gradients in
+  // the model dtype (an fp32 copy only transiently at step()).
+  t.amp_weights = AmpWeights::kMasterInOptimizer;
+  t.main_grad_bytes = 2;
+  // zero/config.py (v0.16.2): reduce_bucket_size 5e8 elements, an ipg buffer in the model dtype;
+  // stage3_prefetch_bucket_size 5e7 elements.
+  p.dist.ddp_bucket_copy = false;
+  p.dist.reduce_bucket_bytes = 500'000'000LL * 2;
+  p.dist.prefetch_bytes = 50'000'000LL * 2;
+  p.dist.reduce_in_fp32 = false;
   p.sources = {"deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/engine.py (get_data_types, optimizer)",
+               "deepspeedai/DeepSpeed @ b344c04: deepspeed/runtime/zero/config.py, stage_1_and_2.py (ipg buffers)",
                "deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/utils.py (see_memory_usage)"};
   return p;
 }
@@ -173,6 +223,10 @@ FrameworkProfile fsdp_qlora() {
   t.adapters_fp32 = false;
   t.kbit_prep_fp32 = false;
   t.logged_counter = MemoryCounter::kMaxAllocated;  // "Peak allocated memory" after epoch 0
+  // FSDP1 (sharding_strategy "ddp" = NO_SHARD, no DDP reducer), pure bf16 without a
+  // MixedPrecision policy: gradients reduced in bf16; limit_all_gathers=True.
+  p.dist.ddp_bucket_copy = false;
+  p.dist.reduce_in_fp32 = false;
   p.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments, memory report)"};
   return p;
 }

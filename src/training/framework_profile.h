@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "parallel/layout.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -32,6 +33,7 @@ struct FrameworkProfile {
   std::string key;                   // request value: "hf_trainer"
   std::string name;                  // "Hugging Face Trainer"
   TrainingSetup defaults;            // a complete setup; request fields override it
+  DistributedBehaviour dist;         // its distributed code's memory behaviours
   std::vector<std::string> sources;  // repository @ revision: file, one per default
   std::vector<DatedBehaviour> history;
 };

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 
+#include "parallel/layout.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -41,6 +42,13 @@ inline constexpr EnumName<LossKernel> kLossNames[] = {
 inline constexpr EnumName<MemoryCounter> kMemoryCounterNames[] = {
     {"max_allocated", MemoryCounter::kMaxAllocated}, {"peak_active", MemoryCounter::kPeakActive},
     {"max_reserved", MemoryCounter::kMaxReserved}, {"nvidia_smi", MemoryCounter::kNvidiaSmi}};
+inline constexpr EnumName<AmpWeights> kAmpWeightsNames[] = {
+    {"autocast", AmpWeights::kAutocast}, {"master_in_optimizer", AmpWeights::kMasterInOptimizer},
+    {"gathered_16bit", AmpWeights::kGathered16bit}};
+inline constexpr EnumName<Sharding> kShardingNames[] = {
+    {"none", Sharding::kNone}, {"zero1", Sharding::kZero1}, {"zero2", Sharding::kZero2}, {"zero3", Sharding::kZero3}};
+inline constexpr EnumName<PipelineSchedule> kScheduleNames[] = {
+    {"1f1b", PipelineSchedule::k1F1B}, {"gpipe", PipelineSchedule::kGpipe}, {"interleaved", PipelineSchedule::kInterleaved}};
 
 template <typename E, std::size_t N>
 constexpr const char* name_of(E value, const EnumName<E> (&table)[N]) {

@@ -24,6 +24,12 @@ enum class LossKernel { kStandard, kChunked, kFused };
 enum class Offload { kNone, kOptimizer, kParamsOptimizer, kActivations };
 /// The allocator counter a framework's own memory log prints (docs/frameworks.md).
 enum class MemoryCounter { kMaxAllocated, kPeakActive, kMaxReserved, kNvidiaSmi };
+/// Where AMP keeps its 16-bit compute weights. autocast: fp32 parameters cast per use (torch.amp);
+/// master_in_optimizer: a 16-bit model plus an fp32 master copy inside the optimizer (Megatron
+/// Float16OptimizerWithFloat16Params / DistributedOptimizer, DeepSpeed bf16 and fp16 optimizers);
+/// gathered_16bit: fp32 parameter shards gathered as 16-bit for compute (FSDP
+/// MixedPrecisionPolicy(param_dtype=bfloat16)).
+enum class AmpWeights { kAutocast, kMasterInOptimizer, kGathered16bit };
 
 struct TrainingSetup {
   Method method = Method::kFull;
@@ -46,15 +52,22 @@ struct TrainingSetup {
   std::int64_t loss_chunks = 8;              // chunked loss: logits materialised 1/chunks at a time
   std::int64_t loss_chunk_tokens = 0;        // > 0: chunks of this many tokens instead (litgpt)
   bool compile = false;                      // torch.compile: fused elementwise ops save less
+  bool compile_loss = true;                  // ... and the loss is compiled too (not: per-block compile)
+  /// Selective checkpointing by layer: every period-th block fully recomputed, the others keep
+  /// everything (torchtitan selective_ac_option "2"); 0: op-level (attention core recomputed).
+  std::int64_t selective_layer_period = 0;
   std::int64_t freeze_trainable_layers = 2;  // method freeze: the last k blocks train
 
   // Behaviours of the framework's code (set by its profile, src/training/framework_profile.cpp).
   bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)
   bool loss_shift_copy = false;     // the loss copies the shifted logits (logits[..., :-1, :].contiguous())
   bool loss_input_held = false;     // the training loop keeps the (upcast) logits alive through backward
+  bool loss_softmax_in_place = false;  // one fp32 copy becomes the softmax, then its gradient (Megatron vocab-parallel CE)
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
+  AmpWeights amp_weights = AmpWeights::kAutocast;
+  std::int64_t main_grad_bytes = 4; // master_in_optimizer: element bytes of the gradient buffer
 };
 
 /// Bytes of one element of the compute (activation) dtype: 4 for fp32, else 2.
@@ -64,6 +77,8 @@ inline std::int64_t weight_bytes(Precision p) {
   return p == Precision::kBf16 || p == Precision::kFp16 || p == Precision::kFp8 ? 2 : 4;
 }
 inline bool is_amp(Precision p) { return p == Precision::kAmpBf16 || p == Precision::kAmpFp16; }
+/// AMP through torch.autocast: fp32 parameters and residual stream, 16-bit casts per matmul.
+inline bool autocast_amp(const TrainingSetup& t) { return is_amp(t.precision) && t.amp_weights == AmpWeights::kAutocast; }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// The frozen base linears are stored quantised.
 inline BaseQuant effective_base_quant(const TrainingSetup& t) {

@@ -150,11 +150,34 @@ TEST_CASE("bad estimate requests name the field", "[api][estimate][errors]") {
   expect_error(req, "invalid_value", "/parallel");
   req["parallel"] = {{"dp", 2}, {"tp", 2}};
   expect_error(req, "invalid_value", "/parallel");
-  req["parallel"] = {{"tp", 2}};
-  expect_error(req, "unsupported", "/parallel");
+  // Layouts that break a rule name the field that breaks it.
+  req["parallel"] = {{"tp", 2}, {"sequence_parallel", true}, {"dp", 4}};
+  CHECK(estimate(req)["ok"] == true);
+  req["parallel"] = {{"sequence_parallel", true}};
+  expect_error(req, "invalid_value", "/parallel/sequence_parallel");
+  req["parallel"] = {{"ep", 2}};
+  expect_error(req, "invalid_value", "/parallel/ep");
+  req["parallel"] = {{"pp", 8}, {"vpp", 4}};
+  expect_error(req, "invalid_value", "/parallel/vpp");
+  req["parallel"] = {{"pp", 2}, {"vpp", 2}, {"dp", 4}};
+  req["training"]["grad_accum"] = 3;
+  expect_error(req, "invalid_value", "/training/grad_accum");
+  req["training"]["grad_accum"] = 1;
+  req["parallel"] = {{"cp", 8}};
+  req["training"]["seq_len"] = 1000;
+  expect_error(req, "invalid_value", "/parallel/cp");
+  req["training"]["seq_len"] = 1024;
+  req["parallel"] = {{"pp", 2}, {"stage_layers", {10, 7}}};
+  expect_error(req, "invalid_value", "/parallel/stage_layers");
+  req["parallel"] = {{"pp", 2}, {"stage_layers", {10, 6}}};
+  CHECK(estimate(req)["ok"] == true);
+  req["parallel"] = {{"sharding", "zero4"}};
+  expect_error(req, "invalid_value", "/parallel/sharding");
   req = base_request();
   req["training"]["offload"] = "params_optimizer";
-  expect_error(req, "unsupported", "/training/offload");
+  expect_error(req, "invalid_value", "/parallel/sharding");
+  req["parallel"] = {{"sharding", "zero3"}};
+  CHECK(estimate(req)["ok"] == true);
 }
 
 TEST_CASE("a huge model at a huge batch is an out_of_range error, not a wrong number", "[api][estimate][errors]") {

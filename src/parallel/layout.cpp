@@ -1,0 +1,163 @@
+// Layout rules and rank kinds (see layout.h).
+#include "parallel/layout.h"
+
+#include <algorithm>
+
+namespace memfit {
+
+std::int64_t ParallelLayout::expert_shard() const {
+  const std::int64_t group = dense_shard();
+  return std::max<std::int64_t>(1, group / std::max<std::int64_t>(1, std::min(ep, group)));
+}
+
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const ModelArchitecture& a,
+                                            const TrainingSetup& t) {
+  const std::int64_t heads = a.attention.num_heads;
+  const std::int64_t kv = a.attention.layout == QkvLayout::kLowRank ? heads : a.attention.num_kv_heads;
+  const std::int64_t layers = a.num_layers + a.num_encoder_layers;
+  // Megatron splits attention by heads (ColumnParallelLinear over heads; GQA groups must split
+  // evenly or be replicated: num_query_groups % tp == 0 in arguments.py).
+  if (heads % l.tp != 0) {
+    return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the " + str(heads) + " attention heads"};
+  }
+  if (kv % l.tp != 0 && l.tp % kv != 0) {
+    return LayoutViolation{"tp", "tp = " + str(l.tp) + " and the " + str(kv) +
+                                     " key/value heads must divide one another"};
+  }
+  if (l.sequence_parallel && l.tp == 1) {
+    return LayoutViolation{"sequence_parallel", "sequence parallelism splits the tp group's activations: it needs tp > 1"};
+  }
+  if (l.vpp > 1 && l.pp == 1) {
+    return LayoutViolation{"vpp", "virtual pipeline stages interleave pipeline ranks: they need pp > 1"};
+  }
+  if (l.pp > 1 && a.kind == ArchKind::kEncoderDecoder) {
+    return LayoutViolation{"pp", "pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)"};
+  }
+  if (l.pp * l.vpp > layers) {
+    return LayoutViolation{l.vpp > 1 ? "vpp" : "pp", "pp x vpp = " + str(l.pp * l.vpp) + " model chunks but the model has only " +
+                                                         str(layers) + " layers"};
+  }
+  if (l.vpp > 1 && t.grad_accum % l.pp != 0) {
+    // Megatron schedules.py: the interleaved schedule runs micro-batches in groups of pp.
+    return LayoutViolation{"training/grad_accum", "the interleaved schedule needs the micro-batches per step (grad_accum = " +
+                                                      str(t.grad_accum) + ") to be a multiple of pp = " + str(l.pp)};
+  }
+  if (!l.stage_layers.empty()) {
+    if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp) {
+      return LayoutViolation{"stage_layers", "stage_layers needs one entry per pipeline stage (pp = " + str(l.pp) + ")"};
+    }
+    if (l.vpp > 1) return LayoutViolation{"stage_layers", "stage_layers cannot be combined with vpp > 1"};
+    std::int64_t sum = 0;
+    for (std::int64_t n : l.stage_layers) {
+      if (n < 1) return LayoutViolation{"stage_layers", "every pipeline stage needs at least one layer"};
+      sum += n;
+    }
+    if (sum != layers) {
+      return LayoutViolation{"stage_layers", "stage_layers sum to " + str(sum) + " but the model has " + str(layers) + " layers"};
+    }
+  }
+  if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0) {
+    // Load-balanced context parallelism cuts the sequence into 2 x cp chunks (Liu et al. ring
+    // attention as in torch context_parallel and Megatron's CP).
+    return LayoutViolation{"cp", "seq_len = " + str(t.seq_len) + " must divide into 2 x cp = " + str(2 * l.cp) + " equal chunks"};
+  }
+  if (l.ep > 1) {
+    if (!a.is_moe()) return LayoutViolation{"ep", "expert parallelism needs a mixture-of-experts model"};
+    if (a.moe.num_experts % l.ep != 0) {
+      return LayoutViolation{"ep", "ep = " + str(l.ep) + " must divide the " + str(a.moe.num_experts) + " experts"};
+    }
+    if ((l.dp * l.cp) % l.ep != 0) {
+      return LayoutViolation{"ep", "expert-parallel ranks come from the data- and context-parallel ranks: ep = " + str(l.ep) +
+                                       " must divide dp x cp = " + str(l.dp * l.cp)};
+    }
+  }
+  if (l.shard_degree > 0) {
+    if (l.sharding == Sharding::kNone) {
+      return LayoutViolation{"shard_degree", "shard_degree (HSDP) needs sharding zero1, zero2 or zero3"};
+    }
+    if ((l.dp * l.cp) % l.shard_degree != 0) {
+      return LayoutViolation{"shard_degree", "shard_degree = " + str(l.shard_degree) + " must divide dp x cp = " +
+                                                 str(l.dp * l.cp)};
+    }
+  }
+  if (t.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3) {
+    // ZeRO-Infinity parameter offload and FSDP CPUOffload(offload_params) both shard parameters.
+    return LayoutViolation{"sharding", "parameter offload moves parameter shards to the CPU: it needs sharding zero3"};
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers) {
+  if (!l.stage_layers.empty()) return l.stage_layers;
+  const std::int64_t chunks = l.pp * l.vpp;
+  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), num_layers / chunks);
+  for (std::int64_t i = 0; i < num_layers % chunks; ++i) ++out[static_cast<std::size_t>(i)];
+  return out;
+}
+
+std::int64_t chunks_in_flight(const ParallelLayout& l, std::int64_t stage, std::int64_t micro_batches) {
+  const std::int64_t p = l.pp, v = l.vpp, m = std::max<std::int64_t>(1, micro_batches);
+  if (p == 1) return 1;
+  switch (l.schedule) {
+    case PipelineSchedule::kGpipe: return m * v;
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kInterleaved:
+      if (v == 1) return std::min(m, p - stage);
+      // Megatron forward_backward_pipelining_with_interleaving: (p - r - 1) * 2 + (v - 1) * p
+      // warm-up forwards, then one more before the first backward.
+      return std::min(m * v, (p - stage - 1) * 2 + (v - 1) * p + 1);
+  }
+  return 1;
+}
+
+std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitecture& a, std::int64_t micro_batches) {
+  const std::int64_t layers = a.num_layers + a.num_encoder_layers;
+  const std::int64_t per_stage = l.tp * l.dp * l.cp;
+  if (l.pp == 1) {
+    RankKind k;
+    k.name = "all ranks";
+    k.ranks = per_stage;
+    k.layers = {{0, layers}};
+    return {k};
+  }
+  const std::vector<std::int64_t> sizes = chunk_layers(l, layers);
+  std::vector<std::int64_t> starts(sizes.size(), 0);
+  for (std::size_t i = 1; i < sizes.size(); ++i) starts[i] = starts[i - 1] + sizes[i - 1];
+  auto stage_kind = [&](std::int64_t stage, const char* name) {
+    RankKind k;
+    k.name = name;
+    k.stage = stage;
+    k.ranks = per_stage;
+    k.chunks = l.vpp;
+    for (std::int64_t c = 0; c < l.vpp; ++c) {
+      const std::size_t idx = static_cast<std::size_t>(c * l.pp + stage);
+      k.layers.push_back({starts[idx], sizes[idx]});
+    }
+    k.embedding = stage == 0;
+    k.head = stage == l.pp - 1;
+    k.chunks_in_flight = chunks_in_flight(l, stage, micro_batches);
+    return k;
+  };
+  std::vector<RankKind> kinds = {stage_kind(0, "first stage")};
+  if (l.pp > 2) {
+    // Stage 1 holds at least as many layers (the remainder goes to early stages) and
+    // micro-batches as any later middle stage; explicit uneven splits list every middle stage.
+    const std::int64_t last_middle = l.stage_layers.empty() ? 1 : l.pp - 2;
+    for (std::int64_t s = 1; s <= last_middle; ++s) {
+      RankKind k = stage_kind(s, "middle stage");
+      if (l.stage_layers.empty()) k.ranks = per_stage * (l.pp - 2);
+      else k.name = "stage " + std::to_string(s);
+      kinds.push_back(k);
+    }
+  }
+  kinds.push_back(stage_kind(l.pp - 1, "last stage"));
+  return kinds;
+}
+
+}  // namespace memfit

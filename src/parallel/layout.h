@@ -1,0 +1,123 @@
+// How a training run is split over GPUs: the degrees of each parallelism, what data-parallel
+// ranks shard, the pipeline schedule, and the behaviours of the framework's distributed code
+// that decide memory (bucket copies, prefetch depth, resharding). Plain data, no JSON.
+//
+// Rank kinds: ranks that hold the same tensors and see the same schedule have the same memory;
+// with pipeline parallelism the first, middle and last stages differ (embedding, in-flight
+// micro-batches, head and loss). Every other split (dp, tp, cp, ep) is symmetric.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+#include "training/training_setup.h"
+
+namespace memfit {
+
+/// What data-parallel ranks shard (ZeRO stages, Rajbhandari et al. 2020; FSDP strategies).
+enum class Sharding { kNone, kZero1, kZero2, kZero3 };
+/// gpipe: all forwards, then all backwards; 1f1b: PipeDream-flush (Narayanan et al. 2021);
+/// interleaved: 1f1b over vpp model chunks per rank (Megatron schedules.py).
+enum class PipelineSchedule { k1F1B, kGpipe, kInterleaved };
+
+/// Behaviours fixed by a framework's distributed code (set by its profile, each cited in
+/// framework_profile.cpp; docs/frameworks.md lists them).
+struct DistributedBehaviour {
+  /// torch DDP with gradient_as_bucket_view=False (its default): the reducer's flat buckets are
+  /// a second copy of every gradient, allocated when DDP wraps the model.
+  bool ddp_bucket_copy = true;
+  /// Megatron DDP: one contiguous main_grad buffer for all parameters, allocated at model
+  /// construction (live from the first forward).
+  bool grad_buffer_at_init = false;
+  /// ZeRO-2 / DeepSpeed: gradients are reduced through buckets of this many bytes.
+  std::int64_t reduce_bucket_bytes = 0;
+  /// ZeRO-3 / FSDP: units (transformer blocks) gathered ahead of the one computing (FSDP2:
+  /// the previous group's all-gather output stays until the next unshard, one unit).
+  std::int64_t prefetch_units = 1;
+  /// DeepSpeed ZeRO-3 prefetches by bytes instead (stage3_prefetch_bucket_size); 0: use units.
+  std::int64_t prefetch_bytes = 0;
+  /// ZeRO-3 / FSDP: a block's gathered parameters are freed after its forward (FSDP2
+  /// reshard_after_forward=True); false keeps every block gathered until its backward.
+  bool reshard_after_forward = true;
+  /// ... but not under pipeline parallelism (torchtitan: no per-micro-batch all-gathers).
+  bool reshard_after_forward_with_pp = true;
+  /// The last block is not resharded after forward: backward needs it first (torchtitan).
+  bool last_unit_kept = false;
+  /// FSDP2: the root unit (embeddings, final norm, head) stays gathered from its forward
+  /// through the backward.
+  bool root_unit_gathered = true;
+  /// Sharded training with AMP computes with 16-bit gathered parameters (FSDP
+  /// MixedPrecisionPolicy param_dtype=bf16): no autocast weight copies, 16-bit activations.
+  bool sharded_params_16bit = true;
+  /// Unsharded gradients are cast to fp32 before the reduce-scatter (reduce_dtype=float32).
+  bool reduce_in_fp32 = true;
+  /// Context parallel: K/V of the whole sequence are all-gathered for attention (torch
+  /// context_parallel all-gather rotation) rather than passed around a ring two chunks at a time.
+  bool cp_gather_kv = true;
+  /// Megatron pads the vocabulary to a multiple of this times tp (make-vocab-size-divisible-by).
+  std::int64_t vocab_multiple = 1;
+};
+
+struct ParallelLayout {
+  std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;
+  Sharding sharding = Sharding::kNone;
+  /// HSDP: parameters and states are sharded over this many ranks and replicated across the
+  /// groups; 0 shards over the whole data-parallel group (dp x cp).
+  std::int64_t shard_degree = 0;
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  /// Explicit layers per pipeline stage (pp entries, summing to the layer count); empty: even
+  /// split, the remainder going to the earliest stages.
+  std::vector<std::int64_t> stage_layers;
+  std::int64_t gpus_per_node = 8;
+  DistributedBehaviour behaviour;
+
+  std::int64_t gpus() const { return dp * tp * pp * cp; }
+  /// Ranks over which dense parameters' sharded states are split.
+  std::int64_t dense_shard() const { return shard_degree > 0 ? shard_degree : dp * cp; }
+  /// Expert parameters are replicated over dp x cp / ep ranks (expert data parallel).
+  std::int64_t expert_shard() const;
+  bool distributed() const { return gpus() > 1; }
+};
+
+/// A layout rule that the request breaks: the field that breaks it and the rule in words.
+struct LayoutViolation {
+  std::string field;   // "tp", "pp", "ep", "stage_layers", ...
+  std::string rule;
+};
+
+/// The first rule `l` breaks for this model and setup, if any (heads divisible by tp, layers
+/// by pp x vpp, experts by ep, ep within dp x cp, ...).
+std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const ModelArchitecture& a,
+                                            const TrainingSetup& t);
+
+/// A half-open range of layers [first, first + count).
+struct LayerRange {
+  std::int64_t first = 0, count = 0;
+};
+
+/// One kind of rank: what it holds and how many micro-batches it keeps in flight.
+struct RankKind {
+  std::string name;             // "all ranks", "first stage", "middle stage", "last stage"
+  std::int64_t stage = 0;       // pipeline stage (representative of the kind)
+  std::int64_t ranks = 1;       // GPUs of this kind
+  std::vector<LayerRange> layers;  // held layers, in execution order of its model chunks
+  bool embedding = true;        // token (and position) embeddings
+  bool head = true;             // final norm, output layer, loss
+  /// Activations alive at the forward peak, in units of one micro-batch through one model
+  /// chunk (vpp chunks make up the stage): 1f1b stage r holds min(m, p - r) micro-batches.
+  std::int64_t chunks_in_flight = 1;
+  std::int64_t chunks = 1;      // model chunks per rank (vpp)
+};
+
+/// Layers per pipeline chunk (pp x vpp chunks, in order).
+std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers);
+/// Micro-batch chunks in flight at stage `stage` (Megatron schedules.py warm-up counts).
+std::int64_t chunks_in_flight(const ParallelLayout& l, std::int64_t stage, std::int64_t micro_batches);
+/// The rank kinds of a layout: one for pp = 1; first, middle (stage 1 stands for all middle
+/// stages: it holds at least as many layers and micro-batches as any later one) and last.
+std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitecture& a, std::int64_t micro_batches);
+
+}  // namespace memfit
