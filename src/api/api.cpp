@@ -58,6 +58,48 @@ Json describe(const ResolvedModel& m, bool include_tensors) {
   return result;
 }
 
+// The request's run described in the terms of the closed-form accountings.
+reference::ReferenceInputs reference_inputs(const EstimateRequest& r) {
+  const TrainingSetup& t = r.training;
+  const ParallelLayout& l = r.parallel;
+  reference::ReferenceInputs in;
+  in.s = t.seq_len;
+  in.b = t.micro_batch;
+  in.t = l.tp;
+  in.p = l.pp;
+  in.c = l.cp;
+  in.d = l.dp;
+  in.vpp = l.vpp;
+  in.microbatches = l.pp > 1 ? t.grad_accum : 0;
+  in.sequence_parallel = l.sequence_parallel;
+  in.recompute = t.checkpointing == Checkpointing::kFull        ? reference::Recompute::kFull
+                 : t.checkpointing == Checkpointing::kSelective ? reference::Recompute::kSelective
+                                                                : reference::Recompute::kNone;
+  in.distributed_optimizer = l.sharding != Sharding::kNone;
+  in.grad_fp32 = weight_bytes(t.precision) == 4 || t.main_grad_bytes == 4;
+  in.gpus_per_node = std::min(r.gpus, r.gpus_per_node);
+  in.nodes = ceil_div(r.gpus, in.gpus_per_node);
+  in.cpu_offload = t.offload == Offload::kOptimizer || t.offload == Offload::kParamsOptimizer;
+  in.cpu_offload_params = t.offload == Offload::kParamsOptimizer;
+  return in;
+}
+
+Json reference_to_json(const EstimateRequest& r, reference::Accounting accounting) {
+  const reference::ReferenceResult x =
+      reference::compute(accounting, reference::shape_of(r.model.arch, *r.model.inventory), reference_inputs(r));
+  Json terms = Json::array();
+  for (const reference::Term& term : x.terms) terms.push_back({{"label", term.label}, {"bytes", term.bytes}});
+  return Json{{"accounting", std::string(reference::accounting_name(accounting))},
+              {"name", x.name},
+              {"citation", x.citation},
+              {"model_states_bytes", x.model_states_bytes},
+              {"activations_bytes", x.activations_bytes},
+              {"total_bytes", x.total_bytes},
+              {"total_gib", to_gib(x.total_bytes)},
+              {"cpu_bytes", x.cpu_bytes},
+              {"terms", terms}};
+}
+
 }  // namespace
 
 std::string version() {
@@ -136,6 +178,7 @@ std::string estimate(std::string_view request_text) {
     result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
     result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
     result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
+    if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
     result["warnings"] = r.warnings;
     return result;
   });

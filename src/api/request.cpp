@@ -339,9 +339,16 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (const Json* o = f.find({"options"})) {
     if (!o->is_object()) throw Error(ErrorCode::kInvalidType, "/options", "options must be an object");
     const FieldReader of(*o, "/options");
-    reject_unknown_keys(of, {"timeline", "max_micro_batch"});
+    reject_unknown_keys(of, {"timeline", "max_micro_batch", "accounting"});
     r.include_timeline = of.bool_or({"timeline"}, true);
     r.search_max_micro_batch = of.bool_or({"max_micro_batch"}, true);
+    if (auto name = of.get_string({"accounting"}); name && *name != "timeline") {
+      try {
+        r.accounting = reference::parse_accounting(*name);
+      } catch (const Error& e) {
+        throw Error(e.code(), of.path("accounting"), e.what());
+      }
+    }
   }
   return r;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "model/architecture.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
+#include "reference/reference.h"
 #include "training/framework_profile.h"
 
 namespace memfit::api {
@@ -44,6 +46,8 @@ struct EstimateRequest {
   ParallelLayout parallel;   // degrees from the request, behaviours from the framework profile
   bool include_timeline = true;
   bool search_max_micro_batch = true;
+  /// A closed-form accounting from the literature to report next to the timeline ("" = none).
+  std::optional<reference::Accounting> accounting;
   std::vector<std::string> warnings;
 };
 

@@ -24,7 +24,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const bool amp = autocast_amp(t);
   const bool lora = is_lora_like(t.method);
   // fp8 linears (Transformer Engine) save their inputs as fp8 casts plus a scale.
-  const std::int64_t lin_in = t.precision == Precision::kFp8 ? 1 : (amp ? 2 : e);
+  const bool fp8_saved = t.precision == Precision::kFp8 && t.fp8_saves_fp8_inputs;
+  const std::int64_t lin_in = fp8_saved ? 1 : (amp ? 2 : e);
   // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
   // of the input instead of the shared input (counted with the adapters below).
   const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
@@ -95,7 +96,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
     // plain: the activation's input.
     m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
-    if (input_saved(targeted("down"))) m += (t.precision == Precision::kFp8 ? 1 : e) * width;  // down_proj input
+    if (input_saved(targeted("down"))) m += (fp8_saved ? 1 : e) * width;  // down_proj input
     else if (!a.mlp.gated) m += e * width;             // activation output still saved by its op
     out_bytes.split = m;
     return out_bytes;

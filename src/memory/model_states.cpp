@@ -186,6 +186,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;
       }
       const std::int64_t gb = master_in_opt ? t.main_grad_bytes : bytes_per;
+      {
+        const std::int64_t cb = compute_grad_bytes > 0 ? compute_grad_bytes : gb;
+        m.unsharded_accumulated_gradient_bytes += n * (reduce_fp32 && cb == 2 ? 4 : cb);
+      }
       if (in_stack) {
         layer_grad_sum += n * gb;
         const std::int64_t cb = compute_grad_bytes > 0 ? compute_grad_bytes : gb;
@@ -208,6 +212,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       add_trainable(c, adapter_bytes, a);
       cls[c].weights = checked_add(cls[c].weights, a * adapter_bytes, "weight bytes");
       largest_trainable = std::max(largest_trainable, per_adapter * adapter_bytes);
+      m.unsharded_accumulated_gradient_bytes += a * adapter_bytes;
       if (in_stack) {
         layer_grad_sum += a * adapter_bytes;
         layer_gather += per_adapter * copies * adapter_bytes;
@@ -278,6 +283,16 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   }
   if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = 0;
   if (z != Sharding::kZero3) m.gather_layer_bytes = m.gather_root_bytes = 0;
+  const bool pipelined = !(shard.embedding && shard.head);
+  if (z == Sharding::kZero3 && pipelined && shard.behaviour.pp_defers_grad_sync) {
+    // The sharded gradients appear only at the last micro-batch's reduce-scatter; until then the
+    // unsharded ones accumulate (both live at the last backward).
+    m.gradients_bytes += m.unsharded_accumulated_gradient_bytes;
+    m.layer_gradient_bytes = m.unsharded_accumulated_gradient_bytes / std::max<std::int64_t>(1, held_layers);
+    m.reduce_layer_bytes = 0;
+  } else {
+    m.unsharded_accumulated_gradient_bytes = 0;
+  }
   m.gradients_at_init = shard.behaviour.grad_buffer_at_init;
   if (z == Sharding::kNone && shard.data_parallel > 1 && shard.behaviour.ddp_bucket_copy && !shard.behaviour.grad_buffer_at_init) {
     m.ddp_bucket_bytes = unsharded_gradients;

@@ -54,6 +54,9 @@ struct ModelStates {
   /// ZeRO-2/3: one block's unsharded gradients waiting for the reduce-scatter (with the fp32
   /// copy when gradients are reduced in fp32).
   std::int64_t reduce_layer_bytes = 0;
+  /// ZeRO-3 under pipeline parallelism with deferred gradient sync: the rank's unsharded
+  /// gradients in the reduce dtype, accumulated over the micro-batches of a step.
+  std::int64_t unsharded_accumulated_gradient_bytes = 0;
   /// DDP: flat bucket copy of all gradients (gradient_as_bucket_view=False).
   std::int64_t ddp_bucket_bytes = 0;
   /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer).

@@ -104,7 +104,10 @@ class Replay {
     est.first_step_peak_allocated_bytes = first.total();
     const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.large_block_slack_bytes / 4, "slack") +
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
-    est.peak_reserved_bytes = est.peak_allocated_bytes + rt_.cublas_workspace_bytes + slack;
+    // Blocks of the collective streams' pools are not reused by the compute stream: the pools
+    // peak separately (equal to the allocated peak without such streams).
+    const std::int64_t pooled = std::max(est.peak_allocated_bytes, compute_pool_peak_ + side_pool_peak_);
+    est.peak_reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
     est.peak_active_bytes = est.peak_allocated_bytes;
     est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
     est.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
@@ -194,6 +197,8 @@ class Replay {
             const char* phase, const std::string& label, std::int64_t layer) const {
     if (tl) tl->push_back({phase, label, layer, b});
     act_peak_ = std::max(act_peak_, b.activations_bytes);
+    compute_pool_peak_ = std::max(compute_pool_peak_, b.total() - b.side_stream_bytes);
+    side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
     if (b.total() > best.total()) {
       best = b;
       if (est) {
@@ -290,7 +295,10 @@ class Replay {
       inside.activations_bytes += g.saved_bytes - g.kept_bytes + offload_window_;
       inside.temporaries_bytes = fwd_layer_temp;
       inside.communication_bytes += comm_layer_;
-      if (zero3 && beh.reshard_after_forward) inside.weights_bytes += gathered_window;
+      if (zero3 && beh.reshard_after_forward) {
+        inside.weights_bytes += gathered_window;
+        inside.side_stream_bytes = gathered_window;
+      }
       if (progressive) inside.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
       note(est, tl, best, inside, "forward", "layers " + std::to_string(g.first_layer) + "-" +
            std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
@@ -337,9 +345,13 @@ class Replay {
       if (zero3) {
         // The block is gathered again (with its prefetched neighbour) and its unsharded
         // gradients wait for the reduce-scatter.
-        if (beh.reshard_after_forward) top.weights_bytes += gathered_window;  // else still gathered
+        if (beh.reshard_after_forward) {
+          top.weights_bytes += gathered_window;  // else still gathered
+          top.side_stream_bytes = gathered_window;
+        }
       }
       top.gradients_bytes += states_.reduce_layer_bytes;
+      top.side_stream_bytes += zero3 ? states_.reduce_layer_bytes : 0;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
       note(est, tl, best, top, "backward", "layer " + std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
@@ -353,6 +365,7 @@ class Replay {
       bottom.activations_bytes = below + g.kept_bytes + recompute + flowing + offload_window_;
       note(est, tl, best, bottom, "backward", "layer " + std::to_string(g.first_layer), g.first_layer);
       b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes;
+      b.side_stream_bytes = 0;
       if (progressive) b.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
     }
     b.gradients_bytes = in_backward_step ? 0 : states_.gradients_bytes;
@@ -382,6 +395,7 @@ class Replay {
   std::int64_t seq_div_ = 1;          // sequence parallel splits full-width tensors by tp
   std::int64_t comm_layer_ = 0;       // attention collectives' staging in one layer's forward
   mutable std::int64_t act_peak_ = 0;
+  mutable std::int64_t compute_pool_peak_ = 0, side_pool_peak_ = 0;
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::vector<GroupActs> groups_;
 };

@@ -46,6 +46,10 @@ struct Breakdown {
   std::int64_t temporaries_bytes = 0;
   /// Collective staging: DDP buckets, gathered K/V, sequence-parallel all-gathers, p2p buffers.
   std::int64_t communication_bytes = 0;
+  /// Part of the total allocated on collective streams (ZeRO-3 all-gather outputs, reduce-scatter
+  /// inputs). The caching allocator keeps a free list per stream, so these blocks are not reused
+  /// by the compute stream (c10/cuda/CUDACachingAllocator.cpp, BlockPool per stream).
+  std::int64_t side_stream_bytes = 0;
   std::int64_t total() const {
     return weights_bytes + gradients_bytes + optimizer_states_bytes + activations_bytes +
            logits_loss_bytes + temporaries_bytes + communication_bytes;

@@ -45,6 +45,10 @@ struct DistributedBehaviour {
   bool reshard_after_forward_with_pp = true;
   /// The last block is not resharded after forward: backward needs it first (torchtitan).
   bool last_unit_kept = false;
+  /// Pipeline parallel over ZeRO-3 / FSDP2 (torch.distributed.pipelining stage.py,
+  /// backward_maybe_with_nosync): backwards before the last micro-batch skip the reduce-scatter,
+  /// so the stage's unsharded gradients accumulate in the reduce dtype through the step.
+  bool pp_defers_grad_sync = false;
   /// FSDP2: the root unit (embeddings, final norm, head) stays gathered from its forward
   /// through the backward.
   bool root_unit_gathered = true;

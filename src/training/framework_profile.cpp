@@ -111,7 +111,8 @@ FrameworkProfile torchtitan() {
   t.optimizer_impl = OptimizerImpl::kFused;      // implementation="fused"
   t.checkpointing = Checkpointing::kSelective;   // SelectiveAC by default
   t.selective_layer_period = 2;                  // selective_ac_option "2": every 2nd block recomputed
-  t.compile_loss = false;                        // apply_compile compiles each TransformerBlock only
+  t.compile_loss = true;                         // [compile] components = ["model", "loss"]
+  t.fp8_saves_fp8_inputs = false;                // float8 via torchao Float8Linear: saves bf16 inputs
   t.attention = AttentionKernel::kFlash;         // flex attention: output + logsumexp saved
   t.loss = LossKernel::kStandard;                // cross_entropy(pred.float())
   t.logits_upcast = true;
@@ -125,10 +126,16 @@ FrameworkProfile torchtitan() {
   p.dist.reduce_in_fp32 = true;
   p.dist.last_unit_kept = true;
   p.dist.reshard_after_forward_with_pp = false;
+  p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
+  p.history = {{202509, "torch.compile covers the transformer blocks only, not the loss",
+                "pytorch/torchtitan PR #1608 (merged 2025-08-20): compile model and loss separately, both by default",
+                [](TrainingSetup& s) { s.compile_loss = false; }}};
   p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
                "pytorch/torchtitan @ 9dec370: torchtitan/parallelisms/parallelize_llama.py (apply_fsdp)",
                "pytorch/pytorch @ 0123248a: torch/distributed/tensor/experimental/_attention.py (all-gather K/V)",
+               "pytorch/pytorch: torch/distributed/pipelining/stage.py (backward_maybe_with_nosync)",
+               "pytorch/ao: torchao/float8/float8_linear.py (matmul_with_hp_or_float8_args saves input_hp)",
                "pytorch/torchtitan @ b5bcd76c: torchtitan/components/loss.py (pred.float())",
                "pytorch/torchtitan @ b5bcd76c: torchtitan/components/metrics.py (DeviceMemoryMonitor)"};
   return p;
@@ -220,6 +227,7 @@ FrameworkProfile fsdp_qlora() {
   t.offload = Offload::kParamsOptimizer;         // use_cpu_offload=True
   t.lora_rank = 64;
   t.lora_targets = {"all-linear"};               // lora_target_modules="all"
+  t.lora_dropout = 0.1;                          // lora_dropout=0.1
   t.adapters_fp32 = false;
   t.kbit_prep_fp32 = false;
   t.logged_counter = MemoryCounter::kMaxAllocated;  // "Peak allocated memory" after epoch 0

@@ -1,0 +1,293 @@
+// Distributed estimates: relations the mechanisms imply (ZeRO-3 shards shrink with more ranks,
+// sequence parallelism divides activations by tp, interleaving raises the first stage's
+// in-flight micro-batches by 1 + (p - 1) / (p v), shards of every rank add up to the whole),
+// the layout rules, and Fujii et al.'s published accounting reproduced through the api.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+#include "hf_config/parse_hf_config.h"
+#include "memory/activations.h"
+#include "memory/timeline.h"
+#include "parallel/layout.h"
+#include "presets/registry.h"
+
+using nlohmann::json;
+using namespace memfit;
+
+namespace {
+
+ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
+
+TrainingSetup full_bf16(std::int64_t micro_batch = 1, std::int64_t seq_len = 2048) {
+  TrainingSetup t;
+  t.precision = Precision::kBf16;
+  t.micro_batch = micro_batch;
+  t.seq_len = seq_len;
+  return t;
+}
+
+DistributedEstimate run(const ModelArchitecture& a, const TrainingSetup& t, const ParallelLayout& l) {
+  return estimate_distributed(a, build_tensor_inventory(a), t, l);
+}
+
+json estimate(const json& request) { return json::parse(api::estimate(request.dump())); }
+
+}  // namespace
+
+TEST_CASE("more GPUs never increase ZeRO-3 weights, gradients or states per rank", "[distributed][zero]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const TrainingSetup t = full_bf16();
+  std::int64_t last_weights = std::numeric_limits<std::int64_t>::max(), last_states = last_weights;
+  for (std::int64_t dp : {1, 2, 4, 8, 16, 64, 512}) {
+    ParallelLayout l;
+    l.dp = dp;
+    l.sharding = Sharding::kZero3;
+    const ModelStates s = estimate_distributed(a, inv, t, l).peak().states;
+    INFO("dp " << dp);
+    CHECK(s.weights_bytes <= last_weights);
+    CHECK(s.optimizer_states_bytes + s.gradients_bytes <= last_states);
+    last_weights = s.weights_bytes;
+    last_states = s.optimizer_states_bytes + s.gradients_bytes;
+  }
+}
+
+TEST_CASE("the shards of all data-parallel ranks add up to the unsharded states", "[distributed][zero]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const TrainingSetup t = full_bf16();
+  const ModelStates whole = compute_model_states(a, inv, t);
+  for (Sharding z : {Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
+    RankShard shard;
+    shard.sharding = z;
+    shard.dense_shard = shard.expert_shard = 8;
+    const ModelStates part = compute_model_states(a, inv, t, shard);
+    // Sharded components: ceiling division leaves at most one byte per rank of slack;
+    // the others stay whole on every rank.
+    auto adds_up = [](std::int64_t part_bytes, std::int64_t whole_bytes, bool sharded) {
+      return sharded ? std::abs(8 * part_bytes - whole_bytes) < 8 : part_bytes == whole_bytes;
+    };
+    CHECK(adds_up(part.optimizer_states_bytes, whole.optimizer_states_bytes, true));
+    CHECK(adds_up(part.gradients_bytes, whole.gradients_bytes, z != Sharding::kZero1));
+    CHECK(adds_up(part.weights_bytes, whole.weights_bytes, z == Sharding::kZero3));
+  }
+}
+
+TEST_CASE("pipeline stages hold every layer once and their states add up to the model", "[distributed][pp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");  // untied: no shared copy
+  const TensorInventory inv = build_tensor_inventory(a);
+  const TrainingSetup t = full_bf16();
+  ParallelLayout l;
+  l.pp = 5;  // 32 layers: 7, 7, 6, 6, 6
+  const std::vector<std::int64_t> sizes = chunk_layers(l, a.num_layers);
+  CHECK(sizes == std::vector<std::int64_t>{7, 7, 6, 6, 6});
+  std::int64_t weights = 0, first = 0;
+  for (std::int64_t stage = 0; stage < l.pp; ++stage) {
+    RankShard shard;
+    shard.layers = {{first, sizes[static_cast<std::size_t>(stage)]}};
+    shard.embedding = stage == 0;
+    shard.head = stage == l.pp - 1;
+    weights += compute_model_states(a, inv, t, shard).weights_bytes;
+    first += sizes[static_cast<std::size_t>(stage)];
+  }
+  CHECK(weights == compute_model_states(a, inv, t).weights_bytes);
+  const std::vector<RankKind> kinds = rank_kinds(l, a, 8);
+  REQUIRE(kinds.size() == 3);
+  CHECK(kinds[0].embedding);
+  CHECK_FALSE(kinds[0].head);
+  CHECK(kinds[2].head);
+  CHECK(kinds[1].ranks == 3);  // the middle stage stands for stages 1-3
+}
+
+TEST_CASE("1F1B keeps p - r micro-batches in flight; interleaving raises the first stage by 1 + (p-1)/(p v)",
+          "[distributed][pp]") {
+  ParallelLayout l;
+  l.pp = 4;
+  for (std::int64_t r = 0; r < 4; ++r) CHECK(chunks_in_flight(l, r, 16) == 4 - r);
+  CHECK(chunks_in_flight(l, 0, 2) == 2);  // fewer micro-batches than stages
+  l.schedule = PipelineSchedule::kGpipe;
+  CHECK(chunks_in_flight(l, 3, 16) == 16);
+  l.schedule = PipelineSchedule::kInterleaved;
+  l.vpp = 2;
+  // (vpp p + p - 1) chunks of L/(p vpp) layers = p (1 + (p - 1)/(p vpp)) stage micro-batches.
+  const double stage_micro_batches = static_cast<double>(chunks_in_flight(l, 0, 16)) / static_cast<double>(l.vpp);
+  CHECK(stage_micro_batches == Approx(4.0 * (1.0 + 3.0 / 8.0)));
+
+  // The timeline carries it: the first stage's activations grow with the in-flight count.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16();
+  t.grad_accum = 16;
+  ParallelLayout plain;
+  plain.pp = 4;
+  ParallelLayout inter = plain;
+  inter.vpp = 2;
+  inter.schedule = PipelineSchedule::kInterleaved;
+  const double ratio = static_cast<double>(run(a, t, inter).ranks[0].estimate.activations_peak_bytes) /
+                       static_cast<double>(run(a, t, plain).ranks[0].estimate.activations_peak_bytes);
+  CHECK(ratio == Approx(1.0 + 3.0 / 8.0).epsilon(0.05));
+}
+
+TEST_CASE("sequence parallelism divides a layer's activations by tp", "[distributed][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = full_bf16();
+  const LayerActivations whole = layer_activations(a, t, false, false, true);
+  for (std::int64_t tp : {2, 4, 8}) {
+    const LayerActivations tp_only = layer_activations(a, t, false, false, true, {tp, false});
+    const LayerActivations sp = layer_activations(a, t, false, false, true, {tp, true});
+    INFO("tp " << tp);
+    CHECK(sp.saved_per_token * tp == whole.saved_per_token);
+    CHECK(sp.checkpoint_per_token * tp == whole.checkpoint_per_token);
+    // Without SP the norms and block inputs stay whole on every rank (Korthikanti et al.'s 10sbh).
+    CHECK(tp_only.saved_per_token > sp.saved_per_token);
+    CHECK(tp_only.saved_per_token < whole.saved_per_token);
+  }
+}
+
+TEST_CASE("tensor and expert parallelism split the weights they shard", "[distributed][tp][ep]") {
+  const ModelArchitecture a = preset("Qwen/Qwen3-30B-A3B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const TrainingSetup t = full_bf16();
+  const ModelStates whole = compute_model_states(a, inv, t);
+  RankShard tp;
+  tp.tp = 4;
+  const ModelStates tp_states = compute_model_states(a, inv, t, tp);
+  // Replicated norms keep tp x the split total slightly above the whole.
+  CHECK(tp_states.weights_bytes * 4 >= whole.weights_bytes);
+  CHECK(tp_states.weights_bytes * 4 < whole.weights_bytes * 101 / 100);
+  RankShard ep;
+  ep.ep = 8;
+  const ModelStates ep_states = compute_model_states(a, inv, t, ep);
+  const std::int64_t expert_bytes = 2 * inv.params_by_kind[static_cast<int>(ModuleKind::kExpert)];
+  CHECK(ep_states.weights_bytes == whole.weights_bytes - expert_bytes + expert_bytes / 8);
+}
+
+TEST_CASE("context parallelism splits the tokens of every sequence", "[distributed][cp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16(1, 32768);
+  ParallelLayout one;
+  ParallelLayout cp = one;
+  cp.cp = 4;
+  const Estimate e1 = run(a, t, one).peak();
+  const Estimate e4 = run(a, t, cp).peak();
+  CHECK(e4.tokens_per_micro_batch * 4 == e1.tokens_per_micro_batch);
+  CHECK(e4.activations_peak_bytes < e1.activations_peak_bytes / 3);
+}
+
+TEST_CASE("DDP's bucket copy and Megatron's grad buffer are live from the first forward", "[distributed][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  const TrainingSetup t = full_bf16();
+  ParallelLayout ddp;
+  ddp.dp = 8;
+  const Estimate e = run(a, t, ddp).peak();
+  CHECK(e.states.ddp_bucket_bytes == e.states.gradients_bytes);
+  CHECK(e.timeline.front().live.communication_bytes == e.states.gradients_bytes);
+  ParallelLayout view = ddp;
+  view.behaviour.ddp_bucket_copy = false;
+  CHECK(run(a, t, view).peak().peak_allocated_bytes == e.peak_allocated_bytes - e.states.gradients_bytes);
+  ParallelLayout megatron = view;
+  megatron.behaviour.grad_buffer_at_init = true;
+  const Estimate m = run(a, t, megatron).peak();
+  CHECK(m.timeline.front().live.gradients_bytes == m.states.gradients_bytes);
+}
+
+TEST_CASE("ZeRO-3 gathers a block and its prefetched neighbour around each layer", "[distributed][zero]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = full_bf16();
+  ParallelLayout l;
+  l.dp = 8;
+  l.sharding = Sharding::kZero3;
+  l.behaviour.root_unit_gathered = false;
+  const Estimate e = run(a, t, l).peak();
+  REQUIRE(e.states.gather_layer_bytes > 0);
+  std::int64_t most_weights = 0;
+  for (const TimelineEvent& ev : e.timeline) most_weights = std::max(most_weights, ev.live.weights_bytes);
+  CHECK(most_weights == e.states.weights_bytes + 2 * e.states.gather_layer_bytes);
+  // Without reshard-after-forward every block stays gathered until its backward.
+  l.behaviour.reshard_after_forward = false;
+  const Estimate kept = run(a, t, l).peak();
+  most_weights = 0;
+  for (const TimelineEvent& ev : kept.timeline) most_weights = std::max(most_weights, ev.live.weights_bytes);
+  CHECK(most_weights >= kept.states.weights_bytes + a.num_layers * kept.states.gather_layer_bytes);
+}
+
+TEST_CASE("parameter offload leaves only gathered blocks on the GPU and reports host memory", "[distributed][offload]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16();
+  ParallelLayout l;
+  l.dp = 4;
+  l.sharding = Sharding::kZero3;
+  const Estimate on_gpu = run(a, t, l).peak();
+  t.offload = Offload::kParamsOptimizer;
+  const Estimate off = run(a, t, l).peak();
+  CHECK(off.states.weights_bytes == 0);
+  CHECK(off.states.optimizer_states_bytes == 0);
+  CHECK(off.states.host_bytes == on_gpu.states.weights_bytes + on_gpu.states.gradients_bytes +
+                                     on_gpu.states.optimizer_states_bytes);
+  CHECK(off.peak_allocated_bytes < on_gpu.peak_allocated_bytes);
+}
+
+TEST_CASE("layout rules name the field they break", "[distributed][rules]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");  // 32 heads, 8 kv heads, 32 layers
+  const TrainingSetup t = full_bf16();
+  auto broken = [&](ParallelLayout l) {
+    const auto v = check_layout(l, a, t);
+    return v ? v->field : std::string();
+  };
+  ParallelLayout l;
+  CHECK(broken(l).empty());
+  l.tp = 3;
+  CHECK(broken(l) == "tp");
+  l.tp = 16;  // 32 heads split, 8 kv heads replicated twice
+  CHECK(broken(l).empty());
+  l = {};
+  l.ep = 2;
+  CHECK(broken(l) == "ep");
+  l = {};
+  l.pp = 33;
+  CHECK(broken(l) == "pp");
+  l = {};
+  l.sharding = Sharding::kZero3;
+  l.shard_degree = 3;
+  l.dp = 8;
+  CHECK(broken(l) == "shard_degree");
+}
+
+TEST_CASE("Fujii et al.'s accounting is reproduced exactly when asked for", "[distributed][reference]") {
+  // fujii4d worked example (the authors' unit test row t = 2, d = 2): Llama-3.1-8B, s 8192, b 1,
+  // distributed optimizer, fp32 gradient accumulation, 4 GPUs.
+  const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                    {"training", {{"framework", "megatron"}, {"seq_len", 8192}, {"micro_batch", 1}}},
+                    {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 4}}},
+                    {"parallel", {{"tp", 2}, {"dp", 2}, {"sequence_parallel", true}, {"sharding", "zero1"}}},
+                    {"options", {{"accounting", "fujii"}, {"max_micro_batch", false}, {"timeline", false}}}};
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == true);
+  const json& ref = r["result"]["reference"];
+  CHECK(ref["model_states_bytes"] == 48181592064LL);
+  CHECK(ref["activations_bytes"] == 24314380288LL);
+  CHECK(ref["total_bytes"] == 48181592064LL + 24314380288LL);
+  json bad = req;
+  bad["options"]["accounting"] = "napkin";
+  const json e = estimate(bad);
+  REQUIRE(e["ok"] == false);
+  CHECK(e["error"]["path"] == "/options/accounting");
+}
+
+TEST_CASE("a distributed estimate lists every rank kind and heads with the most loaded", "[distributed][api]") {
+  const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                    {"training", {{"framework", "megatron"}, {"seq_len", 4096}, {"micro_batch", 1}, {"grad_accum", 8}}},
+                    {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 16}}},
+                    {"parallel", {{"tp", 2}, {"pp", 4}, {"sequence_parallel", true}, {"sharding", "zero1"}}},
+                    {"options", {{"max_micro_batch", false}, {"timeline", false}}}};
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == true);
+  const json& ranks = r["result"]["ranks"];
+  REQUIRE(ranks.size() == 3);
+  long long most = 0;
+  for (const json& k : ranks) most = std::max(most, k["device_total_bytes"].get<long long>());
+  CHECK(r["result"]["device_total_bytes"] == most);
+  CHECK(ranks[0]["micro_batch_chunks_in_flight"] == 4);
+  CHECK(ranks[2]["micro_batch_chunks_in_flight"] == 1);
+  CHECK(r["result"]["parallel"]["dp"] == 2);
+}
