@@ -442,6 +442,13 @@ ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
                     joined_supported() + ")");
   }
 
+  // Dropout as each family names it (gpt2 *_pdrop, bert *_dropout_prob, t5 dropout_rate, opt
+  // dropout, llama/bloom attention_dropout / hidden_dropout).
+  a.attention_dropout = f.get_number({"attn_pdrop", "attention_probs_dropout_prob", "attention_dropout", "dropout_rate"}, 0.0, 1.0)
+                            .value_or(0.0);
+  a.hidden_dropout = f.get_number({"resid_pdrop", "hidden_dropout_prob", "hidden_dropout", "dropout", "dropout_rate"}, 0.0, 1.0)
+                         .value_or(0.0);
+  a.embedding_dropout = f.get_number({"embd_pdrop", "hidden_dropout_prob", "embed_dropout"}, 0.0, 1.0).value_or(0.0);
   if (a.is_moe() && a.model_type != "deepseek_v2" && a.model_type != "deepseek_v3") {
     a.moe.moe_layer_frequency = f.int_or({"decoder_sparse_step"}, 1, L::kMaxLayers, 1);
     read_dense_layer_list(f, a, "mlp_only_layers");

@@ -72,7 +72,14 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const bool core_recomputed = t.checkpointing == Checkpointing::kSelective;
   if (t.attention == AttentionKernel::kEager) {
     s += e * (heads * d + 2 * heads * dv);           // q, and k/v expanded to every head
-    if (!core_recomputed) out.saved_per_token_per_position = heads * (e + 4);  // scores + fp32 softmax
+    if (!core_recomputed) {
+      // Per score: the softmax output it saves (fp32 in HF eager; the compute dtype when fused,
+      // Megatron FusedScaleMaskSoftmax) and the probabilities the V matmul saves (the 16-bit
+      // cast, or with dropout its mask and dropped output: Korthikanti et al.'s 5as^2b).
+      const std::int64_t softmax = t.softmax_fused_16bit ? e : 4;
+      const std::int64_t probs = a.attention_dropout > 0 ? 1 + e : (t.softmax_fused_16bit ? 0 : e);
+      out.saved_per_token_per_position = heads * (softmax + probs);
+    }
   } else {
     s += e * (heads * d + kvh * d + kvh * dv) + (core_recomputed ? 0 : 4 * heads);  // q, k, v + fp32 logsumexp
   }
@@ -140,6 +147,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       if (t.method == Method::kDora) s += (e + ab) * r.out;
     }
   }
+  // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.
+  if (a.hidden_dropout > 0) seq += 2 * h;
   const std::int64_t seq_div = split.sequence_parallel ? tp : 1;
   out.saved_per_token = s + ceil_div(seq, seq_div);
   out.checkpoint_per_token = ceil_div(stream * h, seq_div);

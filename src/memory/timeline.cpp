@@ -196,7 +196,9 @@ class Replay {
   void note(Estimate* est, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
             const char* phase, const std::string& label, std::int64_t layer) const {
     if (tl) tl->push_back({phase, label, layer, b});
-    act_peak_ = std::max(act_peak_, b.activations_bytes);
+    // Stored activations: what forward leaves for backward (backward's transient gradients are
+    // not "activation memory" in the papers' sense).
+    if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
     compute_pool_peak_ = std::max(compute_pool_peak_, b.total() - b.side_stream_bytes);
     side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
     if (b.total() > best.total()) {
@@ -259,11 +261,11 @@ class Replay {
                                                              : checked_mul(states_.gather_layer_bytes, beh.prefetch_units, "gather bytes"));
     Breakdown best;
     const std::int64_t e = activation_bytes(t_.precision);
-    // Model-level tensors: token ids (int64) and the embedding output; a later pipeline stage
-    // keeps the activation it received instead.
-    const std::int64_t model_level = rank_.kind.embedding
-        ? checked_mul(tokens_, 8 + ceil_div(e * a_.hidden_size, seq_div_), "activation bytes")
-        : checked_mul(tokens_, ceil_div(e * a_.hidden_size, seq_div_), "activation bytes");
+    // Model-level tensors: token ids (int64) and, with embedding dropout, its 1-byte mask. The
+    // embedding output (or the activation a later pipeline stage receives) is the first layer's
+    // input, which that layer's saved set already holds.
+    const std::int64_t embed_mask = a_.embedding_dropout > 0 ? ceil_div(a_.hidden_size, seq_div_) : 0;
+    const std::int64_t model_level = rank_.kind.embedding ? checked_mul(tokens_, 8 + embed_mask, "activation bytes") : 0;
     // Pipeline parallelism: micro-batches that wait for their backward while this one runs.
     std::int64_t stage_kept = model_level;
     for (const GroupActs& g : groups_) stage_kept = checked_add(stage_kept, checked_mul(g.kept_bytes, g.layers, "activation bytes"), "activation bytes");

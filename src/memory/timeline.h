@@ -78,8 +78,8 @@ struct Estimate {
   std::int64_t device_total_bytes = 0;         // what nvidia-smi shows
   std::int64_t runtime_bytes = 0;              // context + workspace outside the tensors
   std::int64_t nccl_bytes = 0;                 // communicator buffers outside the allocator
-  /// Largest activation footprint over the step (saved tensors of every micro-batch in flight),
-  /// the quantity papers report as "activation memory".
+  /// Largest stored-activation footprint of the forward (saved tensors of every micro-batch in
+  /// flight), the quantity papers report as "activation memory".
   std::int64_t activations_peak_bytes = 0;
   std::vector<TimelineEvent> timeline;          // steady-state step
 };

@@ -95,6 +95,11 @@ struct ModelArchitecture {
   bool pooler = false;
   std::int64_t embed_projection_dim = 0;  // OPT-350m word_embed_proj_dim != hidden: project_in/out
 
+  // Dropout probabilities in training mode: each active dropout saves a 1-byte mask for backward.
+  double attention_dropout = 0;           // on the attention probabilities (eager kernels)
+  double hidden_dropout = 0;              // after the attention output and after the MLP
+  double embedding_dropout = 0;           // on the embedding output
+
   std::string torch_dtype;                // dtype the checkpoint is stored in ("" if unstated)
   std::vector<std::string> warnings;      // e.g. unknown model_type parsed as a generic decoder
 

@@ -159,6 +159,7 @@ FrameworkProfile megatron() {
   t.amp_weights = AmpWeights::kMasterInOptimizer;
   t.main_grad_bytes = 4;
   t.loss_softmax_in_place = true;
+  t.softmax_fused_16bit = true;                  // FusedScaleMaskSoftmax (attention_softmax_in_fp32 off)
   // _ParamAndGradBuffer allocates grad_data (fp32) at DDP construction; buckets are views.
   p.dist.ddp_bucket_copy = false;
   p.dist.grad_buffer_at_init = true;

@@ -66,6 +66,7 @@ struct TrainingSetup {
   bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)
   bool loss_shift_copy = false;     // the loss copies the shifted logits (logits[..., :-1, :].contiguous())
   bool loss_input_held = false;     // the training loop keeps the (upcast) logits alive through backward
+  bool softmax_fused_16bit = false;    // eager attention softmax fused in the compute dtype (Megatron FusedScaleMaskSoftmax)
   bool loss_softmax_in_place = false;  // one fp32 copy becomes the softmax, then its gradient (Megatron vocab-parallel CE)
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
