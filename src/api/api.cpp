@@ -85,8 +85,21 @@ reference::ReferenceInputs reference_inputs(const EstimateRequest& r) {
 }
 
 Json reference_to_json(const EstimateRequest& r, reference::Accounting accounting) {
-  const reference::ReferenceResult x =
-      reference::compute(accounting, reference::shape_of(r.model.arch, *r.model.inventory), reference_inputs(r));
+  reference::ReferenceResult x;
+  try {
+    x = reference::compute(accounting, reference::shape_of(r.model.arch, *r.model.inventory), reference_inputs(r));
+  } catch (const Error& e) {
+    // The formulas name their own variables; point at the request field each comes from.
+    static const std::pair<const char*, const char*> kFields[] = {
+        {"s", "/training/seq_len"}, {"b", "/training/micro_batch"}, {"t", "/parallel/tp"}, {"p", "/parallel/pp"},
+        {"c", "/parallel/cp"},      {"d", "/parallel/dp"},          {"vpp", "/parallel/vpp"},
+        {"microbatches", "/training/grad_accum"}};
+    std::string pointer = "/model";
+    for (const auto& [name, field] : kFields) {
+      if (e.path() == name) pointer = field;
+    }
+    throw Error(e.code(), pointer, std::string(reference::accounting_name(accounting)) + " accounting: " + e.what());
+  }
   Json terms = Json::array();
   for (const reference::Term& term : x.terms) terms.push_back({{"label", term.label}, {"bytes", term.bytes}});
   return Json{{"accounting", std::string(reference::accounting_name(accounting))},

@@ -133,6 +133,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"reshard_after_forward", b.reshard_after_forward},
            {"reshard_after_forward_with_pp", b.reshard_after_forward_with_pp},
            {"last_unit_kept", b.last_unit_kept},
+           {"pp_defers_grad_sync", b.pp_defers_grad_sync},
            {"root_unit_gathered", b.root_unit_gathered},
            {"sharded_params_16bit", b.sharded_params_16bit},
            {"reduce_in_fp32", b.reduce_in_fp32},

@@ -2,6 +2,7 @@
 #include "memory/activations.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "common/units.h"
 
@@ -147,11 +148,43 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       if (t.method == Method::kDora) s += (e + ab) * r.out;
     }
   }
+  // torchtitan's op policy (parallelize_llama.py _apply_ac_to_transformer_block, "op"): keep the
+  // outputs of the 1st, 3rd, 5th ... matmul of the block and of the attention kernel (output and
+  // fp32 logsumexp), recompute the rest from the block input. Matmuls in block order: q k v (or
+  // fused qkv) o, then gate up down (or fused gate_up, down); routed experts repeat per copy.
+  {
+    std::vector<std::int64_t> mm_widths;
+    if (a.attention.layout == QkvLayout::kFused) mm_widths = {heads * d + 2 * kvh * dv};
+    else mm_widths = {heads * d, kvh * d, kvh * dv};
+    mm_widths.push_back(h);  // o (row-parallel: a full-width partial sum)
+    auto mlp_mms = [&](std::int64_t full_width, std::int64_t copies) {
+      const std::int64_t w = ceil_div(full_width, tp);
+      for (std::int64_t c = 0; c < copies; ++c) {
+        if (a.mlp.gated && !a.mlp.fused_gate_up) {
+          mm_widths.push_back(w);
+          mm_widths.push_back(w);
+        } else {
+          mm_widths.push_back(a.mlp.gated ? 2 * w : w);
+        }
+        mm_widths.push_back(h);
+      }
+    };
+    if (moe) {
+      mlp_mms(a.moe.expert_intermediate_size, a.moe.top_k);
+      if (a.moe.shared_intermediate_size > 0) mlp_mms(a.moe.shared_intermediate_size, 1);
+    } else {
+      mlp_mms(f, 1);
+    }
+    std::int64_t kept = e * heads * dv + 4 * heads;  // attention output + logsumexp
+    for (std::size_t i = 0; i < mm_widths.size(); i += 2) kept += e * mm_widths[i];
+    out.mm_policy_kept_per_token = kept;
+  }
   // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.
   if (a.hidden_dropout > 0) seq += 2 * h;
   const std::int64_t seq_div = split.sequence_parallel ? tp : 1;
   out.saved_per_token = s + ceil_div(seq, seq_div);
   out.checkpoint_per_token = ceil_div(stream * h, seq_div);
+  out.mm_policy_kept_per_token += out.checkpoint_per_token;
   out.residual_grad_per_token = ceil_div(stream * h, seq_div);
   // Largest in-layer gradient set: in the MLP backward, grads of the down input, act out, up and
   // gate (4 x width) plus the partial grads of the MLP input.

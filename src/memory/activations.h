@@ -16,6 +16,9 @@ struct LayerActivations {
   std::int64_t checkpoint_per_token = 0;   // what full checkpointing keeps per layer (its input)
   std::int64_t backward_transient_per_token = 0;  // in-layer gradients at the layer's backward peak
   std::int64_t residual_grad_per_token = 0;       // gradient of the layer output flowing down
+  /// Op-level selective checkpointing that saves the attention kernel's outputs and every other
+  /// matmul output (torchtitan's op policy): what stays per token besides the block input.
+  std::int64_t mm_policy_kept_per_token = 0;
 };
 
 /// How tensor parallelism splits a layer's activations on one rank: heads and MLP width by tp,

@@ -31,6 +31,7 @@ class Replay {
     const bool ckpt = t.checkpointing == Checkpointing::kFull;
     // Layer-wise selective checkpointing: the blocks that are not checkpointed save everything.
     const bool layer_sac = t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0;
+    const bool mm_sac = t.checkpointing == Checkpointing::kSelective && !layer_sac && t.selective_every_other_mm;
     TrainingSetup unchecked = t;
     unchecked.checkpointing = Checkpointing::kNone;
     const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
@@ -43,7 +44,7 @@ class Replay {
         ga.first_layer = lo;
         ga.layers = hi - lo;
         const bool trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
-        ga.acts = layer_activations(a, layer_sac ? unchecked : t, g.moe,
+        ga.acts = layer_activations(a, layer_sac || mm_sac ? unchecked : t, g.moe,
                                     g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, trains, rank.split);
         ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                      checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
@@ -51,6 +52,11 @@ class Replay {
         const std::int64_t checkpoint = checked_mul(ga.acts.checkpoint_per_token, tokens_, "activation bytes");
         ga.kept_bytes = ckpt ? checkpoint : ga.saved_bytes;
         ga.recomputed = ckpt;
+        if (mm_sac) {
+          // The saved matmul outputs stay; the rest of the layer is recomputed in its backward.
+          ga.kept_bytes = checked_mul(ga.acts.mm_policy_kept_per_token, tokens_, "activation bytes");
+          ga.recomputed = true;
+        }
         if (layer_sac) {
           // torchtitan counts blocks from 1 and checkpoints those whose count the period divides.
           const std::int64_t p = t.selective_layer_period;
@@ -106,7 +112,7 @@ class Replay {
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     // Blocks of the collective streams' pools are not reused by the compute stream: the pools
     // peak separately (equal to the allocated peak without such streams).
-    const std::int64_t pooled = std::max(est.peak_allocated_bytes, compute_pool_peak_ + side_pool_peak_);
+    const std::int64_t pooled = std::max({est.peak_allocated_bytes, compute_pool_peak_ + side_pool_peak_, cached_peak_});
     est.peak_reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
     est.peak_active_bytes = est.peak_allocated_bytes;
     est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
@@ -138,7 +144,10 @@ class Replay {
   //  chunked (torchtune CEWithChunkedOutputLoss / LinearCrossEntropyLoss, litgpt chunked CE):
   //    each chunk's saved tensors stay until backward; one chunk's transients at a time.
   //  fused (Liger / cut cross-entropy): only fused_loss_chunk_tokens of logits at a time.
-  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0; };
+  // cached: at the loss backward, the freed 16-bit logits' block stays in the allocator's cache
+  // and is too small for the fp32 gradient buffers of the same shape, which take new segments
+  // (the caching allocator serves a request only from a free block at least its size).
+  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0, cached = 0; };
   LossBytes loss_bytes() const {
     // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
     const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, rank_.split.tp));
@@ -166,6 +175,7 @@ class Replay {
         } else {
           l.forward = tv(T, e + up + sm + (t_.loss_shift_copy ? sm : 0));
           l.backward = tv(T, 3 * sm);
+          if (up > 0 && t_.logits_freed_before_backward) l.cached = tv(T, e);
         }
         break;
       case LossKernel::kChunked: {
@@ -201,6 +211,7 @@ class Replay {
     if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
     compute_pool_peak_ = std::max(compute_pool_peak_, b.total() - b.side_stream_bytes);
     side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
+    cached_peak_ = std::max(cached_peak_, b.total() + b.cached_unusable_bytes);
     if (b.total() > best.total()) {
       best = b;
       if (est) {
@@ -318,7 +329,9 @@ class Replay {
       b.logits_loss_bytes = loss.forward;
       note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
       b.logits_loss_bytes = loss.backward + loss.held;
+      b.cached_unusable_bytes = loss.cached;
       note(est, tl, best, b, "backward", "loss backward", -1);
+      b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
     } else {
       b.activations_bytes = all_kept + offload_window_;
@@ -397,7 +410,7 @@ class Replay {
   std::int64_t seq_div_ = 1;          // sequence parallel splits full-width tensors by tp
   std::int64_t comm_layer_ = 0;       // attention collectives' staging in one layer's forward
   mutable std::int64_t act_peak_ = 0;
-  mutable std::int64_t compute_pool_peak_ = 0, side_pool_peak_ = 0;
+  mutable std::int64_t compute_pool_peak_ = 0, side_pool_peak_ = 0, cached_peak_ = 0;
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::vector<GroupActs> groups_;
 };

@@ -31,10 +31,11 @@ struct RuntimeProfile {
   std::int64_t cublas_workspace_bytes = 32LL << 20;
   /// Fused linear-cross-entropy kernels materialise logits for this many tokens at a time.
   std::int64_t fused_loss_chunk_tokens = 1024;
-  /// Device memory NCCL allocates per communicator outside the caching allocator (channel
-  /// buffers: NCCL_BUFFSIZE 4 MiB per channel and peer direction). Counted in the device total
-  /// only, once per parallel group of more than one rank.
-  std::int64_t nccl_communicator_bytes = 256LL << 20;
+  /// Device memory NCCL allocates per communicator outside the caching allocator: 544 MB
+  /// measured per 2-GPU communicator on A100 NVLink (NVIDIA/nccl issue #964; channel buffers are
+  /// NCCL_BUFFSIZE 4 MiB per channel and peer). Counted in the device total only, once per
+  /// parallel group of more than one rank.
+  std::int64_t nccl_communicator_bytes = 544LL << 20;
 };
 
 struct Breakdown {
@@ -50,6 +51,9 @@ struct Breakdown {
   /// inputs). The caching allocator keeps a free list per stream, so these blocks are not reused
   /// by the compute stream (c10/cuda/CUDACachingAllocator.cpp, BlockPool per stream).
   std::int64_t side_stream_bytes = 0;
+  /// Freed blocks the allocator keeps cached but cannot hand to this moment's larger requests
+  /// (not part of the total; counted in reserved).
+  std::int64_t cached_unusable_bytes = 0;
   std::int64_t total() const {
     return weights_bytes + gradients_bytes + optimizer_states_bytes + activations_bytes +
            logits_loss_bytes + temporaries_bytes + communication_bytes;

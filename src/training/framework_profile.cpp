@@ -23,6 +23,7 @@ FrameworkProfile hf_trainer() {
   t.adapters_fp32 = true;                        // PEFT get_peft_model(autocast_adapter_dtype=True)
   t.kbit_prep_fp32 = true;                       // PEFT prepare_model_for_kbit_training
   t.logged_counter = MemoryCounter::kMaxAllocated;  // TrainerMemoryTracker: max_memory_allocated
+  t.logits_freed_before_backward = true;         // Trainer.compute_loss returns the loss only
   p.history = {{202501, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
                 "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits",
                 [](TrainingSetup& s) { s.loss_shift_copy = true; }}};
@@ -47,6 +48,7 @@ FrameworkProfile transformers_loop() {
   p.name = "transformers model in a plain PyTorch loop";
   // torch.optim.AdamW picks the foreach implementation on CUDA when neither flag is given.
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
+  p.defaults.logits_freed_before_backward = false;  // the loop keeps `outputs` through backward
   p.sources.push_back("pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)");
   return p;
 }
@@ -61,6 +63,7 @@ FrameworkProfile peft_bench() {
   t.optimizer_impl = OptimizerImpl::kForeach;    // torch AdamW with default flags
   t.checkpointing = Checkpointing::kNone;
   t.packed = false;                              // length-bucketed dynamic padding
+  t.logits_freed_before_backward = false;        // run.py keeps `outputs` through loss.backward()
   t.logged_counter = MemoryCounter::kMaxReserved;  // accelerator_memory_max = max_memory_reserved - init
   p.sources = {"huggingface/peft @ 5d602fdb: method_comparison/MetaMathQA/default_training_params.json",
                "huggingface/peft @ 5d602fdb: method_comparison/MetaMathQA/run.py, utils.py (max_memory_reserved)",
@@ -110,8 +113,10 @@ FrameworkProfile torchtitan() {
   t.optimizer = Optimizer::kAdamW;
   t.optimizer_impl = OptimizerImpl::kFused;      // implementation="fused"
   t.checkpointing = Checkpointing::kSelective;   // SelectiveAC by default
-  t.selective_layer_period = 2;                  // selective_ac_option "2": every 2nd block recomputed
+  t.selective_every_other_mm = true;             // train_configs/llama3_8b.toml: selective_ac_option 'op'
+                                                 // (_custom_policy saves every other mm and SDPA outputs)
   t.compile_loss = true;                         // [compile] components = ["model", "loss"]
+  t.logits_freed_before_backward = true;         // train.py: del pred before loss.backward()
   t.fp8_saves_fp8_inputs = false;                // float8 via torchao Float8Linear: saves bf16 inputs
   t.attention = AttentionKernel::kFlash;         // flex attention: output + logsumexp saved
   t.loss = LossKernel::kStandard;                // cross_entropy(pred.float())
@@ -225,10 +230,16 @@ FrameworkProfile fsdp_qlora() {
   t.optimizer = Optimizer::kAdamW;
   t.optimizer_impl = OptimizerImpl::kForeach;    // torch AdamW, non-fused
   t.checkpointing = Checkpointing::kFull;        // use_gradient_checkpointing=True
-  t.offload = Offload::kParamsOptimizer;         // use_cpu_offload=True
+  t.offload = Offload::kNone;                    // use_cpu_offload=False (train.py main() default)
   t.lora_rank = 64;
   t.lora_targets = {"all-linear"};               // lora_target_modules="all"
   t.lora_dropout = 0.1;                          // lora_dropout=0.1
+  // transformers of its time (requirements: 4.38-4.40): LlamaForCausalLM returns logits.float()
+  // and the loss takes a contiguous shifted copy; the loop keeps `output` (the fp32 logits)
+  // referenced through loss.backward().
+  t.logits_upcast = true;
+  t.loss_shift_copy = true;
+  t.loss_input_held = true;
   t.adapters_fp32 = false;
   t.kbit_prep_fp32 = false;
   t.logged_counter = MemoryCounter::kMaxAllocated;  // "Peak allocated memory" after epoch 0
@@ -236,7 +247,9 @@ FrameworkProfile fsdp_qlora() {
   // MixedPrecision policy: gradients reduced in bf16; limit_all_gathers=True.
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
-  p.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments, memory report)"};
+  p.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments, memory report)",
+               "AnswerDotAI/fsdp_qlora @ 02586ac: train.py (output = model(...) held through loss.backward())",
+               "huggingface/transformers v4.38: models/llama/modeling_llama.py (logits.float(), shift_logits contiguous)"};
   return p;
 }
 

@@ -60,11 +60,17 @@ struct TrainingSetup {
   /// Selective checkpointing by layer: every period-th block fully recomputed, the others keep
   /// everything (torchtitan selective_ac_option "2"); 0: op-level (attention core recomputed).
   std::int64_t selective_layer_period = 0;
+  /// Op-level selective checkpointing keeps every other matmul output and the attention outputs
+  /// (torchtitan "op"); false: only the attention core is recomputed (Megatron selective).
+  bool selective_every_other_mm = false;
   std::int64_t freeze_trainable_layers = 2;  // method freeze: the last k blocks train
 
   // Behaviours of the framework's code (set by its profile, src/training/framework_profile.cpp).
   bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)
   bool loss_shift_copy = false;     // the loss copies the shifted logits (logits[..., :-1, :].contiguous())
+  /// The loop drops its reference to the 16-bit logits before backward (torchtitan `del pred`):
+  /// their freed block stays cached, too small for the fp32 gradients that follow.
+  bool logits_freed_before_backward = false;
   bool loss_input_held = false;     // the training loop keeps the (upcast) logits alive through backward
   bool softmax_fused_16bit = false;    // eager attention softmax fused in the compute dtype (Megatron FusedScaleMaskSoftmax)
   bool loss_softmax_in_place = false;  // one fp32 copy becomes the softmax, then its gradient (Megatron vocab-parallel CE)

@@ -291,3 +291,66 @@ TEST_CASE("a distributed estimate lists every rank kind and heads with the most 
   CHECK(ranks[2]["micro_batch_chunks_in_flight"] == 1);
   CHECK(r["result"]["parallel"]["dp"] == 2);
 }
+
+TEST_CASE("op-level selective checkpointing keeps every other matmul output and recomputes the rest",
+          "[distributed][checkpointing]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");  // h 4096, kv 1024, f 14336, 32 heads
+  const TrainingSetup t = full_bf16();
+  const LayerActivations acts = layer_activations(a, t, false, false, true);
+  // Matmuls q k v o gate up down: q, v, gate and down kept, plus the attention output, its fp32
+  // logsumexp per head and the block input.
+  const std::int64_t h = 4096, kv = 1024, f = 14336;
+  CHECK(acts.mm_policy_kept_per_token == 2 * (h + kv + f + h) + 2 * h + 4 * 32 + 2 * h);
+  TrainingSetup sac = t;
+  sac.checkpointing = Checkpointing::kSelective;
+  sac.selective_every_other_mm = true;
+  TrainingSetup none = t;
+  TrainingSetup full = t;
+  full.checkpointing = Checkpointing::kFull;
+  ParallelLayout one;
+  const std::int64_t kept_sac = run(a, sac, one).peak().activations_peak_bytes;
+  CHECK(kept_sac < run(a, none, one).peak().activations_peak_bytes);
+  CHECK(kept_sac > run(a, full, one).peak().activations_peak_bytes);
+}
+
+TEST_CASE("dropout keeps a 1-byte mask per element", "[distributed][dropout]") {
+  ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16();
+  t.attention = AttentionKernel::kEager;
+  const LayerActivations off = layer_activations(a, t, false, false, true);
+  a.hidden_dropout = 0.1;
+  a.attention_dropout = 0.1;
+  const LayerActivations on = layer_activations(a, t, false, false, true);
+  CHECK(on.saved_per_token - off.saved_per_token == 2 * a.hidden_size);  // after attention and after the MLP
+  // Per score: the mask and the dropped probabilities replace the 16-bit cast (1 + 2 vs 2 bytes).
+  CHECK(on.saved_per_token_per_position - off.saved_per_token_per_position == a.attention.num_heads);
+}
+
+TEST_CASE("logits freed before backward leave a cached block that reserved memory carries", "[distributed][allocator]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16(2, 4096);
+  t.checkpointing = Checkpointing::kFull;
+  t.method = Method::kLora;  // few gradients: the loss backward is the peak
+  ParallelLayout one;
+  const Estimate kept = run(a, t, one).peak();
+  REQUIRE(kept.peak_label == "loss backward");
+  t.logits_freed_before_backward = true;
+  const Estimate freed = run(a, t, one).peak();
+  CHECK(freed.peak_allocated_bytes == kept.peak_allocated_bytes);
+  // The 16-bit logits (2 bytes x tokens x vocabulary) stay cached next to the fp32 gradients.
+  CHECK(freed.peak_reserved_bytes - kept.peak_reserved_bytes >= 2 * 8192LL * 128256 - (64LL << 20));
+}
+
+TEST_CASE("a reference accounting's rule points at the request field", "[distributed][reference]") {
+  const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                    {"training", {{"framework", "megatron"}, {"seq_len", 8192}}},
+                    {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 3}}},
+                    {"parallel", {{"pp", 3}}},
+                    {"options", {{"accounting", "megatron"}, {"max_micro_batch", false}}}};
+  const json r = estimate(req);  // 32 layers do not split into 3 equal Megatron stages
+  if (r["ok"] == false) {
+    CHECK(r["error"]["path"].get<std::string>().rfind("/", 0) == 0);
+  } else {
+    CHECK(r["result"]["reference"]["total_bytes"].get<long long>() > 0);
+  }
+}
