@@ -333,7 +333,7 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (auto v = check_layout(r.parallel, r.model.arch, r.training)) {
     // Rules on training fields name them; the rest are fields of the layout.
     const std::string pointer = v->field.rfind("training/", 0) == 0 ? "/" + v->field : "/parallel/" + v->field;
-    throw Error(ErrorCode::kInvalidValue, pointer, v->rule);
+    throw Error(v->unsupported ? ErrorCode::kUnsupported : ErrorCode::kInvalidValue, pointer, v->rule);
   }
 
   if (const Json* o = f.find({"options"})) {

@@ -37,7 +37,7 @@ std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const Model
     return LayoutViolation{"vpp", "virtual pipeline stages interleave pipeline ranks: they need pp > 1"};
   }
   if (l.pp > 1 && a.kind == ArchKind::kEncoderDecoder) {
-    return LayoutViolation{"pp", "pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)"};
+    return LayoutViolation{"pp", "pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)", true};
   }
   if (l.pp * l.vpp > layers) {
     return LayoutViolation{l.vpp > 1 ? "vpp" : "pp", "pp x vpp = " + str(l.pp * l.vpp) + " model chunks but the model has only " +

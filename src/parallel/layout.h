@@ -90,6 +90,7 @@ struct ParallelLayout {
 struct LayoutViolation {
   std::string field;   // "tp", "pp", "ep", "stage_layers", ...
   std::string rule;
+  bool unsupported = false;  // a valid layout memfit does not model (rather than a broken rule)
 };
 
 /// The first rule `l` breaks for this model and setup, if any (heads divisible by tp, layers

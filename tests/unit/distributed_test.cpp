@@ -354,3 +354,13 @@ TEST_CASE("a reference accounting's rule points at the request field", "[distrib
     CHECK(r["result"]["reference"]["total_bytes"].get<long long>() > 0);
   }
 }
+
+TEST_CASE("pipeline parallelism of an encoder-decoder model is reported as unsupported", "[distributed][rules]") {
+  const json req = {{"model", {{"preset", "google-t5/t5-base"}}},
+                    {"cluster", {{"gpu", {{"preset", "A100-80GB"}}}, {"gpus", 2}}},
+                    {"parallel", {{"pp", 2}}}};
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == false);
+  CHECK(r["error"]["code"] == "unsupported");
+  CHECK(r["error"]["path"] == "/parallel/pp");
+}
