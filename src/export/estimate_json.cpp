@@ -138,6 +138,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"sharded_params_16bit", b.sharded_params_16bit},
            {"reduce_in_fp32", b.reduce_in_fp32},
            {"cp_gather_kv", b.cp_gather_kv},
+           {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"vocab_multiple", b.vocab_multiple}}}};
   if (!l.stage_layers.empty()) j["stage_layers"] = l.stage_layers;
   return j;

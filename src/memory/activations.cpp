@@ -45,6 +45,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // of the full hidden width, which only sequence parallelism splits (Korthikanti et al. 2022,
   // Table 2: the 10sbh that tp alone leaves replicated).
   std::int64_t s = 0, seq = 0;
+  std::int64_t linear_inputs = 0;  // the column-parallel linears' (full-width) inputs
 
   // Norms: RMSNorm (HF) saves an fp32 copy of its input, the normalised pre-weight tensor and
   // rsqrt; LayerNorm saves its input and fp32 mean/rstd. Under AMP the residual stream is fp32.
@@ -61,7 +62,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const bool any_qkv = targeted("q") || targeted("k") || targeted("v");
   if (input_saved(any_qkv)) {
     const std::int64_t casts = amp && a.attention.layout == QkvLayout::kSeparate ? 3 : 1;
-    seq += casts * lin_in * h;
+    linear_inputs += casts * lin_in * h;
   }
   if (a.attention.layout == QkvLayout::kLowRank) {
     // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
@@ -119,12 +120,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     s += k * (expert.input + expert.split + e * h);
     if (a.moe.shared_intermediate_size > 0) {
       const MlpBytes shared = mlp_bytes(a.moe.shared_intermediate_size);
-      seq += shared.input;
+      linear_inputs += shared.input;
       s += shared.split;
     }
   } else {
     const MlpBytes dense = mlp_bytes(f);
-    seq += dense.input;
+    linear_inputs += dense.input;
     s += dense.split;
   }
   if (lora) {
@@ -182,7 +183,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.
   if (a.hidden_dropout > 0) seq += 2 * h;
   const std::int64_t seq_div = split.sequence_parallel ? tp : 1;
-  out.saved_per_token = s + ceil_div(seq, seq_div);
+  const std::int64_t input_div = split.gathered_linear_inputs ? 1 : seq_div;
+  out.saved_per_token = s + ceil_div(seq, seq_div) + ceil_div(linear_inputs, input_div);
   out.checkpoint_per_token = ceil_div(stream * h, seq_div);
   out.mm_policy_kept_per_token += out.checkpoint_per_token;
   out.residual_grad_per_token = ceil_div(stream * h, seq_div);

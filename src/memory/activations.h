@@ -26,6 +26,10 @@ struct LayerActivations {
 struct ActivationSplit {
   std::int64_t tp = 1;
   bool sequence_parallel = false;
+  /// Sequence parallel that saves the all-gathered input of the column-parallel linears (DTensor
+  /// tensor parallelism: the matmul saves its redistributed input) instead of the local shard
+  /// (Megatron saves the shard and gathers again in backward).
+  bool gathered_linear_inputs = false;
 };
 
 /// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse

@@ -169,6 +169,11 @@ class Replay {
           // turns into the gradient in place before the cast back to the logits dtype.
           l.forward = tv(T, e + up);
           l.backward = tv(T, sm + e);
+        } else if (t_.compile && t_.compile_loss && t_.compile_fuses_upcast) {
+          // cross_entropy(pred.float()) compiled as one kernel: the fp32 copy is never stored;
+          // it saves the 16-bit logits and writes their gradient in that dtype.
+          l.forward = tv(T, e);
+          l.backward = tv(T, 2 * e);
         } else if (t_.compile && t_.compile_loss) {  // the fused kernel saves its (upcast) input, writes its grad in that dtype
           l.forward = tv(T, e + up);
           l.backward = tv(T, 2 * sm);
@@ -460,7 +465,7 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
     c.shard.data_parallel = l.dp * l.cp;
     c.shard.padded_vocab = vocab_multiple > 1 ? ceil_div(arch.vocab_size, vocab_multiple) * vocab_multiple : 0;
     c.shard.behaviour = l.behaviour;
-    c.split = {l.tp, l.sequence_parallel};
+    c.split = {l.tp, l.sequence_parallel, l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs};
     c.cp = l.cp;
     c.communicators = communicators;
     c.behaviour = l.behaviour;

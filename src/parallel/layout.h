@@ -60,6 +60,9 @@ struct DistributedBehaviour {
   /// Context parallel: K/V of the whole sequence are all-gathered for attention (torch
   /// context_parallel all-gather rotation) rather than passed around a ring two chunks at a time.
   bool cp_gather_kv = true;
+  /// Sequence parallel keeps the all-gathered inputs of column-parallel linears for backward
+  /// (DTensor tensor parallelism) rather than the local shard (Megatron).
+  bool sp_saves_gathered_inputs = false;
   /// Megatron pads the vocabulary to a multiple of this times tp (make-vocab-size-divisible-by).
   std::int64_t vocab_multiple = 1;
 };

@@ -116,6 +116,7 @@ FrameworkProfile torchtitan() {
   t.selective_every_other_mm = true;             // train_configs/llama3_8b.toml: selective_ac_option 'op'
                                                  // (_custom_policy saves every other mm and SDPA outputs)
   t.compile_loss = true;                         // [compile] components = ["model", "loss"]
+  t.compile_fuses_upcast = true;                 // components/loss.py: cross_entropy(pred.float()) compiled whole
   t.logits_freed_before_backward = true;         // train.py: del pred before loss.backward()
   t.fp8_saves_fp8_inputs = false;                // float8 via torchao Float8Linear: saves bf16 inputs
   t.attention = AttentionKernel::kFlash;         // flex attention: output + logsumexp saved
@@ -133,8 +134,10 @@ FrameworkProfile torchtitan() {
   p.dist.reshard_after_forward_with_pp = false;
   p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
-  p.history = {{202509, "torch.compile covers the transformer blocks only, not the loss",
-                "pytorch/torchtitan PR #1608 (merged 2025-08-20): compile model and loss separately, both by default",
+  p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input
+  p.history = {{202504, "torch.compile covers the transformer blocks only, not the loss",
+                "pytorch/torchtitan PR #1033 (merged 2025-04-01): build_loss_fn compiles the loss when training.compile is "
+                "set (PR #1608, 2025-08, made model and loss separate compile components, both on by default)",
                 [](TrainingSetup& s) { s.compile_loss = false; }}};
   p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
                "pytorch/torchtitan @ 9dec370: torchtitan/parallelisms/parallelize_llama.py (apply_fsdp)",

@@ -52,11 +52,12 @@ struct TrainingSetup {
   std::int64_t loss_chunks = 8;              // chunked loss: logits materialised 1/chunks at a time
   std::int64_t loss_chunk_tokens = 0;        // > 0: chunks of this many tokens instead (litgpt)
   bool compile = false;                      // torch.compile: fused elementwise ops save less
-  bool compile_loss = true;
+  bool compile_loss = true;                  // ... and the loss is compiled too (not: per-block compile)
+  bool compile_fuses_upcast = false;         // the compiled loss takes the 16-bit logits and upcasts inside the kernel
   /// fp8 linears save their inputs as fp8 (Transformer Engine); torchao's Float8Linear saves the
   /// high-precision input and weight and casts again in backward
   /// (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args.forward).
-  bool fp8_saves_fp8_inputs = true;                  // ... and the loss is compiled too (not: per-block compile)
+  bool fp8_saves_fp8_inputs = true;
   /// Selective checkpointing by layer: every period-th block fully recomputed, the others keep
   /// everything (torchtitan selective_ac_option "2"); 0: op-level (attention core recomputed).
   std::int64_t selective_layer_period = 0;
