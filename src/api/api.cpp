@@ -76,7 +76,7 @@ reference::ReferenceInputs reference_inputs(const EstimateRequest& r) {
                  : t.checkpointing == Checkpointing::kSelective ? reference::Recompute::kSelective
                                                                 : reference::Recompute::kNone;
   in.distributed_optimizer = l.sharding != Sharding::kNone;
-  in.grad_fp32 = weight_bytes(t.precision) == 4 || t.main_grad_bytes == 4;
+  in.grad_fp32 = stored_weight_bytes(t) == 4 || t.main_grad_bytes == 4;
   in.gpus_per_node = std::min(r.gpus, r.gpus_per_node);
   in.nodes = ceil_div(r.gpus, in.gpus_per_node);
   in.cpu_offload = t.offload == Offload::kOptimizer || t.offload == Offload::kParamsOptimizer;

@@ -44,7 +44,7 @@ Json training_to_json(const TrainingSetup& t) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
   }
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
-  if (is_amp(t.precision)) j["amp_weights"] = name_of(t.amp_weights, kAmpWeightsNames);
+  if (amp_like(t)) j["amp_weights"] = name_of(t.amp_weights, kAmpWeightsNames);
   return j;
 }
 

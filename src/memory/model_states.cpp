@@ -117,9 +117,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   ModelStates m;
   m.total_params = inv.total_params;
   // Megatron / DeepSpeed AMP: the model is 16-bit; the fp32 master copy lives in the optimizer.
-  const bool master_in_opt = is_amp(t.precision) && t.amp_weights == AmpWeights::kMasterInOptimizer;
-  const bool gathered_16bit = is_amp(t.precision) && t.amp_weights == AmpWeights::kGathered16bit;
-  const std::int64_t wb = master_in_opt ? 2 : weight_bytes(t.precision);
+  const bool master_in_opt = amp_like(t) && t.amp_weights == AmpWeights::kMasterInOptimizer;
+  const bool gathered_16bit = amp_like(t) && t.amp_weights == AmpWeights::kGathered16bit;
+  const std::int64_t wb = master_in_opt ? 2 : stored_weight_bytes(t);
   const bool lora = is_lora_like(t.method);
   const BaseQuant quant = lora ? effective_base_quant(t) : BaseQuant::kNone;
   // PEFT keeps adapters in fp32 (autocast_adapter_dtype=True since PEFT 0.12); frameworks that

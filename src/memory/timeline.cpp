@@ -437,7 +437,7 @@ Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv
 
 TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t) {
   TrainingSetup r = t;
-  if (l.sharding == Sharding::kZero3 && is_amp(t.precision) && t.amp_weights == AmpWeights::kAutocast &&
+  if (l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
       l.behaviour.sharded_params_16bit) {
     r.amp_weights = AmpWeights::kGathered16bit;
   }

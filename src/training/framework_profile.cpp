@@ -119,6 +119,7 @@ FrameworkProfile torchtitan() {
   t.compile_fuses_upcast = true;                 // components/loss.py: cross_entropy(pred.float()) compiled whole
   t.logits_freed_before_backward = true;         // train.py: del pred before loss.backward()
   t.fp8_saves_fp8_inputs = false;                // float8 via torchao Float8Linear: saves bf16 inputs
+  t.fp8_over_amp = true;                         // float8 linears over the fp32 model with bf16 mixed precision
   t.attention = AttentionKernel::kFlash;         // flex attention: output + logsumexp saved
   t.loss = LossKernel::kStandard;                // cross_entropy(pred.float())
   t.logits_upcast = true;
@@ -167,6 +168,7 @@ FrameworkProfile megatron() {
   t.amp_weights = AmpWeights::kMasterInOptimizer;
   t.main_grad_bytes = 4;
   t.loss_softmax_in_place = true;
+  t.fp8_over_amp = true;                         // --fp8-format with --bf16: fp32 main params and grads
   t.softmax_fused_16bit = true;                  // FusedScaleMaskSoftmax (attention_softmax_in_fp32 off)
   // _ParamAndGradBuffer allocates grad_data (fp32) at DDP construction; buckets are views.
   p.dist.ddp_bucket_copy = false;

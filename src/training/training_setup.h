@@ -58,6 +58,9 @@ struct TrainingSetup {
   /// high-precision input and weight and casts again in backward
   /// (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args.forward).
   bool fp8_saves_fp8_inputs = true;
+  /// fp8 linears on top of AMP: fp32 parameters, gradients and optimizer states as with amp_bf16
+  /// (torchtitan: FSDP2 mixed precision over an fp32 model; Megatron: fp32 main params).
+  bool fp8_over_amp = false;
   /// Selective checkpointing by layer: every period-th block fully recomputed, the others keep
   /// everything (torchtitan selective_ac_option "2"); 0: op-level (attention core recomputed).
   std::int64_t selective_layer_period = 0;
@@ -89,8 +92,14 @@ inline std::int64_t weight_bytes(Precision p) {
   return p == Precision::kBf16 || p == Precision::kFp16 || p == Precision::kFp8 ? 2 : 4;
 }
 inline bool is_amp(Precision p) { return p == Precision::kAmpBf16 || p == Precision::kAmpFp16; }
+/// fp32 parameters with 16-bit compute: AMP, or fp8 linears on top of AMP.
+inline bool amp_like(const TrainingSetup& t) {
+  return is_amp(t.precision) || (t.precision == Precision::kFp8 && t.fp8_over_amp);
+}
+/// Bytes of one stored weight of a trainable tensor, fp8-over-AMP included.
+inline std::int64_t stored_weight_bytes(const TrainingSetup& t) { return amp_like(t) ? 4 : weight_bytes(t.precision); }
 /// AMP through torch.autocast: fp32 parameters and residual stream, 16-bit casts per matmul.
-inline bool autocast_amp(const TrainingSetup& t) { return is_amp(t.precision) && t.amp_weights == AmpWeights::kAutocast; }
+inline bool autocast_amp(const TrainingSetup& t) { return amp_like(t) && t.amp_weights == AmpWeights::kAutocast; }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// The frozen base linears are stored quantised.
 inline BaseQuant effective_base_quant(const TrainingSetup& t) {
