@@ -175,7 +175,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     cls[c].weights = checked_add(cls[c].weights, checked_mul(n, bytes_per, "weight bytes"), "weight bytes");
     if (bytes_per > 0) gather_bytes = per_copy * copies * (gathered_16bit ? 2 : bytes_per);
     if (in_stack) layer_gather += gather_bytes;
-    else m.gather_root_bytes += gather_bytes;
+    else {
+      m.gather_root_bytes += gather_bytes;
+      if (!on_embedding_side(s)) m.gather_head_bytes += gather_bytes;
+    }
     if (trains) {
       m.trainable_params += n;
       add_trainable(c, bytes_per, n);
@@ -282,7 +285,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.head_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.head_gradient_bytes) * ratio);
   }
   if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = 0;
-  if (z != Sharding::kZero3) m.gather_layer_bytes = m.gather_root_bytes = 0;
+  if (z != Sharding::kZero3) m.gather_layer_bytes = m.gather_root_bytes = m.gather_head_bytes = 0;
   const bool pipelined = !(shard.embedding && shard.head);
   if (z == Sharding::kZero3 && pipelined && shard.behaviour.pp_defers_grad_sync) {
     // The sharded gradients appear only at the last micro-batch's reduce-scatter; until then the

@@ -51,6 +51,7 @@ struct ModelStates {
   std::int64_t gather_layer_bytes = 0;
   /// ZeRO-3: embeddings, final norm and head as gathered (the root unit).
   std::int64_t gather_root_bytes = 0;
+  std::int64_t gather_head_bytes = 0;     // ... of which the final norm and output layer
   /// ZeRO-2/3: one block's unsharded gradients waiting for the reduce-scatter (with the fp32
   /// copy when gradients are reduced in fp32).
   std::int64_t reduce_layer_bytes = 0;

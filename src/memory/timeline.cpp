@@ -261,6 +261,9 @@ class Replay {
     base.communication_bytes = states_.ddp_bucket_bytes;  // allocated when DDP wraps the model
     // ZeRO-3: the root unit (embeddings, head) stays gathered through the step (FSDP2 root).
     const std::int64_t root_gathered = zero3 && beh.root_unit_gathered ? states_.gather_root_bytes : 0;
+    // Embeddings and head as units of their own: gathered only around their own compute.
+    const std::int64_t head_unit = zero3 && !beh.root_unit_gathered ? states_.gather_head_bytes : 0;
+    const std::int64_t embedding_unit = zero3 && !beh.root_unit_gathered ? states_.gather_root_bytes - states_.gather_head_bytes : 0;
     base.weights_bytes += root_gathered;
     // Without reshard-after-forward a pipeline stage keeps its blocks gathered across all its
     // micro-batches; a single stage gathers them one by one in forward and frees them in backward.
@@ -300,7 +303,9 @@ class Replay {
     // Forward.
     Breakdown b = base;
     b.activations_bytes = in_flight + model_level;
+    b.weights_bytes += embedding_unit;
     note(est, tl, best, b, "forward", rank_.kind.embedding ? "embedding" : "receive activations", -1);
+    b.weights_bytes -= embedding_unit;
     std::int64_t all_kept = b.activations_bytes;
     std::int64_t gathered_layers = 0;  // without reshard-after-forward, blocks stay gathered
     for (const GroupActs& g : groups_) {
@@ -332,10 +337,12 @@ class Replay {
       b.activations_bytes = all_kept + head_input + offload_window_;
       const LossBytes loss = loss_bytes();
       b.logits_loss_bytes = loss.forward;
+      b.weights_bytes += head_unit;
       note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
       b.logits_loss_bytes = loss.backward + loss.held;
       b.cached_unusable_bytes = loss.cached;
       note(est, tl, best, b, "backward", "loss backward", -1);
+      b.weights_bytes -= head_unit;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
     } else {
@@ -392,7 +399,9 @@ class Replay {
     b.activations_bytes = in_flight + model_level;
     if (rank_.kind.embedding) {
       b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
+      b.weights_bytes += embedding_unit;
       note(est, tl, best, b, "backward", "embedding backward", -1);
+      b.weights_bytes -= embedding_unit;
     }
 
     // Optimizer step: states created lazily on the first step, plus the step's temporaries.

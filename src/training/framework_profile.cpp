@@ -98,7 +98,11 @@ FrameworkProfile torchtune() {
   // MixedPrecisionPolicy (the model is bf16): gradients reduced in bf16.
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
+  // Distributed configs list custom_sharded_layers: ['tok_embeddings', 'output']: units of
+  // their own, resharded like the blocks (not a root that stays gathered).
+  p.dist.root_unit_gathered = false;
   p.sources = {"pytorch/torchtune @ bd2a0fc7: recipes/configs/llama3_1/8B_full.yaml, 8B_lora_single_device.yaml",
+               "pytorch/torchtune @ bd2a0fc7: recipes/configs/llama3_1/70B_lora.yaml, 405B_qlora.yaml (custom_sharded_layers)",
                "pytorch/torchtune @ bd2a0fc7: torchtune/training/_distributed.py (shard_model)",
                "pytorch/torchtune @ bd2a0fc7: torchtune/modules/loss/cross_entropy_loss.py (chunked CE, 8 chunks)",
                "pytorch/torchtune @ bd2a0fc7: torchtune/training/memory.py (get_memory_stats: active, alloc, reserved)"};

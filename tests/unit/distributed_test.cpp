@@ -200,9 +200,14 @@ TEST_CASE("ZeRO-3 gathers a block and its prefetched neighbour around each layer
   l.behaviour.root_unit_gathered = false;
   const Estimate e = run(a, t, l).peak();
   REQUIRE(e.states.gather_layer_bytes > 0);
-  std::int64_t most_weights = 0;
-  for (const TimelineEvent& ev : e.timeline) most_weights = std::max(most_weights, ev.live.weights_bytes);
+  std::int64_t most_weights = 0, embedding_weights = 0;
+  for (const TimelineEvent& ev : e.timeline) {
+    if (ev.layer >= 0) most_weights = std::max(most_weights, ev.live.weights_bytes);
+    if (ev.label == "embedding") embedding_weights = ev.live.weights_bytes;
+  }
   CHECK(most_weights == e.states.weights_bytes + 2 * e.states.gather_layer_bytes);
+  // Embeddings as a unit of their own are gathered only around their compute.
+  CHECK(embedding_weights == e.states.weights_bytes + e.states.gather_root_bytes - e.states.gather_head_bytes);
   // Without reshard-after-forward every block stays gathered until its backward.
   l.behaviour.reshard_after_forward = false;
   const Estimate kept = run(a, t, l).peak();
