@@ -81,7 +81,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
-                          "loss_chunks", "compile"});
+                          "loss_chunks", "compile", "selective_layer_period"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -138,6 +138,13 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     t.loss_chunk_tokens = 0;
   }
   t.compile = f.bool_or({"compile"}, t.compile);
+  if (auto p = f.get_int({"selective_layer_period"}, 0, std::max<std::int64_t>(1, num_layers))) {
+    if (*p > 0 && t.checkpointing != Checkpointing::kSelective) {
+      throw Error(ErrorCode::kInvalidValue, f.path("selective_layer_period"),
+                  "selective_layer_period needs activation_checkpointing selective");
+    }
+    t.selective_layer_period = *p;
+  }
   if (t.optimizer_in_backward && t.grad_accum > 1) {
     throw Error(ErrorCode::kInvalidValue, f.path("optimizer_in_backward"),
                 "the optimizer steps inside backward, so gradients cannot accumulate: grad_accum must be 1");

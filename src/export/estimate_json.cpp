@@ -44,6 +44,10 @@ Json training_to_json(const TrainingSetup& t) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
   }
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
+  if (t.checkpointing == Checkpointing::kSelective) {
+    j["selective"] = t.selective_layer_period > 0 ? "every " + std::to_string(t.selective_layer_period) + " layers"
+                     : t.selective_every_other_mm ? "every other matmul output kept" : "attention core recomputed";
+  }
   if (amp_like(t)) j["amp_weights"] = name_of(t.amp_weights, kAmpWeightsNames);
   return j;
 }

@@ -369,3 +369,25 @@ TEST_CASE("pipeline parallelism of an encoder-decoder model is reported as unsup
   CHECK(r["error"]["code"] == "unsupported");
   CHECK(r["error"]["path"] == "/parallel/pp");
 }
+
+TEST_CASE("layer-wise selective checkpointing recomputes every k-th block", "[distributed][checkpointing]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup none = full_bf16();
+  TrainingSetup every2 = none;
+  every2.checkpointing = Checkpointing::kSelective;
+  every2.selective_layer_period = 2;
+  TrainingSetup full = none;
+  full.checkpointing = Checkpointing::kFull;
+  ParallelLayout one;
+  const std::int64_t kept_none = run(a, none, one).peak().activations_peak_bytes;
+  const std::int64_t kept_half = run(a, every2, one).peak().activations_peak_bytes;
+  const std::int64_t kept_full = run(a, full, one).peak().activations_peak_bytes;
+  // Half the blocks keep everything, half only their input: about the mean of the two.
+  CHECK(static_cast<double>(kept_half) == Approx(0.5 * static_cast<double>(kept_none + kept_full)).epsilon(0.05));
+  const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                    {"training", {{"activation_checkpointing", "full"}, {"selective_layer_period", 2}}},
+                    {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}}}};
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == false);
+  CHECK(r["error"]["path"] == "/training/selective_layer_period");
+}
