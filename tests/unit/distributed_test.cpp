@@ -391,3 +391,62 @@ TEST_CASE("layer-wise selective checkpointing recomputes every k-th block", "[di
   REQUIRE(r["ok"] == false);
   CHECK(r["error"]["path"] == "/training/selective_layer_period");
 }
+
+TEST_CASE("generated layouts: valid ones estimate, every peak covers its breakdown, memory grows with the batch",
+          "[distributed][property]") {
+  // A fixed pseudo-random sweep (deterministic): dense and MoE models, every parallel degree,
+  // sharding stage, schedule and checkpointing mode.
+  const char* models[] = {"meta-llama/Llama-3.2-1B-Instruct", "Qwen/Qwen3-30B-A3B", "meta-llama/Llama-3.1-8B"};
+  std::uint64_t state = 0x9E3779B97F4A7C15ULL;
+  auto next = [&](std::uint64_t n) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<std::int64_t>(state % n);
+  };
+  const std::int64_t degrees[] = {1, 2, 4, 8};
+  int estimated = 0, rejected = 0;
+  for (const char* id : models) {
+    const ModelArchitecture a = preset(id);
+    const TensorInventory inv = build_tensor_inventory(a);
+    for (int i = 0; i < 150; ++i) {
+      ParallelLayout l;
+      l.tp = degrees[next(4)];
+      l.pp = degrees[next(4)];
+      l.cp = degrees[next(3)];
+      l.dp = degrees[next(4)];
+      l.ep = a.is_moe() ? degrees[next(4)] : 1;
+      l.sequence_parallel = l.tp > 1 && next(2) == 1;
+      l.sharding = static_cast<Sharding>(next(4));
+      if (l.pp > 1 && next(3) == 0) {
+        l.vpp = 2;
+        l.schedule = PipelineSchedule::kInterleaved;
+      }
+      TrainingSetup t = full_bf16(1 + next(4), 1024 << next(3));
+      t.grad_accum = l.pp * (1 + next(3));
+      t.checkpointing = static_cast<Checkpointing>(next(3));
+      if (check_layout(l, a, t)) {
+        ++rejected;
+        continue;
+      }
+      ++estimated;
+      const DistributedEstimate d = estimate_distributed(a, inv, t, l);
+      REQUIRE(!d.ranks.empty());
+      for (const RankEstimate& r : d.ranks) {
+        const Estimate& e = r.estimate;
+        CHECK(e.peak_allocated_bytes == e.at_peak.total());
+        CHECK(e.peak_reserved_bytes >= e.peak_allocated_bytes);
+        CHECK(e.device_total_bytes >= e.peak_reserved_bytes);
+        CHECK(d.peak().device_total_bytes >= e.device_total_bytes);
+      }
+      // A larger micro-batch never needs less memory on the most-loaded rank.
+      TrainingSetup bigger = t;
+      bigger.micro_batch *= 2;
+      CHECK(estimate_distributed(a, inv, bigger, l).peak().peak_allocated_bytes >= d.peak().peak_allocated_bytes);
+      // Deterministic.
+      CHECK(estimate_distributed(a, inv, t, l).peak().device_total_bytes == d.peak().device_total_bytes);
+    }
+  }
+  CHECK(estimated > 100);
+  CHECK(rejected > 10);
+}
