@@ -138,9 +138,6 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const std::int64_t compute_grad_bytes = gathered_16bit ? 2 : 0;  // 0: the stored dtype
   const bool reduce_fp32 = shard.behaviour.reduce_in_fp32 && (gathered_16bit || wb == 2);
 
-  auto add_trainable = [&](int c, std::int64_t elem_bytes, std::int64_t n) {
-    trainable_elems[c][elem_bytes] += n;
-  };
   auto visit = [&](const TensorSpec& s, std::int64_t layer, std::int64_t layers_in_group, bool in_stack) {
     if (!in_stack) {
       // A tied output layer is the embedding's storage; on a last pipeline stage without the
@@ -181,7 +178,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
     if (trains) {
       m.trainable_params += n;
-      add_trainable(c, bytes_per, n);
+      trainable_elems[c][bytes_per] += n;
       if (bytes_per == 4 && autocast_amp(t)) m.master_weights_bytes += 4 * n;
       largest_trainable = std::max(largest_trainable, per_copy * bytes_per);
       if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = per_copy * bytes_per;
@@ -212,7 +209,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       const std::int64_t a = checked_mul(per_adapter, checked_mul(copies, layers_in_group, "adapter size"), "adapter size");
       m.adapter_params += a;
       m.trainable_params += a;
-      add_trainable(c, adapter_bytes, a);
+      trainable_elems[c][adapter_bytes] += a;
       cls[c].weights = checked_add(cls[c].weights, a * adapter_bytes, "weight bytes");
       largest_trainable = std::max(largest_trainable, per_adapter * adapter_bytes);
       m.unsharded_accumulated_gradient_bytes += a * adapter_bytes;

@@ -241,7 +241,7 @@ class Replay {
                                  ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim + a_.attention.v_head_dim
                                  : 2 * a_.attention.head_dim;
       const std::int64_t kv_per_token = e * kvh * d;
-      const std::int64_t chunks = rank_.behaviour.cp_gather_kv ? rank_.cp : 2;
+      const std::int64_t chunks = rank_.behaviour().cp_gather_kv ? rank_.cp : 2;
       bytes += checked_mul(checked_mul(kv_per_token, tokens_, "exchange bytes"), chunks, "exchange bytes");
     }
     if (rank_.split.sequence_parallel) bytes += checked_mul(tokens_, e * a_.hidden_size, "exchange bytes");
@@ -252,7 +252,7 @@ class Replay {
     std::vector<TimelineEvent>* tl = est && !grads_live ? &est->timeline : nullptr;
     const bool in_backward_step = t_.optimizer_in_backward;
     const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
-    const DistributedBehaviour& beh = rank_.behaviour;
+    const DistributedBehaviour& beh = rank_.behaviour();
     const bool zero3 = states_.gather_layer_bytes > 0 || states_.gather_root_bytes > 0;
     Breakdown base;
     base.weights_bytes = states_.weights_bytes;
@@ -473,13 +473,12 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
     c.shard.expert_shard = l.expert_shard();
     c.shard.data_parallel = l.dp * l.cp;
     c.shard.padded_vocab = vocab_multiple > 1 ? ceil_div(arch.vocab_size, vocab_multiple) * vocab_multiple : 0;
-    c.shard.behaviour = l.behaviour;
     c.split = {l.tp, l.sequence_parallel, l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs};
     c.cp = l.cp;
     c.communicators = communicators;
-    c.behaviour = l.behaviour;
-    c.behaviour.reshard_after_forward = l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
-    c.shard.behaviour = c.behaviour;
+    c.shard.behaviour = l.behaviour;
+    c.shard.behaviour.reshard_after_forward =
+        l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
     out.push_back(std::move(c));
   }
   return out;

@@ -95,7 +95,7 @@ struct RankContext {
   ActivationSplit split;         // tensor / sequence parallel split of activations
   std::int64_t cp = 1;           // context parallel: the rank sees seq_len / cp tokens
   std::int64_t communicators = 0;  // NCCL communicators of more than one rank
-  DistributedBehaviour behaviour;
+  const DistributedBehaviour& behaviour() const { return shard.behaviour; }
 };
 
 /// The context of every rank kind of `l` (a single GPU gives one plain context).
