@@ -2,6 +2,8 @@
 // memfit command line: the same WASM module the page runs, driven from Node.
 //   memfit params <config.json | preset id> [--tensors]
 //   memfit estimate <request.json>
+//   memfit search <request.json> [--top N]
+//   memfit launch <request.json>
 //   memfit validate <cases.csv> [--configs DIR[,DIR...]] [--json | --markdown]
 //   memfit presets
 //   memfit version
@@ -14,6 +16,8 @@ const validation = require('./validate.js');
 const USAGE = `usage: memfit <command> [args]
   params <config.json | preset id> [--tensors]   architecture and exact parameter counts
   estimate <request.json>                         peak memory of one training setup
+  search <request.json> [--top N]                 fastest layouts that fit (every method counted)
+  launch <request.json>                           launch configs for the request's layout
   validate <cases.csv> [--configs DIR[,DIR...]] [--json | --markdown]
                                                   estimates vs published measurements
                                                   (table; --json data; --markdown docs/validation.md)
@@ -44,7 +48,8 @@ function usageError(message, code = 'invalid_usage') {
 function emit(envelopeText) {
   const envelope = JSON.parse(envelopeText);
   process.stdout.write(JSON.stringify(envelope.ok ? envelope.result : envelope, null, 2) + '\n');
-  process.exit(envelope.ok ? 0 : 2);
+  // Let a large result drain to a pipe before exiting (process.exit would cut it short).
+  process.exitCode = envelope.ok ? 0 : 2;
 }
 
 /// The text of a file named on the command line; a missing one is a usage error.
@@ -121,6 +126,36 @@ async function main(argv) {
     if (rest.length !== 1 || rest[0].startsWith('--')) usageError('estimate takes one argument: a request .json file');
     const text = readInputFile(rest[0], 'estimate');
     return emit((await loadModule()).estimate(text));
+  }
+  if (command === 'search') {
+    const args = [...rest];
+    let top = null;
+    const at = args.indexOf('--top');
+    if (at >= 0) {
+      top = Number(args[at + 1]);
+      if (!Number.isInteger(top) || top < 1 || top > 1000) usageError('--top takes an integer 1 … 1000');
+      args.splice(at, 2);
+    }
+    if (args.length !== 1 || args[0].startsWith('--')) usageError('search takes one argument: a request .json file');
+    let text = readInputFile(args[0], 'search');
+    if (top !== null) {
+      let request;
+      try {
+        request = JSON.parse(text);
+      } catch (e) {
+        request = null; // the module reports the parse error with its position
+      }
+      if (request && typeof request === 'object' && !Array.isArray(request)) {
+        const search = request.search && typeof request.search === 'object' ? request.search : {};
+        request.search = { ...search, top };
+        text = JSON.stringify(request);
+      }
+    }
+    return emit((await loadModule()).search(text));
+  }
+  if (command === 'launch') {
+    if (rest.length !== 1 || rest[0].startsWith('--')) usageError('launch takes one argument: a request .json file');
+    return emit((await loadModule()).launch(readInputFile(rest[0], 'launch')));
   }
   const M = await loadModule();
   switch (command) {

@@ -12,6 +12,8 @@ std::string inspect_config(const std::string& text, bool include_tensors) {
 }
 std::string inspect(const std::string& text) { return memfit::api::inspect(text); }
 std::string estimate(const std::string& text) { return memfit::api::estimate(text); }
+std::string search(const std::string& text) { return memfit::api::search(text); }
+std::string launch(const std::string& text) { return memfit::api::launch(text); }
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(memfit) {
@@ -20,4 +22,6 @@ EMSCRIPTEN_BINDINGS(memfit) {
   emscripten::function("inspectConfig", &inspect_config);
   emscripten::function("inspect", &inspect);
   emscripten::function("estimate", &estimate);
+  emscripten::function("search", &search);
+  emscripten::function("launch", &launch);
 }

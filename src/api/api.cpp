@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "export/estimate_json.h"
 #include "export/model_json.h"
+#include "export/search_json.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
 #include "presets/registry.h"
@@ -191,9 +192,59 @@ std::string estimate(std::string_view request_text) {
     result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
     result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
     result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
+    const ClusterSpec cluster = cluster_of(r);
+    const PerfConstants k;
+    result["perf"] = step_time_to_json(estimate_step_time(build_perf_basis(r.model.arch, inv, d.setup), d.setup, d.layout, cluster, k));
+    result["perf"]["assumptions"] = perf_assumptions(k, cluster);
     if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
     result["warnings"] = r.warnings;
     return result;
+  });
+}
+
+namespace {
+
+LaunchInput launch_input(const EstimateRequest& r, const ParallelLayout& l, const TrainingSetup& t) {
+  LaunchInput in;
+  in.arch = &r.model.arch;
+  in.model_id = r.model.id;
+  in.layout = l;
+  in.setup = t;
+  in.gpus_per_node = r.gpus_per_node;
+  return in;
+}
+
+}  // namespace
+
+std::string search(std::string_view request_text) {
+  return guarded([&] {
+    SearchRequest s = read_search_request(parse_json_text(request_text));
+    s.input.arch = &s.base.model.arch;
+    s.input.inv = s.base.model.inventory.get();
+    const SearchResult r = run_search(s.input);
+    Json result = search_to_json(r, s.input.objective);
+    if (s.with_launch && !r.top.empty()) {
+      result["launch"] = launch_to_json(launch_configs(launch_input(s.base, r.top.front().layout, r.top.front().setup)));
+    }
+    result["model"] = {{"id", s.base.model.id},
+                       {"model_type", s.base.model.arch.model_type},
+                       {"total_params", s.base.model.inventory->total_params}};
+    result["framework"] = s.base.framework->key;
+    result["gpu"] = {{"id", s.base.gpu.id}, {"name", s.base.gpu.name}, {"memory_total_bytes", s.base.gpu.memory_total_bytes}};
+    result["cluster"] = {{"gpus", s.input.cluster.gpus},
+                         {"gpus_per_node", s.input.cluster.gpus_per_node},
+                         {"inter_node_bandwidth_gb_per_s", s.input.cluster.inter_node_bandwidth_gb_per_s}};
+    result["global_batch"] = s.input.global_batch > 0 ? Json(s.input.global_batch) : Json(nullptr);
+    result["warnings"] = s.base.warnings;
+    return result;
+  });
+}
+
+std::string launch(std::string_view request_text) {
+  return guarded([&] {
+    const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
+    const TrainingSetup t = resolve_distributed_setup(r.parallel, r.training);
+    return Json{{"formats", launch_to_json(launch_configs(launch_input(r, r.parallel, t)))}};
   });
 }
 

@@ -21,5 +21,12 @@ std::string inspect(std::string_view request_text);
 /// Request {"model", "training", "cluster", "parallel"?, "options"?} -> per-GPU peak memory,
 /// breakdown, timeline, verdict and the largest micro-batch that fits (docs/api.md "estimate").
 std::string estimate(std::string_view request_text);
+/// Request {"model", "training", "cluster", "search"?} -> every valid layout counted, the
+/// fastest (or least-memory, or largest-batch) that fit, the best per method, suggestions when
+/// none fits, and launch configurations for the best (docs/api.md "search").
+std::string search(std::string_view request_text);
+/// An estimate request (with its `parallel` layout) -> launch configurations for DeepSpeed,
+/// accelerate, Megatron-LM, torchtitan and torchtune (docs/api.md "launch").
+std::string launch(std::string_view request_text);
 
 }  // namespace memfit::api

@@ -223,6 +223,63 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
   return p;
 }
 
+// A bandwidth in GB/s: a finite number in (0, 10^6].
+double bandwidth_or(const FieldReader& f, const char* key, double fallback) {
+  const Json* v = f.find({key});
+  if (!v) return fallback;
+  if (!v->is_number()) throw Error(ErrorCode::kInvalidType, f.path(key), std::string(key) + " must be a number (GB/s)");
+  const double x = v->get<double>();
+  if (!(x > 0 && x <= 1e6)) throw Error(ErrorCode::kOutOfRange, f.path(key), std::string(key) + " must be in (0, 1,000,000] GB/s");
+  return x;
+}
+
+// A list of integers in [lo, hi] at `key` (empty when absent).
+std::vector<std::int64_t> int_list(const FieldReader& f, const char* key, std::int64_t lo, std::int64_t hi) {
+  std::vector<std::int64_t> out;
+  const Json* v = f.find({key});
+  if (!v) return out;
+  const std::string path = f.path(key);
+  if (!v->is_array()) throw Error(ErrorCode::kInvalidType, path, std::string(key) + " must be an array of integers");
+  if (v->empty() || v->size() > 4096) throw Error(ErrorCode::kOutOfRange, path, std::string(key) + " must hold 1 … 4096 values");
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const Json& x = (*v)[i];
+    const std::string at = pointer_append(path, std::to_string(i));
+    if (!x.is_number_integer()) throw Error(ErrorCode::kInvalidType, at, "must be an integer");
+    const auto n = x.get<std::int64_t>();
+    if (n < lo || n > hi) throw Error(ErrorCode::kOutOfRange, at, "must be in " + std::to_string(lo) + " … " + std::to_string(hi));
+    out.push_back(n);
+  }
+  return out;
+}
+
+// A list of enum names at `key` (empty when absent).
+template <typename E, std::size_t N>
+std::vector<E> enum_list(const FieldReader& f, const char* key, const EnumName<E> (&choices)[N]) {
+  std::vector<E> out;
+  const Json* v = f.find({key});
+  if (!v) return out;
+  const std::string path = f.path(key);
+  if (!v->is_array() || v->empty() || v->size() > 64) {
+    throw Error(ErrorCode::kInvalidType, path, std::string(key) + " must be a non-empty array of names");
+  }
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const Json& x = (*v)[i];
+    const std::string at = pointer_append(path, std::to_string(i));
+    if (!x.is_string()) throw Error(ErrorCode::kInvalidType, at, "must be a string");
+    bool found = false;
+    std::string list;
+    for (const EnumName<E>& c : choices) {
+      if (x.get<std::string>() == c.name) {
+        out.push_back(c.value);
+        found = true;
+      }
+      list += (list.empty() ? "" : ", ") + std::string(c.name);
+    }
+    if (!found) throw Error(ErrorCode::kInvalidValue, at, "'" + x.get<std::string>().substr(0, 64) + "' is not one of: " + list);
+  }
+  return out;
+}
+
 // Presets are parsed and inventoried once per process: they are immutable, and building the
 // inventory dominates a request (tools/bench).
 struct ParsedPreset {
@@ -325,13 +382,15 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (!cluster) throw Error(ErrorCode::kMissingField, "/cluster", "missing required field cluster (at least {\"gpu\": {\"preset\": id}})");
   if (!cluster->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster", "cluster must be an object");
   const FieldReader c(*cluster, "/cluster");
-  reject_unknown_keys(c, {"gpu", "gpus", "gpus_per_node"});
+  reject_unknown_keys(c, {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_gb_per_s", "host_memory_bandwidth_gb_per_s"});
   const Json* gpu = c.find({"gpu"});
   if (!gpu) throw Error(ErrorCode::kMissingField, "/cluster/gpu", "missing required field gpu");
   if (!gpu->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster/gpu", "gpu must be an object");
   r.gpu = read_gpu(*gpu, "/cluster/gpu");
   r.gpus = c.int_or({"gpus"}, 1, kMaxGpus, 1);
   r.gpus_per_node = c.int_or({"gpus_per_node"}, 1, 1024, std::min<std::int64_t>(8, r.gpus));
+  r.inter_node_bandwidth_gb_per_s = bandwidth_or(c, "inter_node_bandwidth_gb_per_s", r.inter_node_bandwidth_gb_per_s);
+  r.host_memory_bandwidth_gb_per_s = bandwidth_or(c, "host_memory_bandwidth_gb_per_s", r.host_memory_bandwidth_gb_per_s);
 
   const Json* parallel = f.find({"parallel"});
   if (parallel && !parallel->is_object()) throw Error(ErrorCode::kInvalidType, "/parallel", "parallel must be an object");
@@ -358,6 +417,84 @@ EstimateRequest read_estimate_request(const Json& req) {
     }
   }
   return r;
+}
+
+ClusterSpec cluster_of(const EstimateRequest& r) {
+  ClusterSpec c;
+  c.gpu = r.gpu;
+  c.gpus = r.gpus;
+  c.gpus_per_node = r.gpus_per_node;
+  c.inter_node_bandwidth_gb_per_s = r.inter_node_bandwidth_gb_per_s;
+  c.host_memory_bandwidth_gb_per_s = r.host_memory_bandwidth_gb_per_s;
+  return c;
+}
+
+SearchRequest read_search_request(const Json& req) {
+  if (!req.is_object()) throw Error(ErrorCode::kInvalidType, "", "the request must be a JSON object");
+  const FieldReader f(req, "");
+  reject_unknown_keys(f, {"schema_version", "model", "training", "cluster", "search"});
+  Json rest = req;
+  rest.erase("search");
+  // Parameter offload needs ZeRO-3, which the search chooses: read offload apart from the
+  // default layout's rules.
+  std::optional<Offload> offload;
+  if (rest.contains("training") && rest["training"].is_object() && rest["training"].contains("offload")) {
+    const FieldReader tf(rest["training"], "/training");
+    offload = enum_or(tf, "offload", kOffloadNames, Offload::kNone);
+    rest["training"].erase("offload");
+  }
+  SearchRequest s;
+  s.base = read_estimate_request(rest);
+  if (offload) s.base.training.offload = *offload;
+  SearchInput& in = s.input;
+  in.training = s.base.training;
+  in.training.offload = Offload::kNone;
+  in.behaviour = s.base.parallel.behaviour;
+  in.cluster = cluster_of(s.base);
+  // Training fields the user gave fix their dimension.
+  if (const Json* t = f.find({"training"})) {
+    if (t->contains("micro_batch")) in.space.micro_batch = {s.base.training.micro_batch};
+    if (t->contains("activation_checkpointing")) in.space.checkpointing = {s.base.training.checkpointing};
+    if (offload) in.space.offload = {*offload};
+  }
+  const Json* search = f.find({"search"});
+  if (!search) return s;
+  if (!search->is_object()) throw Error(ErrorCode::kInvalidType, "/search", "search must be an object");
+  const FieldReader sf(*search, "/search");
+  reject_unknown_keys(sf, {"objective", "top", "global_batch", "space", "launch"});
+  static constexpr EnumName<Objective> kObjectives[] = {
+      {"fastest", Objective::kFastest}, {"least_memory", Objective::kLeastMemory}, {"largest_batch", Objective::kLargestBatch}};
+  in.objective = enum_or(sf, "objective", kObjectives, in.objective);
+  in.top = sf.int_or({"top"}, 1, kMaxSearchTop, in.top);
+  in.global_batch = sf.int_or({"global_batch"}, 1, kMaxMicroBatch * kMaxGradAccum, 0);
+  s.with_launch = sf.bool_or({"launch"}, true);
+  if (const Json* sp = sf.find({"space"})) {
+    if (!sp->is_object()) throw Error(ErrorCode::kInvalidType, "/search/space", "space must be an object");
+    const FieldReader p(*sp, "/search/space");
+    reject_unknown_keys(p, {"tp", "pp", "vpp", "cp", "ep", "micro_batch", "max_micro_batch", "sharding", "sequence_parallel",
+                            "activation_checkpointing", "offload", "tp_within_node"});
+    in.space.tp = int_list(p, "tp", 1, kMaxDegree);
+    in.space.pp = int_list(p, "pp", 1, kMaxDegree);
+    in.space.vpp = int_list(p, "vpp", 1, kMaxDegree);
+    in.space.cp = int_list(p, "cp", 1, kMaxDegree);
+    in.space.ep = int_list(p, "ep", 1, kMaxDegree);
+    if (p.has({"micro_batch"})) in.space.micro_batch = int_list(p, "micro_batch", 1, kMaxMicroBatch);
+    in.space.max_micro_batch = p.int_or({"max_micro_batch"}, 1, 1024, in.space.max_micro_batch);
+    if (p.has({"sharding"})) in.space.sharding = enum_list(p, "sharding", kShardingNames);
+    if (p.has({"activation_checkpointing"})) in.space.checkpointing = enum_list(p, "activation_checkpointing", kCheckpointingNames);
+    if (p.has({"offload"})) in.space.offload = enum_list(p, "offload", kOffloadNames);
+    if (const Json* v = p.find({"sequence_parallel"})) {
+      if (!v->is_array() || v->empty() || v->size() > 2) {
+        throw Error(ErrorCode::kInvalidType, p.path("sequence_parallel"), "sequence_parallel must be an array of booleans");
+      }
+      for (const Json& x : *v) {
+        if (!x.is_boolean()) throw Error(ErrorCode::kInvalidType, p.path("sequence_parallel"), "sequence_parallel must be an array of booleans");
+        in.space.sequence_parallel.push_back(x.get<bool>());
+      }
+    }
+    in.space.tp_within_node = p.bool_or({"tp_within_node"}, true);
+  }
+  return s;
 }
 
 }  // namespace memfit::api

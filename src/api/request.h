@@ -14,6 +14,8 @@
 #include "model/architecture.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
+#include "perf/perf_model.h"
+#include "search/search.h"
 #include "reference/reference.h"
 #include "training/framework_profile.h"
 
@@ -43,6 +45,8 @@ struct EstimateRequest {
   GpuSpec gpu;
   std::int64_t gpus = 1;
   std::int64_t gpus_per_node = 8;
+  double inter_node_bandwidth_gb_per_s = kDefaultInterNodeBandwidthGbPerS;
+  double host_memory_bandwidth_gb_per_s = kDefaultHostMemoryBandwidthGbPerS;
   ParallelLayout parallel;   // degrees from the request, behaviours from the framework profile
   bool include_timeline = true;
   bool search_max_micro_batch = true;
@@ -53,5 +57,19 @@ struct EstimateRequest {
 
 /// Reads and validates a whole estimate request (docs/api.md "estimate").
 EstimateRequest read_estimate_request(const Json& request);
+
+/// The cluster of a request as the performance model sees it.
+ClusterSpec cluster_of(const EstimateRequest& r);
+
+struct SearchRequest {
+  EstimateRequest base;       // model, framework, training, cluster (no layout)
+  SearchInput input;          // pointers into `base` are set by read_search_request's caller
+  bool with_launch = true;    // launch configurations for the best candidate
+};
+
+/// Reads a search request (docs/api.md "search"): the estimate request without `parallel`,
+/// plus {"search": {objective, top, global_batch, space}}. Training fields micro_batch,
+/// activation_checkpointing and offload, when given, fix that dimension.
+SearchRequest read_search_request(const Json& request);
 
 }  // namespace memfit::api

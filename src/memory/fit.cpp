@@ -33,7 +33,7 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
     TrainingSetup probe = t;
     probe.micro_batch = mb;
     try {
-      return estimate_distributed(arch, inv, probe, layout, rt).peak().device_total_bytes <= gpu.memory_total_bytes;
+      return estimate_distributed(arch, inv, probe, layout, rt, /*timeline=*/false).peak().device_total_bytes <= gpu.memory_total_bytes;
     } catch (const Error& err) {
       if (err.code() == ErrorCode::kOutOfRange) return false;  // sizes past the 2^53 bound
       throw;

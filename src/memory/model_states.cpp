@@ -8,9 +8,6 @@
 
 namespace memfit {
 
-namespace {
-
-// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes.
 std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
   switch (o) {
     case Optimizer::kAdamW: return 2 * elem;            // exp_avg + exp_avg_sq in the param dtype
@@ -26,6 +23,8 @@ std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
   }
   return 2 * elem;
 }
+
+namespace {
 
 bool is_linear_in_block(const TensorSpec& s) {
   return s.linear_weight && s.kind != ModuleKind::kLmHead && s.kind != ModuleKind::kRouter;

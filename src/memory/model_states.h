@@ -86,6 +86,10 @@ bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_l
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
 
+/// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes (Adafactor's
+/// factored rows and columns are added per tensor: 0 here).
+std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem);
+
 /// States of one rank; the default shard is the whole model on one GPU.
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                  const TrainingSetup& t, const RankShard& shard = {});

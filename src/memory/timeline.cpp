@@ -2,6 +2,7 @@
 #include "memory/timeline.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/units.h"
 #include "memory/activations.h"
@@ -21,8 +22,8 @@ struct GroupActs {
 class Replay {
  public:
   Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt,
-         const RankContext& rank)
-      : a_(a), t_(t), rt_(rt), rank_(rank) {
+         const RankContext& rank, bool record_timeline = true)
+      : a_(a), t_(t), rt_(rt), rank_(rank), record_timeline_(record_timeline) {
     states_ = compute_model_states(a, inv, t, rank.shard);
     // Context parallelism gives each rank seq_len / cp tokens of every sequence; attention
     // still spans the whole sequence (each query attends to seq_len keys).
@@ -32,8 +33,13 @@ class Replay {
     // Layer-wise selective checkpointing: the blocks that are not checkpointed save everything.
     const bool layer_sac = t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0;
     const bool mm_sac = t.checkpointing == Checkpointing::kSelective && !layer_sac && t.selective_every_other_mm;
-    TrainingSetup unchecked = t;
-    unchecked.checkpointing = Checkpointing::kNone;
+    // Only layer- and op-level selective checkpointing read the unchecked layer (a copy holds
+    // the LoRA target list: made only when needed).
+    std::optional<TrainingSetup> unchecked;
+    if (layer_sac || mm_sac) {
+      unchecked = t;
+      unchecked->checkpointing = Checkpointing::kNone;
+    }
     const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
     for (const LayerRange& r : rank.kind.layers) {
       for (const LayerGroup& g : inv.groups) {
@@ -44,7 +50,7 @@ class Replay {
         ga.first_layer = lo;
         ga.layers = hi - lo;
         const bool trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
-        ga.acts = layer_activations(a, layer_sac || mm_sac ? unchecked : t, g.moe,
+        ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
                                     g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, trains, rank.split);
         ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                      checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
@@ -249,7 +255,7 @@ class Replay {
   }
 
   Breakdown step(bool states_live, bool grads_live, Estimate* est) const {
-    std::vector<TimelineEvent>* tl = est && !grads_live ? &est->timeline : nullptr;
+    std::vector<TimelineEvent>* tl = record_timeline_ && est && !grads_live ? &est->timeline : nullptr;
     const bool in_backward_step = t_.optimizer_in_backward;
     const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
     const DistributedBehaviour& beh = rank_.behaviour();
@@ -419,6 +425,7 @@ class Replay {
   const TrainingSetup& t_;
   const RuntimeProfile& rt_;
   const RankContext& rank_;
+  bool record_timeline_ = true;  // false: peaks only (the search)
   ModelStates states_;
   std::int64_t tokens_ = 0;
   std::int64_t seq_div_ = 1;          // sequence parallel splits full-width tensors by tp
@@ -485,13 +492,14 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
 }
 
 DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const TensorInventory& inv,
-                                         const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
+                                         const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
+                                         bool timeline) {
   DistributedEstimate d;
   d.layout = l;
   d.setup = resolve_distributed_setup(l, t);
   for (RankContext& c : plan_ranks(l, arch, d.setup)) {
     RankEstimate r{std::move(c), {}};
-    r.estimate = Replay(arch, inv, d.setup, rt, r.context).run();
+    r.estimate = Replay(arch, inv, d.setup, rt, r.context, timeline).run();
     if (!d.ranks.empty() && r.estimate.device_total_bytes > d.peak().device_total_bytes) d.peak_rank = d.ranks.size();
     d.ranks.push_back(std::move(r));
   }

@@ -125,6 +125,6 @@ struct DistributedEstimate {
 /// Every rank kind of a layout; the headline is the most-loaded one.
 DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const TensorInventory& inv,
                                          const TrainingSetup& t, const ParallelLayout& l,
-                                         const RuntimeProfile& rt = {});
+                                         const RuntimeProfile& rt = {}, bool timeline = true);
 
 }  // namespace memfit

@@ -24,71 +24,71 @@ std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const Model
   // Megatron splits attention by heads (ColumnParallelLinear over heads; GQA groups must split
   // evenly or be replicated: num_query_groups % tp == 0 in arguments.py).
   if (heads % l.tp != 0) {
-    return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the " + str(heads) + " attention heads"};
+    return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the " + str(heads) + " attention heads", false, "tp_divides_heads"};
   }
   if (kv % l.tp != 0 && l.tp % kv != 0) {
     return LayoutViolation{"tp", "tp = " + str(l.tp) + " and the " + str(kv) +
-                                     " key/value heads must divide one another"};
+                                     " key/value heads must divide one another", false, "tp_kv_heads"};
   }
   if (l.sequence_parallel && l.tp == 1) {
-    return LayoutViolation{"sequence_parallel", "sequence parallelism splits the tp group's activations: it needs tp > 1"};
+    return LayoutViolation{"sequence_parallel", "sequence parallelism splits the tp group's activations: it needs tp > 1", false, "sequence_parallel_needs_tp"};
   }
   if (l.vpp > 1 && l.pp == 1) {
-    return LayoutViolation{"vpp", "virtual pipeline stages interleave pipeline ranks: they need pp > 1"};
+    return LayoutViolation{"vpp", "virtual pipeline stages interleave pipeline ranks: they need pp > 1", false, "vpp_needs_pp"};
   }
   if (l.pp > 1 && a.kind == ArchKind::kEncoderDecoder) {
-    return LayoutViolation{"pp", "pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)", true};
+    return LayoutViolation{"pp", "pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)", true, "encoder_decoder_pp"};
   }
   if (l.pp * l.vpp > layers) {
     return LayoutViolation{l.vpp > 1 ? "vpp" : "pp", "pp x vpp = " + str(l.pp * l.vpp) + " model chunks but the model has only " +
-                                                         str(layers) + " layers"};
+                                                         str(layers) + " layers", false, "pp_vpp_exceeds_layers"};
   }
   if (l.vpp > 1 && t.grad_accum % l.pp != 0) {
     // Megatron schedules.py: the interleaved schedule runs micro-batches in groups of pp.
     return LayoutViolation{"training/grad_accum", "the interleaved schedule needs the micro-batches per step (grad_accum = " +
-                                                      str(t.grad_accum) + ") to be a multiple of pp = " + str(l.pp)};
+                                                      str(t.grad_accum) + ") to be a multiple of pp = " + str(l.pp), false, "interleaved_grad_accum"};
   }
   if (!l.stage_layers.empty()) {
     if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp) {
-      return LayoutViolation{"stage_layers", "stage_layers needs one entry per pipeline stage (pp = " + str(l.pp) + ")"};
+      return LayoutViolation{"stage_layers", "stage_layers needs one entry per pipeline stage (pp = " + str(l.pp) + ")", false, "stage_layers"};
     }
-    if (l.vpp > 1) return LayoutViolation{"stage_layers", "stage_layers cannot be combined with vpp > 1"};
+    if (l.vpp > 1) return LayoutViolation{"stage_layers", "stage_layers cannot be combined with vpp > 1", false, "stage_layers"};
     std::int64_t sum = 0;
     for (std::int64_t n : l.stage_layers) {
-      if (n < 1) return LayoutViolation{"stage_layers", "every pipeline stage needs at least one layer"};
+      if (n < 1) return LayoutViolation{"stage_layers", "every pipeline stage needs at least one layer", false, "stage_layers"};
       sum += n;
     }
     if (sum != layers) {
-      return LayoutViolation{"stage_layers", "stage_layers sum to " + str(sum) + " but the model has " + str(layers) + " layers"};
+      return LayoutViolation{"stage_layers", "stage_layers sum to " + str(sum) + " but the model has " + str(layers) + " layers", false, "stage_layers"};
     }
   }
   if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0) {
     // Load-balanced context parallelism cuts the sequence into 2 x cp chunks (Liu et al. ring
     // attention as in torch context_parallel and Megatron's CP).
-    return LayoutViolation{"cp", "seq_len = " + str(t.seq_len) + " must divide into 2 x cp = " + str(2 * l.cp) + " equal chunks"};
+    return LayoutViolation{"cp", "seq_len = " + str(t.seq_len) + " must divide into 2 x cp = " + str(2 * l.cp) + " equal chunks", false, "cp_divides_sequence"};
   }
   if (l.ep > 1) {
-    if (!a.is_moe()) return LayoutViolation{"ep", "expert parallelism needs a mixture-of-experts model"};
+    if (!a.is_moe()) return LayoutViolation{"ep", "expert parallelism needs a mixture-of-experts model", false, "ep_needs_moe"};
     if (a.moe.num_experts % l.ep != 0) {
-      return LayoutViolation{"ep", "ep = " + str(l.ep) + " must divide the " + str(a.moe.num_experts) + " experts"};
+      return LayoutViolation{"ep", "ep = " + str(l.ep) + " must divide the " + str(a.moe.num_experts) + " experts", false, "ep_divides_experts"};
     }
     if ((l.dp * l.cp) % l.ep != 0) {
       return LayoutViolation{"ep", "expert-parallel ranks come from the data- and context-parallel ranks: ep = " + str(l.ep) +
-                                       " must divide dp x cp = " + str(l.dp * l.cp)};
+                                       " must divide dp x cp = " + str(l.dp * l.cp), false, "ep_divides_dp_cp"};
     }
   }
   if (l.shard_degree > 0) {
     if (l.sharding == Sharding::kNone) {
-      return LayoutViolation{"shard_degree", "shard_degree (HSDP) needs sharding zero1, zero2 or zero3"};
+      return LayoutViolation{"shard_degree", "shard_degree (HSDP) needs sharding zero1, zero2 or zero3", false, "shard_degree"};
     }
     if ((l.dp * l.cp) % l.shard_degree != 0) {
       return LayoutViolation{"shard_degree", "shard_degree = " + str(l.shard_degree) + " must divide dp x cp = " +
-                                                 str(l.dp * l.cp)};
+                                                 str(l.dp * l.cp), false, "shard_degree"};
     }
   }
   if (t.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3) {
     // ZeRO-Infinity parameter offload and FSDP CPUOffload(offload_params) both shard parameters.
-    return LayoutViolation{"sharding", "parameter offload moves parameter shards to the CPU: it needs sharding zero3"};
+    return LayoutViolation{"sharding", "parameter offload moves parameter shards to the CPU: it needs sharding zero3", false, "offload_params_needs_zero3"};
   }
   return std::nullopt;
 }

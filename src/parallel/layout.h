@@ -94,6 +94,7 @@ struct LayoutViolation {
   std::string field;   // "tp", "pp", "ep", "stage_layers", ...
   std::string rule;
   bool unsupported = false;  // a valid layout memfit does not model (rather than a broken rule)
+  std::string code;          // stable id of the rule ("tp_divides_heads"), counted by the search
 };
 
 /// The first rule `l` breaks for this model and setup, if any (heads divisible by tp, layers

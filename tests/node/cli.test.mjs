@@ -85,3 +85,52 @@ test('estimate: an impossible layout exits 2 with the pointer of the field', () 
   assert.equal(env.error.code, 'invalid_value');
   assert.equal(env.error.path, '/parallel');
 });
+
+test('search: fastest layouts that fit, --top N, launch configs', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'search.json');
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-8B' },
+    training: { seq_len: 4096 },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 16 },
+    search: { global_batch: 64 },
+  }));
+  const r = memfit('search', file, '--top', '3');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.equal(j.top.length, 3);
+  assert.deepEqual(j.best, j.top[0]);
+  for (let i = 1; i < j.top.length; i++) assert.ok(j.top[i - 1].perf.tokens_per_s >= j.top[i].perf.tokens_per_s);
+  for (const c of j.top) {
+    assert.notEqual(c.memory.verdict, 'oom');
+    assert.equal(c.parallel.dp * c.training.micro_batch * c.training.grad_accum, 64);
+  }
+  const rejected = Object.values(j.counts.rejected).reduce((a, b) => a + b, 0);
+  assert.equal(j.counts.enumerated, j.counts.valid + rejected);
+  assert.equal(j.launch.length, 5);
+  assert.ok(j.methods.some((m) => m.method === 'DDP'));
+});
+
+test('launch: configs for the request layout; a bad layout names its field', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'launch.json');
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-8B' },
+    training: { micro_batch: 2, grad_accum: 4 },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 8 },
+    parallel: { sharding: 'zero2' },
+  }));
+  const r = memfit('launch', file);
+  assert.equal(r.code, 0, r.err);
+  const ds = JSON.parse(JSON.parse(r.out).formats.find((f) => f.format === 'deepspeed_json').text);
+  assert.equal(ds.train_batch_size, 64);
+  assert.equal(ds.zero_optimization.stage, 2);
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-8B' },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 8 },
+    parallel: { tp: 3 },
+  }));
+  const bad = memfit('launch', file);
+  assert.equal(bad.code, 2);
+  assert.equal(JSON.parse(bad.out).error.path, '/parallel');
+});

@@ -74,5 +74,18 @@ int main(int argc, char** argv) {
                 lay.id, us, static_cast<long long>(l.dp), static_cast<long long>(l.tp), static_cast<long long>(l.pp),
                 static_cast<long long>(l.cp), static_cast<long long>(l.ep), kinds, static_cast<long long>(sink % 7));
   }
+  // The layout search of docs/api.md "search": Llama-3.1-70B, sequence 8192, 1024 H100, global
+  // batch 1024 sequences, every layout, micro-batch 1-8, checkpointing none/selective/full.
+  const std::string search_request =
+      R"({"model": {"preset": "meta-llama/Llama-3.1-70B-Instruct"},
+          "training": {"framework": "megatron", "seq_len": 8192},
+          "cluster": {"gpu": {"preset": "H100-80GB"}, "gpus": 1024},
+          "search": {"global_batch": 1024, "top": 10, "space": {"max_micro_batch": 8}}})";
+  std::string search_out;
+  const int search_iters = std::max(3, iters / 200);
+  const double search_us = micros_per_call(search_iters, [&] { search_out = memfit::api::search(search_request); });
+  const auto counts = search_out.find("\"counts\"");
+  std::printf("api search     %-36s %8.2f ms/call (%s)\n", "Llama-3.1-70B, 1024 x H100, seq 8192", search_us / 1000,
+              search_out.substr(counts, search_out.find('}', search_out.find('}', counts) + 1) - counts + 1).c_str());
   return 0;
 }

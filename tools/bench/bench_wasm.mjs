@@ -26,3 +26,21 @@ for (const id of ['meta-llama/Llama-3.1-70B-Instruct', 'meta-llama/Llama-3.1-405
     console.log(`wasm ${name} ${id.padEnd(36)} ${us.toFixed(2).padStart(9)} us/call`);
   }
 }
+
+// The layout search (same request as build-native/memfit_bench).
+{
+  const request = JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-70B-Instruct' },
+    training: { framework: 'megatron', seq_len: 8192 },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 1024 },
+    search: { global_batch: 1024, top: 10, space: { max_micro_batch: 8 } },
+  });
+  let out = M.search(request);
+  const runs = Math.max(3, Math.floor(iters / 20));
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < runs; i++) out = M.search(request);
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6 / runs;
+  const counts = JSON.parse(out).result.counts;
+  console.log(`wasm api search Llama-3.1-70B, 1024 x H100, seq 8192 ${ms.toFixed(2).padStart(9)} ms/call ` +
+              `(enumerated ${counts.enumerated}, valid ${counts.valid}, memory estimates ${counts.memory_estimated})`);
+}

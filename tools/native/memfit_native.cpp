@@ -1,6 +1,6 @@
 // Native driver of the api facade, for development and benchmarks (the user-facing CLI is the
 // Node one, cli/memfit.js, running the same core as WebAssembly).
-// Usage: memfit_native estimate|inspect <request.json | ->   (prints the envelope)
+// Usage: memfit_native estimate|inspect|search|launch <request.json | ->   (prints the envelope)
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,7 +12,7 @@
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: memfit_native estimate|inspect <request.json | ->\n");
+    std::fprintf(stderr, "usage: memfit_native estimate|inspect|search|launch <request.json | ->\n");
     return 2;
   }
   const std::string command = argv[1];
@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   std::string out;
   if (command == "estimate") out = memfit::api::estimate(text);
   else if (command == "inspect") out = memfit::api::inspect(text);
+  else if (command == "search") out = memfit::api::search(text);
+  else if (command == "launch") out = memfit::api::launch(text);
   else {
     std::fprintf(stderr, "memfit_native: unknown command %s\n", command.c_str());
     return 2;

@@ -1,0 +1,34 @@
+// Launch configurations for a chosen layout: DeepSpeed JSON, HF accelerate YAML, Megatron-LM
+// arguments, torchtitan TOML and a torchtune command. Option names follow each framework's
+// documentation at the revision named in launch.cpp; a format that cannot express a layout
+// (e.g. pipeline parallelism in accelerate) says so in `notes` instead of emitting something wrong.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+#include "parallel/layout.h"
+#include "training/training_setup.h"
+
+namespace memfit {
+
+struct LaunchInput {
+  const ModelArchitecture* arch = nullptr;
+  std::string model_id;        // HF id or the config's _name_or_path
+  ParallelLayout layout;
+  TrainingSetup setup;         // micro_batch, grad_accum, checkpointing, offload, precision, method
+  std::int64_t gpus_per_node = 8;
+};
+
+struct LaunchFormat {
+  std::string format;          // deepspeed_json, accelerate_yaml, megatron_args, torchtitan_toml, torchtune_command
+  std::string file_name;       // suggested file name
+  std::string text;            // the configuration ("" when the format cannot express the layout)
+  bool supported = true;
+  std::vector<std::string> notes;
+};
+
+std::vector<LaunchFormat> launch_configs(const LaunchInput& in);
+
+}  // namespace memfit

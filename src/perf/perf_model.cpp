@@ -1,0 +1,478 @@
+// Step-time model (see perf_model.h; the derivations are in docs/performance_model.md).
+#include "perf/perf_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "memory/model_states.h"
+
+namespace memfit {
+
+namespace {
+
+// HBM bytes per element that eager PyTorch kernels move in the forward, counted from the ops
+// (reads + writes, 2-byte activations):
+//   RMSNorm/LayerNorm written out in the model (x.float(), pow, mean, x*rsqrt, type_as, *weight):
+//   6 + 8 + 4 + 8 + 6 + 4 = 36; a residual add: 2 + 2 + 2 = 6; gated activation (silu(gate) then
+//   * up): 4 + 6 = 10; plain activation (gelu): 4; rotary in fp32 (float(), complex mul, cast):
+//   6 + 12 + 6 = 24.
+constexpr double kEagerNormBytes = 36, kResidualBytes = 6, kEagerGatedBytes = 10, kPlainActBytes = 4,
+                 kEagerRotaryBytes = 24;
+// torch.compile fuses each chain into one kernel that reads its inputs once and writes once:
+// norm + residual 2 + 2 (+2 for the residual operand), gated 2 + 2 + 2, rotary 2 + 2.
+constexpr double kCompiledNormBytes = 6, kCompiledGatedBytes = 6, kCompiledRotaryBytes = 4;
+// The backward of an elementwise chain reads the saved inputs and the incoming gradient and
+// writes the outgoing one: about twice the forward traffic.
+constexpr double kBackwardElementwiseRatio = 2;
+// Cross-entropy per logit, eager: upcast (2 + 4), log_softmax (4 + 4), gather/nll (4), backward
+// softmax - onehot (4 + 4), cast back (4 + 2): 32, plus the matmul's 2-byte write: 34.
+// Compiled or fused kernels read the 16-bit logits and write the 16-bit gradient: 2 + 2 + 2.
+constexpr double kEagerLossBytesPerLogit = 34, kFusedLossBytesPerLogit = 6;
+// FlashAttention's backward runs five matmuls against the forward's two, recomputing the scores
+// (Dao 2023, Algorithm 2): 2.5 x the forward FLOPs.
+constexpr double kFlashBackwardRatio = 2.5;
+// Eager attention writes the scores, the softmax (and its fp32 upcast in most models) and reads
+// them back: ~12 bytes per score in the forward, twice that in the backward.
+constexpr double kEagerScoreBytes = 12;
+// Activations a layer saves per token, for activation-offload traffic: 34 x hidden bytes
+// (Korthikanti et al. 2022, Table 2, no recomputation, without the a*s/h attention term).
+constexpr double kSavedBytesPerHidden = 34;
+
+double peak_tflops(const GpuSpec& g, Precision p, bool linears) {
+  double v = 0;
+  switch (p) {
+    case Precision::kFp32: v = g.dense_tflops_fp32; break;
+    case Precision::kAmpFp16:
+    case Precision::kFp16: v = g.dense_tflops_fp16; break;
+    case Precision::kFp8: v = linears && g.dense_tflops_fp8 > 0 ? g.dense_tflops_fp8 : g.dense_tflops_bf16; break;
+    default: v = g.dense_tflops_bf16; break;
+  }
+  if (v <= 0) v = g.dense_tflops_fp16 > 0 && p != Precision::kFp32 && p != Precision::kAmpBf16 && p != Precision::kBf16
+                      ? g.dense_tflops_fp16
+                      : g.dense_tflops_fp32;  // bf16 emulated where the tensor cores lack it (V100)
+  return std::max(v, 1e-3) * 1e12;
+}
+
+double sixteen_bit_peak(const GpuSpec& g) {
+  const double v = g.dense_tflops_bf16 > 0 ? g.dense_tflops_bf16 : g.dense_tflops_fp16 > 0 ? g.dense_tflops_fp16 : g.dense_tflops_fp32;
+  return std::max(v, 1e-3) * 1e12;
+}
+
+// One group of ranks and the links it crosses: ranks are placed tp innermost, then cp, dp
+// (with ep inside dp x cp), pp outermost (Megatron's default order tp-cp-ep-dp-pp), so a group
+// stays in a node when the product of its degree and the degrees inside it fits one node.
+struct Link {
+  double bytes_per_s = 1;
+  double latency_s = 0;
+};
+
+Link link_for(std::int64_t span, const ClusterSpec& c, const PerfConstants& k) {
+  const bool intra = span <= c.gpus_per_node;
+  Link l;
+  const double gb = intra ? c.gpu.intra_node_bandwidth_gb_per_s : c.inter_node_bandwidth_gb_per_s;
+  l.bytes_per_s = std::max(gb, 1e-3) * 1e9 * k.collective_efficiency;
+  l.latency_s = intra ? k.collective_latency_intra_s : k.collective_latency_inter_s;
+  return l;
+}
+
+// Ring collectives (Patarasuk & Yuan 2009; NCCL's algorithm bandwidth): all-reduce moves
+// 2 (n-1)/n of the message through each rank's link, all-gather and reduce-scatter (n-1)/n.
+double all_reduce_s(double bytes, std::int64_t n, const Link& l) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes / l.bytes_per_s + l.latency_s;
+}
+double gather_s(double bytes, std::int64_t n, const Link& l) {
+  if (n <= 1 || bytes <= 0) return 0;
+  return static_cast<double>(n - 1) / static_cast<double>(n) * bytes / l.bytes_per_s + l.latency_s;
+}
+
+double ffn_width(const ModelArchitecture& a, bool moe) {
+  if (!moe) return static_cast<double>(a.mlp.intermediate_size);
+  return static_cast<double>(a.moe.top_k * a.moe.expert_intermediate_size + a.moe.shared_intermediate_size);
+}
+
+}  // namespace
+
+double matmul_efficiency_for(const GpuSpec& gpu) {
+  const std::string& id = gpu.id;
+  if (id.rfind("A100", 0) == 0) return 0.869;
+  if (id == "GH200") return 0.836;
+  if (id.rfind("H100", 0) == 0 || id == "H200" || id == "H20") return 0.803;
+  if (id == "MI250X") return 0.767;
+  if (id.rfind("MI3", 0) == 0) return 0.601;
+  return 0.80;
+}
+
+PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t) {
+  PerfBasis b;
+  b.num_layers = a.num_layers + a.num_encoder_layers;
+  b.hidden = a.hidden_size;
+  b.vocab = a.vocab_size;
+  b.causal = a.kind != ArchKind::kEncoder;
+  b.sliding_window = a.attention.sliding_window;
+  const bool lora = is_lora_like(t.method);
+  const double r = static_cast<double>(t.lora_rank);
+  const AttentionSpec& at = a.attention;
+  const bool mla = at.layout == QkvLayout::kLowRank;
+  const double qk_dim = mla ? static_cast<double>(at.qk_nope_head_dim + at.qk_rope_head_dim) : static_cast<double>(at.head_dim);
+  const double v_dim = mla ? static_cast<double>(at.v_head_dim) : static_cast<double>(at.head_dim);
+  const double heads = static_cast<double>(at.num_heads);
+  const double kv_heads = mla ? heads : static_cast<double>(at.num_kv_heads);
+  const double h = static_cast<double>(a.hidden_size);
+  double active_block_params = 0;
+  for (const LayerGroup& g : inv.groups) {
+    PerfLayer pl;
+    pl.count = g.layer_count;
+    pl.first_layer = g.first_layer;
+    pl.moe = g.moe;
+    // Layers of the group whose base weights train (freeze trains the last k blocks).
+    std::int64_t training_layers = 0;
+    if (!lora) {
+      for (std::int64_t i = 0; i < g.layer_count; ++i) training_layers += layer_trains(t, g.first_layer + i, a.num_layers) ? 1 : 0;
+    }
+    const double train_fraction = static_cast<double>(training_layers) / static_cast<double>(std::max<std::int64_t>(1, g.layer_count));
+    double active_linear = 0, adapter_params = 0, adapter_active = 0;
+    for (const TensorSpec& s : g.tensors) {
+      const double n = static_cast<double>(s.numel());
+      if (s.kind == ModuleKind::kExpert) pl.expert_params += n * static_cast<double>(s.copies);
+      else pl.dense_params += n * static_cast<double>(s.copies);
+      if (!s.linear_weight) continue;
+      const double per_token_copies = s.kind == ModuleKind::kExpert ? static_cast<double>(a.moe.top_k) : static_cast<double>(s.copies);
+      active_linear += n * per_token_copies;
+      if (lora && lora_targets_role(t, s) && s.shape.size() == 2) {
+        const double one = r * static_cast<double>(s.shape[0] + s.shape[1]);
+        adapter_params += one * static_cast<double>(s.copies);
+        adapter_active += one * per_token_copies;
+      }
+    }
+    active_block_params += active_linear * static_cast<double>(g.layer_count);
+    pl.matmul_flops_fwd = 2.0 * (active_linear + adapter_active);
+    pl.matmul_trainable_flops_fwd = lora ? 2.0 * adapter_active : 2.0 * active_linear * train_fraction;
+    pl.trainable_params = lora ? adapter_params : (pl.dense_params + pl.expert_params) * train_fraction;
+    b.trainable_params += pl.trainable_params * static_cast<double>(g.layer_count);
+    pl.attention_flops_fwd_per_ctx = 2.0 * heads * (qk_dim + v_dim);
+    pl.heads = heads;
+    pl.kv_width = kv_heads * (qk_dim + v_dim);
+    pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;
+    const double ffn = ffn_width(a, g.moe);
+    const double norms = static_cast<double>(a.norms_per_layer);
+    const double rotated = at.rotary_dim > 0 ? (heads + kv_heads) * static_cast<double>(at.rotary_dim) : 0;
+    pl.elementwise_wide_fwd = norms * kEagerNormBytes * h + 2 * kResidualBytes * h;
+    pl.elementwise_split_fwd = (a.mlp.gated ? kEagerGatedBytes : kPlainActBytes) * ffn + kEagerRotaryBytes * rotated;
+    pl.elementwise_wide_fwd_compiled = norms * kCompiledNormBytes * h;
+    pl.elementwise_split_fwd_compiled = (a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes) * ffn + kCompiledRotaryBytes * rotated;
+    b.layers.push_back(pl);
+  }
+  const double head_matmul = a.has_lm_head ? static_cast<double>(a.vocab_size) * h : 0;
+  b.head_flops_fwd = 2.0 * head_matmul;
+  b.embedding_params = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kEmbedding)] +
+                                           inv.params_by_kind[static_cast<int>(ModuleKind::kPositionEmbedding)]);
+  b.head_params = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kLmHead)]);
+  b.head_trains = !lora && layer_trains(t, -1, a.num_layers);
+  if (b.head_trains) b.trainable_params += b.embedding_params + b.head_params;
+  b.model_flops_per_token_base = 6.0 * (active_block_params + head_matmul);
+  b.model_flops_attention_per_ctx = 12.0 * static_cast<double>(b.num_layers) * heads * qk_dim;
+  return b;
+}
+
+StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l,
+                            const ClusterSpec& c, const PerfConstants& k) {
+  StepTime st;
+  const GpuSpec& g = c.gpu;
+  const double tp = static_cast<double>(l.tp), cp = static_cast<double>(l.cp);
+  const double m = static_cast<double>(std::max<std::int64_t>(1, t.grad_accum));
+  const double v = static_cast<double>(l.vpp);
+  const double p = static_cast<double>(l.pp);
+  const double seq = static_cast<double>(t.seq_len);
+  const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
+  const double act_bytes = static_cast<double>(activation_bytes(t.precision));
+  const double mm_eff = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(g);
+  const double mm_peak = peak_tflops(g, t.precision, true) * mm_eff;
+  const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
+  const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
+  const double elem_scale = act_bytes / 2.0;
+  const double ctx = !b.causal ? seq
+                     : b.sliding_window > 0 ? std::min(static_cast<double>(b.sliding_window), seq / 2)
+                                            : seq / 2;
+  const bool flash = t.attention != AttentionKernel::kEager;
+  const double sp_div = l.sequence_parallel ? tp : 1.0;
+
+  // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
+  const Link tp_link = link_for(l.tp, c, k);
+  const Link cp_link = link_for(l.tp * l.cp, c, k);
+  const Link dp_link = link_for(l.tp * l.cp * l.dp, c, k);
+  const Link ep_link = link_for(l.tp * std::max<std::int64_t>(l.ep, 1), c, k);
+  const Link pp_link = link_for(l.tp * l.cp * l.dp * l.pp, c, k);
+
+  // Recomputation multipliers on the forward of a block.
+  double recompute_all = 0, recompute_attention = 0, recompute_mm = 0;
+  if (t.checkpointing == Checkpointing::kFull) {
+    recompute_all = 1;
+  } else if (t.checkpointing == Checkpointing::kSelective) {
+    if (t.selective_layer_period > 0) recompute_all = 1.0 / static_cast<double>(t.selective_layer_period);
+    else if (t.selective_every_other_mm) recompute_mm = 0.5;
+    else recompute_attention = 1;
+  }
+
+  struct LayerCost {
+    double compute_s = 0, recompute_s = 0, tp_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
+  };
+  auto layer_cost = [&](const PerfLayer& pl) {
+    LayerCost lc;
+    const double mm_fwd_flops = tokens * pl.matmul_flops_fwd / tp;
+    // Small micro-batches are bound by reading the weights (16-bit compute copies) instead.
+    const double mm_weight_bytes =
+        (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp * act_bytes;
+    const double mm_fwd = std::max(mm_fwd_flops / mm_peak, mm_weight_bytes / hbm);
+    const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak;
+    const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / tp;
+    double attn_fwd = 0, attn_bwd = 0;
+    if (flash) {
+      attn_fwd = attn_flops / (attn_peak * k.flash_attention_efficiency);
+      attn_bwd = kFlashBackwardRatio * attn_fwd;
+    } else {
+      // Eager attention materialises every score of the s x s matrix (the mask included).
+      const double scores = tokens * pl.heads / tp * seq;
+      const double score_bytes = scores * kEagerScoreBytes * elem_scale;
+      attn_fwd = attn_flops / (attn_peak * mm_eff) + score_bytes / hbm;
+      attn_bwd = 2.0 * attn_fwd;
+    }
+    const double wide = t.compile ? pl.elementwise_wide_fwd_compiled : pl.elementwise_wide_fwd;
+    const double split = t.compile ? pl.elementwise_split_fwd_compiled : pl.elementwise_split_fwd;
+    const double elem_fwd = tokens * (wide / sp_div + split / tp) * elem_scale / hbm;
+    const double elem_bwd = kBackwardElementwiseRatio * elem_fwd;
+    const double fwd = mm_fwd + attn_fwd + elem_fwd;
+    lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
+    lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + recompute_mm * mm_fwd;
+    lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
+    // Tensor parallel: two collectives of the block's activations in the forward (attention and
+    // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two
+    // in the backward, two more when the forward is recomputed (Shoeybi et al. 2019 §3;
+    // Korthikanti et al. 2022 §4.2.2). Not overlapped (no async TP).
+    if (l.tp > 1) {
+      const double msg = tokens * static_cast<double>(b.hidden) * act_bytes;
+      const double collectives = 4 + 2 * recompute_all;
+      lc.tp_s = collectives * all_reduce_s(msg, l.tp, tp_link);
+    }
+    // Context parallel: K/V of the other chunks arrive for the forward, dK/dV leave in the
+    // backward; overlapped with the attention kernels (ring attention, Liu et al. 2023).
+    if (l.cp > 1) {
+      const double kv = static_cast<double>(t.micro_batch) * seq * pl.kv_width / tp * act_bytes;
+      const double comm = (2 + recompute_all + recompute_attention) * gather_s(kv, l.cp, cp_link);
+      lc.cp_exposed_s = std::max(0.0, comm - (attn_fwd + attn_bwd));
+    }
+    // Expert parallel: token dispatch and combine all-to-all in the forward, again in the
+    // backward (GShard, Lepikhin et al. 2020).
+    if (pl.moe && l.ep > 1) {
+      const double msg = tokens * pl.routed_tokens * static_cast<double>(b.hidden) * act_bytes;
+      lc.ep_s = (4 + 2 * recompute_all) * gather_s(msg, l.ep, ep_link);
+    }
+    return lc;
+  };
+
+  // Per micro-batch cost of every stage (the slowest sets the pace). Chunks of the even split
+  // hold layers / (pp x vpp) layers, the remainder going to the earliest chunks (chunk_layers).
+  constexpr std::size_t kInline = 8;
+  LayerCost inline_costs[kInline];
+  std::vector<LayerCost> heap_costs;
+  LayerCost* costs = inline_costs;
+  if (b.layers.size() > kInline) {
+    heap_costs.resize(b.layers.size());
+    costs = heap_costs.data();
+  }
+  for (std::size_t gi = 0; gi < b.layers.size(); ++gi) costs[gi] = layer_cost(b.layers[gi]);
+  struct StageCost {
+    double compute_s = 0, recompute_s = 0, bwd_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, trainable = 0, params = 0;
+  };
+  auto add_layers = [&](StageCost& sc, std::int64_t first, std::int64_t last) {
+    for (std::size_t gi = 0; gi < b.layers.size(); ++gi) {
+      const PerfLayer& pl = b.layers[gi];
+      double n = 0;
+      if (l.pp == 1) {
+        n = static_cast<double>(pl.count);  // one stage: every stack counts in full
+      } else {
+        const std::int64_t lo = std::max(first, pl.first_layer), hi = std::min(last, pl.first_layer + pl.count);
+        if (hi <= lo) continue;
+        n = static_cast<double>(hi - lo);
+      }
+      const LayerCost& lc = costs[gi];
+      sc.compute_s += n * lc.compute_s;
+      sc.recompute_s += n * lc.recompute_s;
+      sc.bwd_s += n * lc.bwd_s;
+      sc.tp_s += n * lc.tp_s;
+      sc.cp_s += n * lc.cp_exposed_s;
+      sc.ep_s += n * lc.ep_s;
+      sc.trainable += n * pl.trainable_params;
+      sc.params += n * (pl.dense_params / tp + pl.expert_params / (tp * static_cast<double>(std::max<std::int64_t>(1, l.ep))));
+    }
+  };
+  const std::int64_t n_chunks = l.pp * l.vpp;
+  auto chunk_first = [&](std::int64_t ci) {  // first layer of chunk ci
+    if (!l.stage_layers.empty()) {
+      std::int64_t f = 0;
+      for (std::int64_t i = 0; i < ci; ++i) f += l.stage_layers[static_cast<std::size_t>(i)];
+      return f;
+    }
+    const std::int64_t base = b.num_layers / n_chunks, extra = b.num_layers % n_chunks;
+    return ci * base + std::min(ci, extra);
+  };
+  auto stage_cost = [&](std::int64_t stage) {
+    StageCost sc;
+    if (l.pp == 1) {
+      add_layers(sc, 0, b.num_layers);
+      return sc;
+    }
+    for (std::int64_t ci = stage; ci < n_chunks; ci += l.pp) add_layers(sc, chunk_first(ci), chunk_first(ci + 1));
+    return sc;
+  };
+  // The first stage holds the most layers of an even split; the last adds the head and loss.
+  StageCost first_stage = stage_cost(0);
+  StageCost last_stage = l.pp > 1 ? stage_cost(l.pp - 1) : first_stage;
+  // Output layer and loss on the last stage; embeddings on the first.
+  {
+    StageCost& last = last_stage;
+    const double head_fwd_flops = tokens * b.head_flops_fwd / tp;
+    const double head_fwd = head_fwd_flops / mm_peak;
+    const double head_bwd = head_fwd * (b.head_trains ? 2.0 : 1.0);
+    const double loss_bytes = tokens * static_cast<double>(b.vocab) / tp *
+                              (t.compile || t.loss == LossKernel::kFused ? kFusedLossBytesPerLogit : kEagerLossBytesPerLogit);
+    const double loss_s = loss_bytes / hbm;
+    last.compute_s += head_fwd + head_bwd + loss_s;
+    last.bwd_s += head_bwd;
+    if (b.head_trains) last.trainable += b.head_params;
+    last.params += b.head_params / tp;
+    StageCost& first = l.pp > 1 ? first_stage : last_stage;
+    if (b.head_trains) first.trainable += b.embedding_params;
+    first.params += b.embedding_params / tp;
+  }
+  const auto total = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
+  const StageCost& sc = l.pp > 1 && total(first_stage) > total(last_stage) ? first_stage : last_stage;
+  const double per_mb = sc.compute_s + sc.tp_s + sc.cp_s + sc.ep_s;
+  st.compute_s = m * sc.compute_s;
+  st.recompute_s = m * sc.recompute_s;
+  st.comm.tp_s = m * sc.tp_s;
+  st.comm.cp_s = m * sc.cp_s;
+  st.comm.ep_s = m * sc.ep_s;
+  // Pipeline: fill and drain of (p - 1) / v micro-batch slots (Narayanan et al. 2021, §2.2),
+  // and one activation send plus one gradient receive per micro-batch and chunk boundary.
+  if (l.pp > 1) {
+    st.bubble_s = (p - 1) / v * per_mb;
+    const double msg = tokens * static_cast<double>(b.hidden) * act_bytes / sp_div;
+    st.comm.pp_s = 2.0 * m * v * gather_s(msg * 2.0, 2, pp_link);  // a 2-rank transfer of msg
+  }
+  // Data parallel gradient reduction and parameter gathers over dp x cp ranks.
+  const std::int64_t dpn = l.dp * l.cp;
+  const double shard_n = static_cast<double>(l.sharding == Sharding::kNone ? 1 : l.dense_shard());
+  const double trainable_rank = sc.trainable / tp;  // before data-parallel sharding
+  const bool amp = amp_like(t);
+  double grad_elem = amp ? 4.0 : static_cast<double>(weight_bytes(t.precision));
+  if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) grad_elem = static_cast<double>(t.main_grad_bytes);
+  if (l.sharding == Sharding::kZero3 && l.behaviour.reduce_in_fp32 && amp) grad_elem = 4.0;
+  const double grad_bytes = trainable_rank * grad_elem;
+  const double param16_bytes = sc.params * act_bytes;
+  const double overlap_window = sc.bwd_s;  // the last micro-batch's backward hides the reduction
+  if (dpn > 1) {
+    const std::int64_t group = l.sharding == Sharding::kNone ? dpn : l.dense_shard();
+    double dp_s = 0;
+    switch (l.sharding) {
+      case Sharding::kNone:
+        dp_s = std::max(0.0, all_reduce_s(grad_bytes, dpn, dp_link) - overlap_window);
+        st.communication_total_s += all_reduce_s(grad_bytes, dpn, dp_link);
+        break;
+      case Sharding::kZero1:
+      case Sharding::kZero2: {
+        const double rs = gather_s(grad_bytes, group, dp_link);
+        const double reductions = l.sharding == Sharding::kZero2 ? m : 1.0;  // ZeRO-2 reduces every micro-batch
+        dp_s = reductions * std::max(0.0, rs - overlap_window) + gather_s(param16_bytes, group, dp_link);
+        st.communication_total_s += reductions * rs + gather_s(param16_bytes, group, dp_link);
+        break;
+      }
+      case Sharding::kZero3: {
+        const bool reshard = l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
+        const double ag = gather_s(param16_bytes, group, dp_link);
+        const double rs = gather_s(grad_bytes, group, dp_link);
+        const double gathers_per_mb = reshard ? 2.0 : 1.0;
+        const double reduces = l.behaviour.pp_defers_grad_sync && l.pp > 1 ? 1.0 : m;
+        const double total = m * gathers_per_mb * ag + reduces * rs;
+        // Prefetching hides gathers and reductions behind the micro-batch's compute; the first
+        // block's gather of each micro-batch is exposed.
+        const double hidden = m * sc.compute_s;
+        const double first_unit = ag / std::max(1.0, static_cast<double>(b.num_layers) / p);
+        dp_s = std::max(0.0, total - hidden) + m * first_unit;
+        st.communication_total_s += total;
+        break;
+      }
+    }
+    // HSDP: the shards are all-reduced across the replicas of each shard group.
+    if (l.sharding != Sharding::kNone && l.dense_shard() < dpn) {
+      const std::int64_t replicas = dpn / l.dense_shard();
+      const Link across = link_for(l.tp * l.cp * l.dp, c, k);
+      const double ar = all_reduce_s(grad_bytes / shard_n, replicas, across);
+      dp_s += ar;
+      st.communication_total_s += ar;
+    }
+    st.comm.dp_s = dp_s;
+  }
+  st.communication_total_s += st.comm.tp_s + st.comm.cp_s + st.comm.ep_s + st.comm.pp_s;
+
+  // Optimizer step: memory-bound over this rank's trainable shard (read weight, gradient and
+  // states, write weight and states), on the GPU or, offloaded, on the host.
+  const double opt_params = trainable_rank / (l.sharding == Sharding::kNone ? 1.0 : shard_n);
+  const double w_elem = static_cast<double>(stored_weight_bytes(t));
+  const double state = static_cast<double>(state_bytes_per_param(t.optimizer, static_cast<std::int64_t>(w_elem)));
+  double bytes_per_param = 2 * w_elem + grad_elem + 2 * state;
+  if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) bytes_per_param += 2 * 2;  // 16-bit model copy
+  const bool host_optimizer = t.offload == Offload::kOptimizer || t.offload == Offload::kParamsOptimizer;
+  if (host_optimizer) {
+    const double host_bw = c.host_memory_bandwidth_gb_per_s * 1e9 /
+                           static_cast<double>(std::max<std::int64_t>(1, std::min(c.gpus, c.gpus_per_node)));
+    const double pcie = std::max(g.pcie_bandwidth_gb_per_s, 1e-3) * 1e9 * k.host_link_efficiency;
+    st.optimizer_s = opt_params * (bytes_per_param + 4) / host_bw;  // + fp32 gradient copy on the host
+    st.offload_s += opt_params * (grad_elem + act_bytes) / pcie;    // gradients down, 16-bit weights up
+    if (t.offload == Offload::kParamsOptimizer) {
+      const double per_mb = 2.0 * param16_bytes / shard_n / pcie;  // shards up for forward and backward
+      st.offload_s += std::max(0.0, m * per_mb - st.compute_s);
+    }
+  } else {
+    st.optimizer_s = opt_params * bytes_per_param / hbm;
+  }
+  if (t.offload == Offload::kActivations) {
+    const double pcie = std::max(g.pcie_bandwidth_gb_per_s, 1e-3) * 1e9 * k.host_link_efficiency;
+    const double layers_stage = static_cast<double>(b.num_layers) / p;
+    const double saved = tokens * kSavedBytesPerHidden * static_cast<double>(b.hidden) / tp * layers_stage;
+    st.offload_s += std::max(0.0, m * 2.0 * saved / pcie - st.compute_s);
+  }
+
+  st.step_s = st.compute_s + st.bubble_s + st.comm.total() + st.optimizer_s + st.offload_s;
+  st.global_batch = l.dp * t.micro_batch * t.grad_accum;
+  st.tokens_per_step = st.global_batch * t.seq_len;
+  st.tokens_per_s = static_cast<double>(st.tokens_per_step) / std::max(st.step_s, 1e-12);
+  st.tokens_per_s_per_gpu = st.tokens_per_s / static_cast<double>(std::max<std::int64_t>(1, l.gpus()));
+  const double model_flops_per_token = b.model_flops_per_token_base + b.model_flops_attention_per_ctx * seq;
+  st.model_tflops_per_gpu = st.tokens_per_s_per_gpu * model_flops_per_token / 1e12;
+  st.mfu = st.model_tflops_per_gpu * 1e12 / sixteen_bit_peak(g);
+  return st;
+}
+
+std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {
+  char buf[256];
+  std::vector<std::string> out;
+  const double mm = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(c.gpu);
+  std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (measured maximum achievable matmul FLOPS)", 100 * mm);
+  out.emplace_back(buf);
+  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * k.flash_attention_efficiency);
+  out.emplace_back(buf);
+  std::snprintf(buf, sizeof buf, "elementwise kernels memory-bound at %.0f %% of HBM bandwidth; torch.compile fuses each chain", 100 * k.memory_efficiency);
+  out.emplace_back(buf);
+  std::snprintf(buf, sizeof buf, "collectives at %.0f %% of link bandwidth (intra-node %.0f GB/s, inter-node %.0f GB/s per GPU), ring algorithms",
+                100 * k.collective_efficiency, c.gpu.intra_node_bandwidth_gb_per_s, c.inter_node_bandwidth_gb_per_s);
+  out.emplace_back(buf);
+  out.emplace_back("ranks placed tp innermost, then cp, dp, pp: a group is intra-node when it fits in one node");
+  out.emplace_back("data-parallel reductions overlap the last backward; ZeRO-3 gathers overlap compute except the first block's");
+  out.emplace_back("tensor-parallel collectives are not overlapped (no async TP); pipeline bubble (p-1)/v micro-batch slots");
+  out.emplace_back("load-balanced experts and stages; no kernel-launch or data-loading overhead");
+  return out;
+}
+
+}  // namespace memfit

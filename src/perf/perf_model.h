@@ -1,0 +1,136 @@
+// Step time of one training step for a layout: compute from FLOPs over the GPU's dense peak at an
+// achievable efficiency per kernel class (matmuls, attention, memory-bound elementwise kernels),
+// plus the communication that is not hidden behind compute, the pipeline bubble and offload
+// traffic. Closed form: a PerfBasis is built once per model and setup, and each candidate layout
+// costs a few hundred arithmetic operations (src/search uses it for every candidate).
+// Every constant is a named field of PerfConstants with its source (docs/performance_model.md).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hardware/gpu_spec.h"
+#include "model/architecture.h"
+#include "model/tensor_inventory.h"
+#include "parallel/layout.h"
+#include "training/training_setup.h"
+
+namespace memfit {
+
+/// Per-GPU network bandwidth between nodes when the request does not give one: one 400 Gb/s
+/// NIC per GPU (NVIDIA DGX H100 / HGX reference design, 8x ConnectX-7 400 Gb/s; the torchtitan
+/// and Trainy H100/H200 benchmark clusters state the same), per direction.
+inline constexpr double kDefaultInterNodeBandwidthGbPerS = 50.0;
+/// Host memory bandwidth of one node, shared by its GPUs' CPU optimizer steps: two sockets of
+/// 8-channel DDR5-4800 (2 x 307 GB/s, Intel Xeon 4th gen / AMD EPYC 9004 datasheets).
+inline constexpr double kDefaultHostMemoryBandwidthGbPerS = 614.0;
+
+/// The machines a layout runs on.
+struct ClusterSpec {
+  GpuSpec gpu;
+  std::int64_t gpus = 1;
+  std::int64_t gpus_per_node = 8;
+  double inter_node_bandwidth_gb_per_s = kDefaultInterNodeBandwidthGbPerS;  // per GPU, per direction
+  double host_memory_bandwidth_gb_per_s = kDefaultHostMemoryBandwidthGbPerS;  // per node
+};
+
+/// Achievable fractions and overheads; each is a documented property of kernels or libraries.
+struct PerfConstants {
+  /// Largest matmul throughput measured over shapes, as a fraction of the dense peak ("MAMF",
+  /// stas00/ml-engineering compute/accelerator/README.md, bf16 table): A100 SXM 86.9 %,
+  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 60.1 %. 0: by GPU architecture
+  /// (matmul_efficiency_for), 0.80 for GPUs without a measurement.
+  double matmul_efficiency = 0;
+  /// FlashAttention-2 reaches 50–73 % of the A100 peak in the forward pass and 40–63 % in the
+  /// backward (Dao 2023, §4.1, Fig. 5–6): 0.5 for the whole fused attention (sdpa, flash).
+  double flash_attention_efficiency = 0.5;
+  /// Fraction of HBM bandwidth that memory-bound elementwise kernels sustain (STREAM-like copy
+  /// kernels reach 85–92 % of the datasheet bandwidth on A100/H100; 0.85 taken).
+  double memory_efficiency = 0.85;
+  /// NCCL bus bandwidth over the link's datasheet bandwidth for large messages (nccl-tests
+  /// all_reduce_perf busbw on NVLink and 400G InfiniBand: ~80 %).
+  double collective_efficiency = 0.8;
+  /// Latency of one collective call: ~10 µs inside a node, ~25 µs across nodes (nccl-tests
+  /// small-message times on NVLink and InfiniBand).
+  double collective_latency_intra_s = 10e-6;
+  double collective_latency_inter_s = 25e-6;
+  /// PCIe achieves ~80 % of its datasheet rate for pinned host copies (cudaMemcpy bandwidth test).
+  double host_link_efficiency = 0.8;
+};
+
+/// 0.80 unless the MAMF table above has a measurement for the GPU's architecture.
+double matmul_efficiency_for(const GpuSpec& gpu);
+
+/// What the step-time model needs of one layer group, per token (built once per model + setup).
+struct PerfLayer {
+  std::int64_t count = 0;
+  bool moe = false;
+  double matmul_flops_fwd = 0;         // 2 x active linear weights (+ LoRA adapters), per token
+  double matmul_trainable_flops_fwd = 0;  // part of the above whose weights train (wgrad in backward)
+  double attention_flops_fwd_per_ctx = 0;  // 2 x heads x (qk + v head dims): times the context length
+  double heads = 0;
+  /// HBM traffic of the block's memory-bound kernels per token in the forward (norms, residual
+  /// adds, activation function, rotary), eager and compiled; `wide` is the hidden-width part
+  /// (split by tp only under sequence parallelism), `split` the part on heads and MLP width.
+  double elementwise_wide_fwd = 0, elementwise_split_fwd = 0;
+  double elementwise_wide_fwd_compiled = 0, elementwise_split_fwd_compiled = 0;
+  std::int64_t first_layer = 0;
+  double dense_params = 0;             // parameters of one layer outside the routed experts
+  double expert_params = 0;            // routed experts of one layer (all experts)
+  double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
+  double kv_width = 0;                 // kv heads x (k + v head dims): K/V elements per token
+  double routed_tokens = 0;            // top_k: copies of each token sent to experts (MoE layers)
+};
+
+struct PerfBasis {
+  std::vector<PerfLayer> layers;       // decoder groups in order (encoder groups first)
+  std::int64_t num_layers = 0;
+  std::int64_t hidden = 0, vocab = 0;
+  bool causal = true;
+  std::int64_t sliding_window = 0;
+  double head_flops_fwd = 0;           // 2 x vocab x hidden (the output layer), per token
+  bool head_trains = true;
+  double embedding_params = 0;         // token + position tables
+  double head_params = 0;              // untied output layer + final norm
+  double trainable_params = 0;         // all trainable parameters
+  /// Model FLOPs per token by the usual convention, for MFU: 6 x active parameters (matmul
+  /// weights, output layer included) + 12 x layers x heads x head dim x sequence
+  /// (torchtitan utils get_num_flop_per_token; Chowdhery et al. 2022 App. B).
+  double model_flops_per_token_base = 0;   // 6 x N part
+  double model_flops_attention_per_ctx = 0;  // x sequence length
+};
+
+PerfBasis build_perf_basis(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t);
+
+/// Exposed communication by parallelism (seconds per step, not hidden behind compute).
+struct ExposedCommunication {
+  double dp_s = 0, tp_s = 0, pp_s = 0, cp_s = 0, ep_s = 0;
+  double total() const { return dp_s + tp_s + pp_s + cp_s + ep_s; }
+};
+
+struct StepTime {
+  double step_s = 0;
+  double compute_s = 0;          // fwd + bwd + recompute of every micro-batch on the slowest stage
+  double recompute_s = 0;        // part of compute_s spent recomputing checkpointed activations
+  double bubble_s = 0;           // pipeline fill and drain
+  double optimizer_s = 0;        // optimizer step (GPU or host)
+  double offload_s = 0;          // host transfers not hidden behind compute
+  ExposedCommunication comm;
+  /// Communication per step before overlap (seconds), for the report.
+  double communication_total_s = 0;
+  std::int64_t global_batch = 0;     // sequences per step: dp x micro_batch x grad_accum
+  std::int64_t tokens_per_step = 0;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;   // model FLOPs (convention above) per second per GPU
+  double mfu = 0;                    // over the GPU's dense 16-bit peak
+};
+
+/// Step time of `t` on layout `l` (degrees, sharding, schedule, behaviours) over cluster `c`.
+StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
+                            const ClusterSpec& c, const PerfConstants& k = {});
+
+/// The assumptions behind every step time, in words, for the result.
+std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c);
+
+}  // namespace memfit

@@ -1,0 +1,480 @@
+// Layout search (see search.h).
+#include "search/search.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace memfit {
+
+const char* objective_name(Objective o) {
+  switch (o) {
+    case Objective::kFastest: return "fastest";
+    case Objective::kLeastMemory: return "least_memory";
+    case Objective::kLargestBatch: return "largest_batch";
+  }
+  return "fastest";
+}
+
+std::string method_name(const ParallelLayout& l, Offload offload) {
+  std::vector<std::string> parts;
+  switch (l.sharding) {
+    case Sharding::kNone:
+      if (l.dp * l.cp > 1 && l.tp == 1 && l.pp == 1 && l.cp == 1) parts.emplace_back("DDP");
+      else if (l.dp > 1) parts.emplace_back("DP");
+      break;
+    case Sharding::kZero1: parts.emplace_back("ZeRO-1"); break;
+    case Sharding::kZero2: parts.emplace_back("ZeRO-2"); break;
+    case Sharding::kZero3: parts.emplace_back(l.shard_degree > 0 && l.shard_degree < l.dp * l.cp ? "HSDP" : "ZeRO-3/FSDP"); break;
+  }
+  if (l.tp > 1) parts.emplace_back(l.sequence_parallel ? "TP+SP" : "TP");
+  if (l.pp > 1) parts.emplace_back("PP");
+  if (l.cp > 1) parts.emplace_back("CP");
+  if (l.ep > 1) parts.emplace_back("EP");
+  if (offload == Offload::kOptimizer) parts.emplace_back("optimizer offload");
+  if (offload == Offload::kParamsOptimizer) parts.emplace_back("parameter offload");
+  if (offload == Offload::kActivations) parts.emplace_back("activation offload");
+  if (parts.empty()) return "single GPU";
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : " + ") + p;
+  return s;
+}
+
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> lo, hi;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    lo.push_back(d);
+    if (d != n / d) hi.push_back(n / d);
+  }
+  lo.insert(lo.end(), hi.rbegin(), hi.rend());
+  return lo;
+}
+
+std::vector<std::int64_t> allowed(const std::vector<std::int64_t>& natural, const std::vector<std::int64_t>& space) {
+  if (space.empty()) return natural;
+  std::vector<std::int64_t> out;
+  for (std::int64_t v : natural) {
+    if (std::find(space.begin(), space.end(), v) != space.end()) out.push_back(v);
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> allowed_enum(const std::vector<T>& natural, const std::vector<T>& space) {
+  if (space.empty()) return natural;
+  std::vector<T> out;
+  for (const T& v : natural) {
+    if (std::find(space.begin(), space.end(), v) != space.end()) out.push_back(v);
+  }
+  return out;
+}
+
+// One structural layout: everything but the micro-batch (and the accumulation it implies).
+struct Structure {
+  ParallelLayout layout;
+  Checkpointing checkpointing;
+  Offload offload;
+  std::size_t family;
+  // Memory known so far: every micro-batch >= oom_from is out of memory (monotone in the
+  // micro-batch); every one <= fits_to fits.
+  std::int64_t oom_from = std::numeric_limits<std::int64_t>::max();
+  std::int64_t fits_to = 0;
+  bool probed = false;
+};
+
+// A candidate as the walk needs it (the full step time is recomputed for those reported).
+struct Timed {
+  std::uint32_t structure;
+  std::int32_t micro_batch;
+  std::int64_t grad_accum;
+  double tokens_per_s;
+};
+
+class Searcher {
+ public:
+  explicit Searcher(const SearchInput& in) : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)) {}
+
+  SearchResult run() {
+    enumerate();
+    switch (in_.objective) {
+      case Objective::kFastest: walk_fastest(); break;
+      case Objective::kLeastMemory: walk_per_structure(false); break;
+      case Objective::kLargestBatch: walk_per_structure(true); break;
+    }
+    finish_methods();
+    r_.rejected.assign(rejected_.begin(), rejected_.end());
+    r_.assumptions = perf_assumptions(in_.perf, in_.cluster);
+    r_.assumptions.emplace_back("memory per rank grows with the micro-batch: a layout out of memory at micro-batch b is out of memory above b");
+    return std::move(r_);
+  }
+
+ private:
+  const SearchInput& in_;
+  PerfBasis basis_;
+  SearchResult r_;
+  std::map<std::string, std::int64_t> rejected_;
+  std::vector<Structure> structures_;
+  std::vector<Timed> timed_;
+  std::vector<std::string> families_;
+  std::vector<std::optional<Candidate>> family_best_;
+  std::vector<std::int64_t> family_valid_;
+  std::vector<std::int64_t> micro_batches_;
+
+  std::map<std::int64_t, std::size_t> family_codes_;
+
+  // Family of a layout, looked up by the few facts its name depends on.
+  std::size_t family_of(const ParallelLayout& l, Offload off) {
+    const std::int64_t code = static_cast<std::int64_t>(l.sharding) | (l.dp * l.cp > 1) << 2 | (l.tp > 1) << 3 |
+                              l.sequence_parallel << 4 | (l.pp > 1) << 5 | (l.cp > 1) << 6 | (l.ep > 1) << 7 |
+                              static_cast<std::int64_t>(off) << 8 | (l.dp > 1) << 11 |
+                              (l.shard_degree > 0 && l.shard_degree < l.dp * l.cp) << 12;
+    auto it = family_codes_.find(code);
+    if (it != family_codes_.end()) return it->second;
+    const std::size_t f = family_of(method_name(l, off));
+    family_codes_.emplace(code, f);
+    return f;
+  }
+
+  std::size_t family_of(const std::string& name) {
+    for (std::size_t i = 0; i < families_.size(); ++i) {
+      if (families_[i] == name) return i;
+    }
+    families_.push_back(name);
+    family_best_.emplace_back();
+    family_valid_.push_back(0);
+    return families_.size() - 1;
+  }
+
+  void reject(const std::string& code, std::int64_t n) {
+    rejected_[code] += n;
+    r_.enumerated += n;
+  }
+
+  void enumerate() {
+    const ModelArchitecture& a = *in_.arch;
+    const std::int64_t gpus = in_.cluster.gpus;
+    const std::int64_t layers = a.num_layers + a.num_encoder_layers;
+    if (!in_.space.micro_batch.empty()) {
+      micro_batches_ = in_.space.micro_batch;
+      std::sort(micro_batches_.begin(), micro_batches_.end());
+      micro_batches_.erase(std::unique(micro_batches_.begin(), micro_batches_.end()), micro_batches_.end());
+    } else {
+      for (std::int64_t b = 1; b <= in_.space.max_micro_batch; ++b) micro_batches_.push_back(b);
+    }
+    const auto n_mb = static_cast<std::int64_t>(micro_batches_.size());
+    const std::vector<Checkpointing> ckpts =
+        allowed_enum<Checkpointing>({Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}, in_.space.checkpointing);
+    const std::vector<Offload> offloads = allowed_enum<Offload>({Offload::kNone, Offload::kOptimizer, Offload::kParamsOptimizer}, in_.space.offload);
+    const std::vector<Sharding> shardings =
+        allowed_enum<Sharding>({Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}, in_.space.sharding);
+    for (std::int64_t tp : allowed(divisors(gpus), in_.space.tp)) {
+      for (std::int64_t pp : allowed(divisors(gpus / tp), in_.space.pp)) {
+        for (std::int64_t cp : allowed(divisors(gpus / (tp * pp)), in_.space.cp)) {
+          const std::int64_t dp = gpus / (tp * pp * cp);
+          std::vector<std::int64_t> vpps = {1};
+          if (pp > 1 && layers % pp == 0) {
+            for (std::int64_t v : divisors(layers / pp)) {
+              if (v > 1) vpps.push_back(v);
+            }
+          }
+          vpps = allowed(vpps, in_.space.vpp);
+          const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(dp * cp) : std::vector<std::int64_t>{1}, in_.space.ep);
+          std::vector<bool> sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
+          if (!in_.space.sequence_parallel.empty()) sps = allowed_enum<bool>(sps, in_.space.sequence_parallel);
+          for (std::int64_t vpp : vpps) {
+            for (std::int64_t ep : eps) {
+              for (Sharding sh : shardings) {
+                if (dp * cp == 1 && sh != Sharding::kNone && in_.space.sharding.empty()) continue;  // nothing to shard over
+                for (bool sp : sps) {
+                  for (Checkpointing ck : ckpts) {
+                    for (Offload off : offloads) {
+                      add_structure(tp, pp, cp, dp, vpp, ep, sh, sp, ck, off, n_mb);
+                      if (r_.enumerated > kMaxSearchCandidates) {
+                        throw Error(ErrorCode::kOutOfRange, "/search",
+                                    "the search space holds more than " + std::to_string(kMaxSearchCandidates) +
+                                        " candidates; fix some dimensions under search.space");
+                      }
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  void add_structure(std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int64_t dp, std::int64_t vpp, std::int64_t ep,
+                     Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
+    ParallelLayout l;
+    l.tp = tp;
+    l.pp = pp;
+    l.cp = cp;
+    l.dp = dp;
+    l.vpp = vpp;
+    l.ep = ep;
+    l.sharding = sh;
+    l.sequence_parallel = sp;
+    l.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+    l.gpus_per_node = in_.cluster.gpus_per_node;
+    l.behaviour = in_.behaviour;
+    if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
+    TrainingSetup t = in_.training;
+    t.checkpointing = ck;
+    t.offload = off;
+    t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
+    if (auto v = check_layout(l, *in_.arch, t)) return reject(v->code, n_mb);
+    Structure s{l, ck, off, family_of(l, off)};
+    const auto index = static_cast<std::uint32_t>(structures_.size());
+    structures_.push_back(s);
+    for (std::int64_t mb : micro_batches_) {
+      std::int64_t ga = in_.training.grad_accum;
+      if (in_.global_batch > 0) {
+        if (in_.global_batch % (dp * mb) != 0) {
+          reject("global_batch_divisible", 1);
+          continue;
+        }
+        ga = in_.global_batch / (dp * mb);
+      }
+      if (vpp > 1 && ga % pp != 0) {
+        reject("interleaved_grad_accum", 1);
+        continue;
+      }
+      ++r_.enumerated;
+      ++r_.valid;
+      ++family_valid_[s.family];
+      t.micro_batch = mb;
+      t.grad_accum = ga;
+      timed_.push_back(Timed{index, static_cast<std::int32_t>(mb), ga, estimate_step_time(basis_, t, l, in_.cluster, in_.perf).tokens_per_s});
+      ++r_.timed;
+    }
+  }
+
+  TrainingSetup setup_of(const Timed& c) const {
+    const Structure& s = structures_[c.structure];
+    TrainingSetup t = in_.training;
+    t.checkpointing = s.checkpointing;
+    t.offload = s.offload;
+    t.micro_batch = c.micro_batch;
+    t.grad_accum = c.grad_accum;
+    return t;
+  }
+
+  // Full memory estimate of a candidate (counted), or nullopt when it does not fit.
+  std::optional<Candidate> evaluate(const Timed& c) {
+    Structure& s = structures_[c.structure];
+    Candidate cand;
+    cand.layout = s.layout;
+    cand.setup = setup_of(c);
+    cand.perf = estimate_step_time(basis_, cand.setup, s.layout, in_.cluster, in_.perf);
+    cand.method = families_[s.family];
+    ++r_.memory_estimated;
+    try {
+      const DistributedEstimate d = estimate_distributed(*in_.arch, *in_.inv, cand.setup, s.layout, in_.runtime, /*timeline=*/false);
+      const Estimate& e = d.peak();
+      cand.memory_known = true;
+      cand.device_total_bytes = e.device_total_bytes;
+      cand.peak_allocated_bytes = e.peak_allocated_bytes;
+      cand.peak_reserved_bytes = e.peak_reserved_bytes;
+      cand.rank_kind = d.ranks[d.peak_rank].context.kind.name;
+      cand.verdict = verdict_for(e.device_total_bytes, in_.cluster.gpu.memory_total_bytes);
+      cand.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(in_.cluster.gpu.memory_total_bytes);
+    } catch (const Error& err) {
+      if (err.code() != ErrorCode::kOutOfRange) throw;  // sizes past the 2^53 bound: out of memory
+      cand.verdict = Verdict::kOom;
+    }
+    if (cand.verdict == Verdict::kOom) {
+      s.oom_from = std::min<std::int64_t>(s.oom_from, c.micro_batch);
+      return std::nullopt;
+    }
+    s.fits_to = std::max<std::int64_t>(s.fits_to, c.micro_batch);
+    return cand;
+  }
+
+  // Whether a candidate fits, from what is known or by estimating; fills `out` when estimated.
+  std::optional<Candidate> fits(const Timed& c) {
+    Structure& s = structures_[c.structure];
+    if (c.micro_batch >= s.oom_from) {
+      ++r_.oom;
+      return std::nullopt;
+    }
+    if (!s.probed) {
+      s.probed = true;
+      // One estimate at the smallest micro-batch settles layouts that never fit.
+      // The structure's candidates are contiguous and in micro-batch order: the first is the smallest.
+      const auto first = std::lower_bound(timed_.begin(), timed_.end(), c.structure,
+                                          [](const Timed& t, std::uint32_t s) { return t.structure < s; });
+      const Timed* smallest = &*first;
+      if (smallest && smallest->micro_batch < c.micro_batch && !evaluate(*smallest)) {
+        ++r_.oom;
+        return std::nullopt;
+      }
+    }
+    auto cand = evaluate(c);
+    ++(cand ? r_.fit : r_.oom);
+    return cand;
+  }
+
+  void walk_fastest() {
+    // Indices are in enumeration order, so (speed, index) is the deterministic tie-break.
+    std::vector<std::pair<double, std::uint32_t>> keyed(timed_.size());
+    for (std::uint32_t i = 0; i < timed_.size(); ++i) keyed[i] = {-timed_[i].tokens_per_s, i};
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<std::uint32_t> order(timed_.size());
+    for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+    std::size_t unsettled = families_.size();
+    const auto top_n = static_cast<std::size_t>(in_.top);
+    std::size_t i = 0;
+    for (; i < order.size(); ++i) {
+      if (r_.top.size() >= top_n && unsettled == 0) break;
+      const Timed& c = timed_[order[i]];
+      const std::size_t fam = structures_[c.structure].family;
+      const bool want_top = r_.top.size() < top_n;
+      const bool want_family = !family_best_[fam];
+      if (!want_top && !want_family) {
+        ++r_.not_needed;
+        continue;
+      }
+      auto cand = fits(c);
+      if (!cand) continue;
+      if (want_top) r_.top.push_back(*cand);
+      if (want_family) {
+        family_best_[fam] = *cand;
+        --unsettled;
+      }
+    }
+    r_.not_needed += static_cast<std::int64_t>(order.size() - i);
+  }
+
+  // least_memory: each structure at its smallest micro-batch; largest_batch: its largest
+  // micro-batch that fits (bisection over the structure's micro-batches).
+  void walk_per_structure(bool largest) {
+    std::vector<Candidate> found;
+    std::size_t begin = 0;
+    while (begin < timed_.size()) {
+      std::size_t end = begin;
+      while (end < timed_.size() && timed_[end].structure == timed_[begin].structure) ++end;
+      std::optional<Candidate> pick;
+      if (!largest) {
+        pick = fits(timed_[begin]);
+        r_.not_needed += static_cast<std::int64_t>(end - begin - 1);
+      } else {
+        std::size_t lo = begin, hi = end;  // find the last index that fits in [begin, end)
+        std::optional<Candidate> best;
+        while (lo < hi) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          auto c = fits(timed_[mid]);
+          if (c) {
+            best = c;
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        pick = best;
+      }
+      if (pick) found.push_back(*pick);
+      begin = end;
+    }
+    auto key_less = [&](const Candidate& x, const Candidate& y) {
+      if (largest) {
+        const std::int64_t bx = x.layout.dp * x.setup.micro_batch, by = y.layout.dp * y.setup.micro_batch;
+        if (bx != by) return bx > by;
+      } else if (x.device_total_bytes != y.device_total_bytes) {
+        return x.device_total_bytes < y.device_total_bytes;
+      }
+      return x.perf.tokens_per_s > y.perf.tokens_per_s;
+    };
+    std::stable_sort(found.begin(), found.end(), key_less);
+    for (const Candidate& c : found) {
+      if (r_.top.size() < static_cast<std::size_t>(in_.top)) r_.top.push_back(c);
+      const std::size_t fam = family_of(c.method);
+      if (!family_best_[fam]) family_best_[fam] = c;
+    }
+  }
+
+  void finish_methods() {
+    for (std::size_t f = 0; f < families_.size(); ++f) {
+      MethodBest m;
+      m.method = families_[f];
+      m.valid = family_valid_[f];
+      if (family_best_[f]) {
+        const Candidate& c = *family_best_[f];
+        m.best = c;
+        TrainingSetup t = c.setup;
+        const DistributedEstimate d = estimate_distributed(*in_.arch, *in_.inv, t, c.layout, in_.runtime, /*timeline=*/false);
+        const FitReport fr = assess_fit(*in_.arch, *in_.inv, t, c.layout, in_.cluster.gpu, d.peak(), in_.runtime, true);
+        r_.memory_estimated += 1;
+        m.max_micro_batch = fr.max_micro_batch;
+        m.max_micro_batch_capped = fr.max_micro_batch_capped;
+      }
+      r_.methods.push_back(std::move(m));
+    }
+    // Methods that fit first, fastest first; then the rest by name.
+    std::stable_sort(r_.methods.begin(), r_.methods.end(), [](const MethodBest& x, const MethodBest& y) {
+      if (x.best.has_value() != y.best.has_value()) return x.best.has_value();
+      if (x.best && y.best) return x.best->perf.tokens_per_s > y.best->perf.tokens_per_s;
+      return x.method < y.method;
+    });
+  }
+};
+
+void add_suggestions(const SearchInput& in, SearchResult& r) {
+  auto try_with = [&](SearchInput variant, const std::string& change, const std::string& description) {
+    variant.suggest = false;
+    variant.top = 1;
+    try {
+      SearchResult s = Searcher(variant).run();
+      if (!s.top.empty()) {
+        r.suggestions.push_back(Suggestion{change, description, s.top.front()});
+        return true;
+      }
+    } catch (const Error&) {
+      // A variant beyond the bounds is no suggestion.
+    }
+    return false;
+  };
+  if (!in.space.offload.empty()) {
+    SearchInput v = in;
+    v.space.offload = {Offload::kOptimizer, Offload::kParamsOptimizer};
+    try_with(v, "offload", "offload the optimizer (and parameter shards) to CPU memory");
+  }
+  if (in.training.method != Method::kQlora) {
+    SearchInput v = in;
+    v.training.method = Method::kQlora;
+    try_with(v, "method", "train LoRA adapters over a 4-bit (NF4) base: QLoRA");
+  }
+  for (std::int64_t factor = 2; factor <= 8 && in.training.seq_len / factor >= 256; factor *= 2) {
+    SearchInput v = in;
+    v.training.seq_len = in.training.seq_len / factor;
+    if (try_with(v, "seq_len", "shorten the sequence to " + std::to_string(v.training.seq_len) + " tokens")) break;
+  }
+  for (std::int64_t factor = 2; factor <= 64; factor *= 2) {
+    SearchInput v = in;
+    v.cluster.gpus = in.cluster.gpus * factor;
+    if (v.cluster.gpus > (1 << 20)) break;
+    if (in.global_batch > 0 && in.global_batch % v.cluster.gpus != 0) v.global_batch = 0;
+    if (try_with(v, "gpus", "use " + std::to_string(v.cluster.gpus) + " GPUs")) break;
+  }
+}
+
+}  // namespace
+
+SearchResult run_search(const SearchInput& in) {
+  if (in.arch == nullptr || in.inv == nullptr) throw Error(ErrorCode::kInvalidValue, "/model", "search needs a model");
+  if (in.top < 1 || in.top > kMaxSearchTop) {
+    throw Error(ErrorCode::kOutOfRange, "/search/top", "top must be 1 … " + std::to_string(kMaxSearchTop));
+  }
+  SearchResult r = Searcher(in).run();
+  if (r.top.empty() && in.suggest) add_suggestions(in, r);
+  return r;
+}
+
+}  // namespace memfit

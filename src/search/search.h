@@ -1,0 +1,107 @@
+// The search for the fastest way to train that fits (LLMem Algorithm 1 generalised; Fujii et al.
+// 2024's 4D search): enumerate every layout the space allows (dp, tp, pp, vpp, cp, ep, sequence
+// parallel, sharding, offload, micro-batch, gradient accumulation, activation checkpointing),
+// reject those that break a rule (counted by rule), time the rest with the closed-form step-time
+// model, then walk them from the fastest down, estimating memory per rank only until the top N
+// that fit are known (exact pruning: every candidate left is slower than all N). Memory grows
+// with the micro-batch, so a layout that runs out of memory at micro-batch b is out of memory
+// for every larger one without another estimate.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memory/fit.h"
+#include "memory/timeline.h"
+#include "model/tensor_inventory.h"
+#include "parallel/layout.h"
+#include "perf/perf_model.h"
+
+namespace memfit {
+
+enum class Objective { kFastest, kLeastMemory, kLargestBatch };
+const char* objective_name(Objective o);
+
+/// The values each dimension may take; an empty list means every value the rules allow.
+struct SearchSpace {
+  std::vector<std::int64_t> tp, pp, vpp, cp, ep, micro_batch;
+  std::vector<Sharding> sharding;
+  std::vector<bool> sequence_parallel;
+  std::vector<Checkpointing> checkpointing;
+  std::vector<Offload> offload;
+  std::int64_t max_micro_batch = 8;   // micro-batches 1 … this when `micro_batch` is empty
+  bool tp_within_node = true;         // tensor-parallel groups stay inside one node
+};
+
+/// Bounds that keep a search interactive (docs/api.md "search"): beyond them an error.
+inline constexpr std::int64_t kMaxSearchCandidates = 4'000'000;
+inline constexpr std::int64_t kMaxSearchTop = 1000;
+
+struct SearchInput {
+  const ModelArchitecture* arch = nullptr;
+  const TensorInventory* inv = nullptr;
+  TrainingSetup training;            // everything but the searched dimensions
+  DistributedBehaviour behaviour;    // the framework's
+  ClusterSpec cluster;
+  RuntimeProfile runtime;
+  PerfConstants perf;
+  /// Sequences per optimizer step; 0: not fixed (grad_accum stays training.grad_accum).
+  std::int64_t global_batch = 0;
+  Objective objective = Objective::kFastest;
+  std::int64_t top = 10;
+  SearchSpace space;
+  bool suggest = true;               // when nothing fits, look for what would
+};
+
+struct Candidate {
+  ParallelLayout layout;
+  TrainingSetup setup;               // micro_batch, grad_accum, checkpointing, offload as searched
+  StepTime perf;
+  bool memory_known = false;
+  std::int64_t device_total_bytes = 0;
+  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_reserved_bytes = 0;
+  std::string rank_kind;             // the most-loaded rank kind
+  Verdict verdict = Verdict::kOom;
+  double usage_fraction = 0;
+  std::string method;                // "ZeRO-3 + TP + PP"
+};
+
+/// The best candidate of one method family, and the largest micro-batch its layout fits.
+struct MethodBest {
+  std::string method;
+  std::int64_t valid = 0;            // candidates of the family that passed the rules
+  std::optional<Candidate> best;     // none: every one runs out of memory (or was not needed)
+  std::int64_t max_micro_batch = 0;
+  bool max_micro_batch_capped = false;
+};
+
+struct Suggestion {
+  std::string change;                // "gpus", "offload", "method", "seq_len"
+  std::string description;
+  Candidate candidate;               // the best layout under the change
+};
+
+struct SearchResult {
+  std::int64_t enumerated = 0;       // every combination of the dimensions' values
+  std::int64_t valid = 0;            // passing every rule
+  std::vector<std::pair<std::string, std::int64_t>> rejected;  // by rule, sorted by rule id
+  std::int64_t timed = 0;            // step time computed (every valid candidate)
+  std::int64_t memory_estimated = 0; // full per-rank memory estimates run
+  std::int64_t fit = 0, oom = 0;     // verdicts known (estimated or implied by monotonicity)
+  std::int64_t not_needed = 0;       // valid, but ranked after the result was settled
+  std::vector<Candidate> top;
+  std::vector<MethodBest> methods;
+  std::vector<Suggestion> suggestions;
+  std::vector<std::string> assumptions;
+};
+
+/// The method family a layout belongs to ("single GPU", "DDP", "ZeRO-3 + TP", ...).
+std::string method_name(const ParallelLayout& l, Offload offload);
+
+/// Runs the search; throws Error(invalid_value / out_of_range) for a space beyond the bounds.
+SearchResult run_search(const SearchInput& in);
+
+}  // namespace memfit

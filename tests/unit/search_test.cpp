@@ -1,0 +1,351 @@
+// The step-time model's relations (recomputation costs time, the bubble is (p-1)/(m v) of the
+// compute, collectives crossing nodes are slower), the search's exactness (its pruned walk finds
+// the same best layout as estimating every candidate), its counts and constraints, LLMem's
+// Table 3 method order, and the launch configurations' option names.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "api/api.h"
+#include "export/launch.h"
+#include "hf_config/parse_hf_config.h"
+#include "perf/perf_model.h"
+#include "presets/registry.h"
+#include "search/search.h"
+
+using nlohmann::json;
+using namespace memfit;
+
+namespace {
+
+ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
+
+ClusterSpec cluster(const char* gpu, std::int64_t gpus, std::int64_t per_node = 8) {
+  ClusterSpec c;
+  c.gpu = *presets::find_gpu(gpu);
+  c.gpus = gpus;
+  c.gpus_per_node = per_node;
+  return c;
+}
+
+TrainingSetup bf16(std::int64_t mb, std::int64_t seq, std::int64_t ga = 1) {
+  TrainingSetup t;
+  t.precision = Precision::kBf16;
+  t.micro_batch = mb;
+  t.seq_len = seq;
+  t.grad_accum = ga;
+  return t;
+}
+
+json call(std::string (*f)(std::string_view), const json& request) { return json::parse(f(request.dump())); }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("model FLOPs per token follow 6N + 12 L H Q T", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const PerfBasis b = build_perf_basis(a, inv, bf16(1, 8192));
+  // Matmul weights = all parameters but the token embedding and the norms (untied head).
+  const double norms = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kNorm)]);
+  const double embed = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kEmbedding)]);
+  const double expected = 6.0 * (static_cast<double>(inv.total_params) - embed - norms);
+  CHECK(b.model_flops_per_token_base == Approx(expected).epsilon(1e-9));
+  CHECK(b.model_flops_attention_per_ctx == Approx(12.0 * 32 * 32 * 128));
+}
+
+TEST_CASE("recomputation costs time: none < selective < full", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  ParallelLayout l;
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  TrainingSetup t = bf16(1, 4096);
+  const double none = estimate_step_time(b, t, l, c).step_s;
+  t.checkpointing = Checkpointing::kSelective;
+  const double selective = estimate_step_time(b, t, l, c).step_s;
+  t.checkpointing = Checkpointing::kFull;
+  const StepTime full = estimate_step_time(b, t, l, c);
+  CHECK(none < selective);
+  CHECK(selective < full.step_s);
+  CHECK(full.recompute_s > 0);
+  CHECK(full.mfu > 0.2);
+  CHECK(full.mfu < 1.0);
+}
+
+TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  for (std::int64_t m : {4, 8, 16}) {
+    for (std::int64_t v : {1, 2}) {
+      ParallelLayout l;
+      l.pp = 4;
+      l.dp = 2;
+      l.vpp = v;
+      l.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+      const StepTime s = estimate_step_time(b, bf16(1, 4096, m), l, c);
+      CHECK(s.bubble_s / s.compute_s == Approx(3.0 / static_cast<double>(m * v)).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("data-parallel reductions that cross nodes are slower; more data parallelism raises throughput", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  ParallelLayout l;
+  l.dp = 16;
+  l.sharding = Sharding::kZero3;
+  const StepTime intra = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 16, 16));
+  const StepTime inter = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 16, 2));
+  CHECK(inter.communication_total_s > intra.communication_total_s);
+  CHECK(inter.step_s >= intra.step_s);
+  // DDP repeats the single GPU's work and adds the all-reduce: never faster per GPU.
+  ParallelLayout one, ddp;
+  ddp.dp = 16;
+  const StepTime single = estimate_step_time(b, bf16(1, 4096), one, cluster("H100-80GB", 1));
+  const StepTime replicated = estimate_step_time(b, bf16(1, 4096), ddp, cluster("H100-80GB", 16, 2));
+  CHECK(replicated.tokens_per_s > single.tokens_per_s);
+  CHECK(replicated.tokens_per_s_per_gpu <= single.tokens_per_s_per_gpu);
+}
+
+TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  ParallelLayout l;
+  l.tp = 8;
+  const StepTime s = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8));
+  CHECK(s.comm.tp_s > 0);
+  l.tp = 1;
+  l.dp = 8;
+  CHECK(estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8)).comm.tp_s == 0);
+}
+
+TEST_CASE("the pruned search finds the best layout that estimating every candidate finds", "[search]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  SearchInput in;
+  in.arch = &a;
+  in.inv = &inv;
+  in.training = bf16(1, 4096);
+  in.training.precision = Precision::kAmpBf16;
+  in.cluster = cluster("A100-40GB", 8);
+  in.global_batch = 32;
+  in.top = 5;
+  in.space.max_micro_batch = 4;
+  in.space.offload = {Offload::kNone};
+  const SearchResult r = run_search(in);
+  REQUIRE(!r.top.empty());
+  // Brute force: every valid candidate estimated.
+  double best_tps = 0;
+  const PerfBasis basis = build_perf_basis(a, inv, in.training);
+  std::int64_t brute_valid = 0;
+  for (std::int64_t tp : {1, 2, 4, 8}) {
+    for (std::int64_t pp : {1, 2, 4, 8}) {
+      if (tp * pp > 8) continue;
+      for (std::int64_t cp : {1, 2, 4, 8}) {
+        if (tp * pp * cp > 8) continue;
+        const std::int64_t dp = 8 / (tp * pp * cp);
+        for (Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
+          if (dp * cp == 1 && sh != Sharding::kNone) continue;
+          for (bool sp : {false, true}) {
+            if (sp && tp == 1) continue;
+            for (std::int64_t v = 1; v <= 32; ++v) {
+              if (v > 1 && (pp == 1 || 32 % (pp * v) != 0)) continue;
+              for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}) {
+                for (std::int64_t mb = 1; mb <= 4; ++mb) {
+                  if (32 % (dp * mb) != 0) continue;
+                  ParallelLayout l;
+                  l.tp = tp; l.pp = pp; l.cp = cp; l.dp = dp; l.vpp = v; l.sharding = sh; l.sequence_parallel = sp;
+                  l.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+                  TrainingSetup t = in.training;
+                  t.checkpointing = ck;
+                  t.micro_batch = mb;
+                  t.grad_accum = 32 / (dp * mb);
+                  if (check_layout(l, a, t)) continue;
+                  ++brute_valid;
+                  const StepTime s = estimate_step_time(basis, t, l, in.cluster);
+                  if (s.tokens_per_s <= best_tps) continue;
+                  const auto d = estimate_distributed(a, inv, t, l);
+                  if (d.peak().device_total_bytes <= in.cluster.gpu.memory_total_bytes) best_tps = s.tokens_per_s;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(r.valid == brute_valid);
+  CHECK(r.top.front().perf.tokens_per_s == Approx(best_tps).epsilon(1e-12));
+  CHECK(r.memory_estimated < r.valid);  // the walk stopped early
+  // Every reported candidate fits and the list is sorted fastest first.
+  for (std::size_t i = 0; i < r.top.size(); ++i) {
+    CHECK(r.top[i].verdict != Verdict::kOom);
+    if (i > 0) CHECK(r.top[i - 1].perf.tokens_per_s >= r.top[i].perf.tokens_per_s);
+  }
+  // Counts add up.
+  std::int64_t rejected = 0;
+  for (const auto& [code, n] : r.rejected) rejected += n;
+  CHECK(r.enumerated == r.valid + rejected);
+}
+
+TEST_CASE("search honours constraints and is deterministic", "[search][api]") {
+  const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                    {"training", {{"seq_len", 4096}, {"micro_batch", 1}}},
+                    {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 16}}},
+                    {"search", {{"top", 8}, {"space", {{"pp", {1}}, {"sharding", {"zero3"}}}}}}};
+  const json a = call(api::search, req);
+  REQUIRE(a["ok"] == true);
+  const json& r = a["result"];
+  REQUIRE(!r["top"].empty());
+  for (const json& c : r["top"]) {
+    CHECK(c["parallel"]["pp"] == 1);
+    CHECK(c["parallel"]["sharding"] == "zero3");
+    CHECK(c["training"]["micro_batch"] == 1);
+    CHECK(c["memory"]["verdict"] != "oom");
+  }
+  CHECK(r["best"] == r["top"][0]);
+  CHECK(r["launch"].size() == 5);
+  CHECK(call(api::search, req).dump() == a.dump());
+}
+
+TEST_CASE("when nothing fits the search suggests what would", "[search]") {
+  const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-70B-Instruct"}}},
+                    {"training", {{"seq_len", 2048}, {"precision", "amp_bf16"}}},
+                    {"cluster", {{"gpu", {{"preset", "RTX-4090"}}}, {"gpus", 1}}}};
+  const json r = call(api::search, req);
+  REQUIRE(r["ok"] == true);
+  CHECK(r["result"]["best"].is_null());
+  REQUIRE(!r["result"]["suggestions"].empty());
+  std::set<std::string> changes;
+  for (const json& s : r["result"]["suggestions"]) {
+    changes.insert(s["change"].get<std::string>());
+    CHECK(s["candidate"]["memory"]["verdict"] != "oom");
+  }
+  CHECK(changes.count("gpus") == 1);
+}
+
+TEST_CASE("search request errors name the field", "[search][errors]") {
+  auto err = [](const json& search) {
+    const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                      {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 8}}},
+                      {"search", search}};
+    return call(api::search, req)["error"];
+  };
+  CHECK(err({{"top", 0}})["path"] == "/search/top");
+  CHECK(err({{"objective", "cheapest"}})["path"] == "/search/objective");
+  CHECK(err({{"space", {{"tp", {2, "x"}}}}})["path"] == "/search/space/tp/1");
+  CHECK(err({{"space", {{"sharding", {"zero4"}}}}})["code"] == "invalid_value");
+  CHECK(err({{"space", {{"warp", 1}}}})["path"] == "/search/space/warp");
+}
+
+// LLMem Table 3 (Kim et al. 2024; docs/validation.md): on 4 x V100 16 GB the measured order of
+// 4DP, 2DP+2TP and 4TP for the rows the table decides and memfit's parser covers.
+TEST_CASE("LLMem Table 3: methods ranked in the measured order where memfit agrees", "[search][validation]") {
+  auto best = [](const json& model, std::int64_t tp) -> json {
+    const json req = {{"model", model},
+                      {"training", {{"framework", "colossalai"}, {"precision", "amp_fp16"}, {"seq_len", 512},
+                                    {"activation_checkpointing", "full"}, {"attention", "eager"}, {"offload", "none"}}},
+                      {"cluster", {{"gpu", {{"preset", "V100-16GB"}}}, {"gpus", 4}, {"gpus_per_node", 4}}},
+                      {"search", {{"top", 1}, {"launch", false},
+                                  {"space", {{"tp", {tp}}, {"pp", {1}}, {"cp", {1}}, {"max_micro_batch", 64},
+                                             {"sharding", {tp == 4 ? "none" : "zero3"}}}}}}};
+    const json r = call(api::search, req);
+    REQUIRE(r["ok"] == true);
+    return r["result"]["best"];
+  };
+  const std::string dir = std::string(MEMFIT_SOURCE_DIR) + "/tests/validation/llmem/";
+  for (const char* file : {"facebook__opt-1.3b.json", "bigscience__bloom-1b1.json"}) {
+    const json model = {{"config", json::parse(read_file(dir + file))}};
+    const json dp = best(model, 1), dptp = best(model, 2), tp = best(model, 4);
+    REQUIRE(!dp.is_null());
+    REQUIRE(!dptp.is_null());
+    REQUIRE(!tp.is_null());
+    CHECK(dp["perf"]["tokens_per_s"] > dptp["perf"]["tokens_per_s"]);
+    CHECK(dptp["perf"]["tokens_per_s"] > tp["perf"]["tokens_per_s"]);
+  }
+  const json llama = {{"preset", "meta-llama/Llama-2-7b-hf"}};
+  CHECK(best(llama, 1).is_null());
+  CHECK(best(llama, 2).is_null());
+  CHECK(best(llama, 4).is_null());
+  CHECK(best({{"config", json::parse(read_file(dir + "bigscience__bloom-3b.json"))}}, 1).is_null());
+}
+
+TEST_CASE("launch configurations use the frameworks' documented option names", "[launch]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.layout.dp = 8;
+  in.layout.sharding = Sharding::kZero3;
+  in.setup = bf16(2, 8192, 4);
+  in.setup.checkpointing = Checkpointing::kFull;
+  const std::vector<LaunchFormat> f = launch_configs(in);
+  REQUIRE(f.size() == 5);
+  // DeepSpeed (deepspeed.ai/docs/config-json): batch identity train = micro x accumulation x dp.
+  const json ds = json::parse(f[0].text);
+  CHECK(ds["train_batch_size"] == 2 * 4 * 8);
+  CHECK(ds["train_micro_batch_size_per_gpu"] == 2);
+  CHECK(ds["gradient_accumulation_steps"] == 4);
+  CHECK(ds["zero_optimization"]["stage"] == 3);
+  const std::set<std::string> ds_keys = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+                                         "bf16", "fp16", "zero_optimization", "gradient_clipping", "tensor_parallel"};
+  for (auto it = ds.begin(); it != ds.end(); ++it) CHECK(ds_keys.count(it.key()) == 1);
+  // accelerate: every top-level and fsdp_config key is one `accelerate config` writes.
+  const std::set<std::string> acc_keys = {"compute_environment", "distributed_type", "mixed_precision", "num_machines",
+                                          "num_processes", "machine_rank", "main_training_function", "fsdp_config",
+                                          "deepspeed_config", "fsdp_sharding_strategy", "fsdp_auto_wrap_policy",
+                                          "fsdp_backward_prefetch", "fsdp_offload_params", "fsdp_state_dict_type",
+                                          "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_use_orig_params",
+                                          "fsdp_activation_checkpointing"};
+  std::istringstream yaml(f[1].text);
+  std::string line;
+  while (std::getline(yaml, line)) {
+    const auto colon = line.find(':');
+    REQUIRE(colon != std::string::npos);
+    std::string key = line.substr(0, colon);
+    key.erase(0, key.find_first_not_of(' '));
+    CHECK(acc_keys.count(key) == 1);
+  }
+  CHECK(f[1].text.find("fsdp_sharding_strategy: FULL_SHARD") != std::string::npos);
+  // Megatron-LM arguments.py flags.
+  const std::set<std::string> mlm = {"num-layers", "hidden-size", "num-attention-heads", "group-query-attention",
+                                     "num-query-groups", "ffn-hidden-size", "swiglu", "normalization",
+                                     "position-embedding-type", "untie-embeddings-and-output-weights", "seq-length",
+                                     "max-position-embeddings", "micro-batch-size", "global-batch-size",
+                                     "tensor-model-parallel-size", "pipeline-model-parallel-size", "use-distributed-optimizer",
+                                     "use-megatron-fsdp", "data-parallel-sharding-strategy", "bf16", "recompute-granularity",
+                                     "recompute-method", "recompute-num-layers", "use-flash-attn", "train-iters"};
+  std::istringstream args(f[2].text);
+  std::string tok;
+  std::int64_t flags = 0;
+  while (args >> tok) {
+    if (tok.rfind("--", 0) != 0 || tok == "--nnodes" || tok == "--nproc-per-node") continue;
+    ++flags;
+    CHECK(mlm.count(tok.substr(2)) == 1);
+  }
+  CHECK(flags > 15);
+  CHECK(f[2].text.find("--global-batch-size 64") != std::string::npos);
+  // torchtitan: FSDP over all 8 ranks, full AC.
+  CHECK(f[3].text.find("data_parallel_shard_degree = 8") != std::string::npos);
+  CHECK(f[3].text.find("mode = \"full\"") != std::string::npos);
+  CHECK(f[4].text.find("full_finetune_distributed") != std::string::npos);
+  CHECK(f[4].text.find("batch_size=2") != std::string::npos);
+  // Formats that cannot express a layout say so.
+  in.layout.dp = 2;
+  in.layout.pp = 4;
+  const std::vector<LaunchFormat> g = launch_configs(in);
+  CHECK_FALSE(g[0].supported);
+  CHECK_FALSE(g[1].supported);
+  CHECK(g[2].supported);
+  CHECK(g[2].text.find("--pipeline-model-parallel-size 4") != std::string::npos);
+}
