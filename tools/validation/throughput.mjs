@@ -1,0 +1,59 @@
+// Step-time model vs published throughput (tests/validation/throughput.json): prints a markdown
+// table of predicted and measured tokens/s per GPU with the error of every row, bad rows included.
+// Usage: node tools/validation/throughput.mjs   (after `npm run build`)
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+
+const require = createRequire(import.meta.url);
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const validation = require(join(root, 'cli', 'validate.js'));
+const M = await require(join(root, 'build-wasm', 'site', 'memfit_single.js'))();
+
+const data = JSON.parse(readFileSync(join(root, 'tests', 'validation', 'throughput.json'), 'utf8'));
+const cases = validation.readCases(readFileSync(join(root, 'tests', 'validation', 'calibration.csv'), 'utf8'));
+const byId = new Map(cases.map((r) => [r.id, r]));
+const findConfig = validation.configFinder([join(root, 'tests', 'validation', 'configs')]);
+
+function gpuSpec(source) {
+  const o = data.gpu_overrides[source];
+  if (!o) return null;
+  const spec = JSON.parse(readFileSync(join(root, 'presets', 'gpus', `${o.base}.json`), 'utf8'));
+  for (const [k, v] of Object.entries(o)) if (k !== 'base') spec[k] = v;
+  return spec;
+}
+
+const rows = [];
+for (const row of data.rows) {
+  let request;
+  if (row.calibration_id) {
+    const c = byId.get(row.calibration_id);
+    request = validation.rowToRequest(c, findConfig(c.model));
+  } else {
+    request = structuredClone(row.request);
+  }
+  const spec = gpuSpec(row.source);
+  if (spec) request.cluster.gpu = { spec };
+  request.cluster.gpus_per_node = 8;
+  request.options = { timeline: false, max_micro_batch: false };
+  const env = JSON.parse(M.estimate(JSON.stringify(request)));
+  if (!env.ok) {
+    rows.push({ ...row, error: `${env.error.code} at ${env.error.path}: ${env.error.message}` });
+    continue;
+  }
+  const predicted = env.result.perf.tokens_per_s_per_gpu;
+  rows.push({ ...row, predicted, mfu: env.result.perf.mfu, err: (100 * (predicted - row.tps)) / row.tps });
+}
+
+const ok = rows.filter((r) => r.err !== undefined);
+const abs = ok.map((r) => Math.abs(r.err)).sort((a, b) => a - b);
+const median = abs.length ? abs[Math.floor((abs.length - 1) / 2)] : NaN;
+const within = ok.filter((r) => Math.abs(r.err) <= 25).length;
+console.log('| row | setup | measured tok/s/GPU | memfit tok/s/GPU | error | memfit MFU |');
+console.log('|---|---|---:|---:|---:|---:|');
+for (const r of rows) {
+  if (r.error) console.log(`| ${r.id} | ${r.what} | ${r.tps} | error: ${r.error} | | |`);
+  else console.log(`| ${r.id} | ${r.what} | ${r.tps} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
+}
+console.log(`\n${ok.length} rows: median |error| ${median.toFixed(1)} %, ${within} of ${ok.length} within 25 %.`);
