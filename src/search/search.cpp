@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <numeric>
 
 #include "common/error.h"
 
@@ -56,17 +55,8 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
   return lo;
 }
 
-std::vector<std::int64_t> allowed(const std::vector<std::int64_t>& natural, const std::vector<std::int64_t>& space) {
-  if (space.empty()) return natural;
-  std::vector<std::int64_t> out;
-  for (std::int64_t v : natural) {
-    if (std::find(space.begin(), space.end(), v) != space.end()) out.push_back(v);
-  }
-  return out;
-}
-
 template <typename T>
-std::vector<T> allowed_enum(const std::vector<T>& natural, const std::vector<T>& space) {
+std::vector<T> allowed(const std::vector<T>& natural, const std::vector<T>& space) {
   if (space.empty()) return natural;
   std::vector<T> out;
   for (const T& v : natural) {
@@ -81,10 +71,8 @@ struct Structure {
   Checkpointing checkpointing;
   Offload offload;
   std::size_t family;
-  // Memory known so far: every micro-batch >= oom_from is out of memory (monotone in the
-  // micro-batch); every one <= fits_to fits.
+  // Every micro-batch >= oom_from is out of memory (memory is monotone in the micro-batch).
   std::int64_t oom_from = std::numeric_limits<std::int64_t>::max();
-  std::int64_t fits_to = 0;
   bool probed = false;
 };
 
@@ -169,10 +157,10 @@ class Searcher {
     }
     const auto n_mb = static_cast<std::int64_t>(micro_batches_.size());
     const std::vector<Checkpointing> ckpts =
-        allowed_enum<Checkpointing>({Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}, in_.space.checkpointing);
-    const std::vector<Offload> offloads = allowed_enum<Offload>({Offload::kNone, Offload::kOptimizer, Offload::kParamsOptimizer}, in_.space.offload);
+        allowed<Checkpointing>({Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}, in_.space.checkpointing);
+    const std::vector<Offload> offloads = allowed<Offload>({Offload::kNone, Offload::kOptimizer, Offload::kParamsOptimizer}, in_.space.offload);
     const std::vector<Sharding> shardings =
-        allowed_enum<Sharding>({Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}, in_.space.sharding);
+        allowed<Sharding>({Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}, in_.space.sharding);
     for (std::int64_t tp : allowed(divisors(gpus), in_.space.tp)) {
       for (std::int64_t pp : allowed(divisors(gpus / tp), in_.space.pp)) {
         for (std::int64_t cp : allowed(divisors(gpus / (tp * pp)), in_.space.cp)) {
@@ -186,7 +174,7 @@ class Searcher {
           vpps = allowed(vpps, in_.space.vpp);
           const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(dp * cp) : std::vector<std::int64_t>{1}, in_.space.ep);
           std::vector<bool> sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
-          if (!in_.space.sequence_parallel.empty()) sps = allowed_enum<bool>(sps, in_.space.sequence_parallel);
+          if (!in_.space.sequence_parallel.empty()) sps = allowed<bool>(sps, in_.space.sequence_parallel);
           for (std::int64_t vpp : vpps) {
             for (std::int64_t ep : eps) {
               for (Sharding sh : shardings) {
@@ -294,7 +282,6 @@ class Searcher {
       s.oom_from = std::min<std::int64_t>(s.oom_from, c.micro_batch);
       return std::nullopt;
     }
-    s.fits_to = std::max<std::int64_t>(s.fits_to, c.micro_batch);
     return cand;
   }
 
