@@ -2,12 +2,14 @@
 #include "api/request.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
 
 #include "api/api.h"
+#include "common/units.h"
 #include "hf_config/parse_hf_config.h"
 #include "presets/registry.h"
 #include "training/setup_names.h"
@@ -23,6 +25,7 @@ constexpr std::int64_t kMaxGradAccum = 1 << 20;
 constexpr std::int64_t kMaxLoraRank = 1 << 16;
 constexpr std::int64_t kMaxGpus = 1 << 20;
 constexpr std::int64_t kMaxDegree = 1 << 16;
+constexpr double kMaxGpuMemoryGib = 1 << 20;  // 1 PiB: far above any accelerator, well inside 2^53 bytes
 
 // The value of a string enum field, or `fallback` when absent.
 template <typename E, std::size_t N>
@@ -154,19 +157,28 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
 
 GpuSpec read_gpu(const Json& j, const std::string& path) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"preset", "spec"});
+  reject_unknown_keys(f, {"preset", "spec", "memory_gib"});
   const bool has_preset = f.json().contains("preset");
   if (has_preset == f.json().contains("spec")) {
     throw Error(ErrorCode::kInvalidValue, path, "gpu needs exactly one of preset or spec");
   }
-  if (!has_preset) return presets::parse_gpu_spec(j.at("spec"), f.path("spec"));
-  const std::string id = f.get_string({"preset"}).value_or("");
-  const GpuSpec* g = presets::find_gpu(id);
-  if (!g) {
-    throw Error(ErrorCode::kUnknownPreset, f.path("preset"),
-                "unknown GPU preset '" + id.substr(0, 64) + "' (list them with `memfit presets`)");
+  GpuSpec g;
+  if (!has_preset) {
+    g = presets::parse_gpu_spec(j.at("spec"), f.path("spec"));
+  } else {
+    const std::string id = f.get_string({"preset"}).value_or("");
+    const GpuSpec* found = presets::find_gpu(id);
+    if (!found) {
+      throw Error(ErrorCode::kUnknownPreset, f.path("preset"),
+                  "unknown GPU preset '" + id.substr(0, 64) + "' (list them with `memfit presets`)");
+    }
+    g = *found;
   }
-  return *g;
+  // A custom memory size on a known GPU's compute and links (e.g. a MIG slice or a card variant).
+  if (const auto gib = f.get_number({"memory_gib"}, 1.0 / 1024, kMaxGpuMemoryGib)) {
+    g.memory_total_bytes = static_cast<std::int64_t>(std::llround(*gib * static_cast<double>(kGiB)));
+  }
+  return g;
 }
 
 ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile) {

@@ -61,6 +61,7 @@ Json search_to_json(const SearchResult& r, Objective objective) {
                        {"valid", m.valid},
                        {"fits", m.best.has_value()},
                        {"best", m.best ? candidate_to_json(*m.best) : Json(nullptr)},
+                       {"closest", m.closest ? candidate_to_json(*m.closest) : Json(nullptr)},
                        {"max_micro_batch", m.max_micro_batch},
                        {"max_micro_batch_capped", m.max_micro_batch_capped}});
   }

@@ -111,6 +111,7 @@ class Searcher {
   std::vector<Timed> timed_;
   std::vector<std::string> families_;
   std::vector<std::optional<Candidate>> family_best_;
+  std::vector<std::optional<Candidate>> family_closest_;  // least memory among its OOM estimates
   std::vector<std::int64_t> family_valid_;
   std::vector<std::int64_t> micro_batches_;
 
@@ -135,6 +136,7 @@ class Searcher {
     }
     families_.push_back(name);
     family_best_.emplace_back();
+    family_closest_.emplace_back();
     family_valid_.push_back(0);
     return families_.size() - 1;
   }
@@ -279,6 +281,8 @@ class Searcher {
       cand.verdict = Verdict::kOom;
     }
     if (cand.verdict == Verdict::kOom) {
+      auto& closest = family_closest_[s.family];
+      if (cand.memory_known && (!closest || cand.device_total_bytes < closest->device_total_bytes)) closest = cand;
       s.oom_from = std::min<std::int64_t>(s.oom_from, c.micro_batch);
       return std::nullopt;
     }
@@ -401,6 +405,8 @@ class Searcher {
         r_.memory_estimated += 1;
         m.max_micro_batch = fr.max_micro_batch;
         m.max_micro_batch_capped = fr.max_micro_batch_capped;
+      } else {
+        m.closest = family_closest_[f];
       }
       r_.methods.push_back(std::move(m));
     }

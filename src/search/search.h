@@ -74,6 +74,9 @@ struct MethodBest {
   std::string method;
   std::int64_t valid = 0;            // candidates of the family that passed the rules
   std::optional<Candidate> best;     // none: every one runs out of memory (or was not needed)
+  // When none fits: the estimated layout that needs the least memory (its OOM peak), so that
+  // every family reports a per-GPU figure. Absent when no estimate had a size (past 2^53).
+  std::optional<Candidate> closest;
   std::int64_t max_micro_batch = 0;
   bool max_micro_batch_capped = false;
 };

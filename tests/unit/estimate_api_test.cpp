@@ -107,6 +107,28 @@ TEST_CASE("a model that cannot fit reports oom and a largest micro-batch of 0", 
   CHECK(r["result"]["fit"]["max_micro_batch"] == 0);
 }
 
+TEST_CASE("a custom memory size keeps the GPU's compute and moves the verdict", "[api][estimate][fit]") {
+  json req = base_request();
+  const json full = estimate(req);
+  REQUIRE(full["ok"] == true);
+  const long long peak = full["result"]["device_total_bytes"];
+  // Just below and just above this estimate's own device total: oom, then tight.
+  req["cluster"]["gpu"]["memory_gib"] = static_cast<double>(peak - (1LL << 20)) / (1LL << 30);
+  const json small = estimate(req);
+  REQUIRE(small["ok"] == true);
+  CHECK(small["result"]["fit"]["verdict"] == "oom");
+  CHECK(small["result"]["device_total_bytes"] == peak);
+  req["cluster"]["gpu"]["memory_gib"] = static_cast<double>(peak + (1LL << 20)) / (1LL << 30);
+  CHECK(estimate(req)["result"]["fit"]["verdict"] == "tight");
+  req["cluster"]["gpu"]["memory_gib"] = 24;
+  CHECK(estimate(req)["result"]["fit"]["gpu_memory_bytes"] == 24LL << 30);
+  CHECK(estimate(req)["result"]["perf"] == full["result"]["perf"]);  // same compute and links
+  req["cluster"]["gpu"]["memory_gib"] = 0;
+  expect_error(req, "out_of_range", "/cluster/gpu/memory_gib");
+  req["cluster"]["gpu"]["memory_gib"] = "80";
+  expect_error(req, "invalid_type", "/cluster/gpu/memory_gib");
+}
+
 TEST_CASE("bad estimate requests name the field", "[api][estimate][errors]") {
   expect_error(json::array(), "invalid_type", "");
   json req = base_request();

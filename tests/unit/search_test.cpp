@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -196,6 +197,61 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   std::int64_t rejected = 0;
   for (const auto& [code, n] : r.rejected) rejected += n;
   CHECK(r.enumerated == r.valid + rejected);
+}
+
+TEST_CASE("every method family reports a per-GPU peak: its best that fits, or its least-memory layout", "[search]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-70B-Instruct");
+  const TensorInventory inv = build_tensor_inventory(a);
+  SearchInput in;
+  in.arch = &a;
+  in.inv = &inv;
+  in.training = bf16(1, 4096);
+  in.cluster = cluster("A100-80GB", 8);
+  in.top = 3;
+  in.space.pp = {1};
+  in.space.cp = {1};
+  in.space.max_micro_batch = 2;
+  in.space.offload = {Offload::kNone};
+  in.space.checkpointing = {Checkpointing::kFull};
+  const SearchResult r = run_search(in);
+  // Brute force at micro-batch 1 (memory grows with the micro-batch, so it settles each family).
+  std::map<std::string, std::pair<bool, std::int64_t>> brute;  // family -> (fits, least bytes)
+  for (std::int64_t tp : {1, 2, 4, 8}) {
+    for (Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
+      for (bool sp : {false, true}) {
+        ParallelLayout l;
+        l.tp = tp;
+        l.dp = 8 / tp;
+        l.sharding = sh;
+        l.sequence_parallel = sp;
+        TrainingSetup t = in.training;
+        t.checkpointing = Checkpointing::kFull;
+        if (check_layout(l, a, t) || (l.dp == 1 && sh != Sharding::kNone)) continue;
+        const std::int64_t bytes = estimate_distributed(a, inv, t, l).peak().device_total_bytes;
+        auto [it, fresh] = brute.try_emplace(method_name(l, Offload::kNone), false, bytes);
+        it->second.first |= bytes <= in.cluster.gpu.memory_total_bytes;
+        it->second.second = std::min(it->second.second, bytes);
+      }
+    }
+  }
+  std::size_t oom_families = 0;
+  for (const MethodBest& m : r.methods) {
+    INFO(m.method);
+    REQUIRE(brute.count(m.method) == 1);
+    const auto& [fits, least] = brute.at(m.method);
+    CHECK(m.best.has_value() == fits);
+    if (fits) {
+      CHECK(!m.closest);
+      continue;
+    }
+    ++oom_families;
+    REQUIRE(m.closest);
+    CHECK(m.closest->verdict == Verdict::kOom);
+    CHECK(m.closest->device_total_bytes == least);
+    CHECK(m.closest->device_total_bytes > in.cluster.gpu.memory_total_bytes);
+  }
+  CHECK(oom_families > 0);
+  CHECK(r.methods.size() == brute.size());
 }
 
 TEST_CASE("search honours constraints and is deterministic", "[search][api]") {
