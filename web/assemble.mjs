@@ -1,30 +1,47 @@
-// Assembles the page from web/ and the built module: index.html (served; ES module + .wasm) and
-// memfit_offline.html (one self-contained file: CSS, JS and the wasm inlined; works from file://).
+// Assembles the calculator from web/ and the built module into self-contained files:
+//   index.html, memfit_offline.html  the page, with CSS, JS, uPlot and the gzipped wasm inlined:
+//                                    served, opened from file://, or saved with "Save page as"
+//   memfit-element.js                one classic script defining <memfit-calculator>
+//   embed.html                       a page embedding the element and the iframe (?embed=1)
 // Usage: node web/assemble.mjs <web dir> <site dir>
-import { readFileSync, writeFileSync, copyFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync, constants } from 'node:zlib';
 
 const [webDir, siteDir] = process.argv.slice(2);
 const read = (p) => readFileSync(p, 'utf8');
-const shell = read(join(webDir, 'shell.html'));
+const uplot = join(webDir, '..', 'node_modules', 'uplot', 'dist');
+// Load order: the library, then the page's files (each adds to globalThis.memfitWeb).
+const SOURCES = ['format.js', 'url_state.js', 'estimator.js', 'charts.js', 'calculator.js', 'boot.js'];
+
+const css = `${read(join(uplot, 'uPlot.min.css'))}\n${read(join(webDir, 'style.css'))}`;
 const page = read(join(webDir, 'page.html'));
-const css = read(join(webDir, 'style.css'));
-const app = read(join(webDir, 'app.js'));
-const single = read(join(siteDir, 'memfit_single.js'));
+const code = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github.com/leeoniya/uPlot */\n${read(join(uplot, 'uPlot.iife.min.js'))}`,
+  ...SOURCES.map((f) => read(join(webDir, 'src', f)))].join('\n');
+const glue = read(join(siteDir, 'memfit_web.js'));
+const wasm = gzipSync(readFileSync(join(siteDir, 'memfit_web.wasm')), { level: constants.Z_BEST_COMPRESSION });
+const wasmBase64 = wasm.toString('base64');
 
-// A function replacement keeps '$&'-style patterns in the inlined code literal.
-const fill = (parts) => shell.replace('<!--STYLE-->', () => parts.style)
-  .replace('<!--PAGE-->', () => page).replace('<!--SCRIPTS-->', () => parts.scripts);
-// Inline <script> text must not contain "</script" (it would end the element early).
-const inline = (code) => code.replace(/<\/script/gi, '<\\/script');
+// Inline <script> text must not contain "</script" (it would end the element early); a function
+// replacement keeps "$&"-style patterns in the inlined code literal.
+const inline = (js) => `<script>\n${js.replace(/<\/script/gi, '<\\/script')}\n</script>`;
+const shell = read(join(webDir, 'shell.html'));
+// The page: the wasm travels as data (base64 in a non-script <script> element, never parsed as
+// JavaScript) and starts compiling before the rest of the code is parsed.
+const boot = read(join(webDir, 'src', 'boot.js'));
+const library = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github.com/leeoniya/uPlot */\n${read(join(uplot, 'uPlot.iife.min.js'))}`,
+  ...SOURCES.filter((f) => f !== 'boot.js').map((f) => read(join(webDir, 'src', f)))].join('\n');
+const html = shell.replace('<!--STYLE-->', () => `<style>\n${css}</style>`)
+  .replace('<!--PAGE-->', () => page)
+  .replace('<!--SCRIPTS-->', () => [
+    `<script type="application/octet-stream" id="memfit-wasm">${wasmBase64}</script>`,
+    inline(`${glue}\n${boot}\nglobalThis.memfitWeb.loadModule(document.getElementById('memfit-wasm').textContent);`),
+    inline(library), inline('globalThis.memfitWeb.bootPage();')].join('\n'));
+writeFileSync(join(siteDir, 'index.html'), html);
+writeFileSync(join(siteDir, 'memfit_offline.html'), html);
 
-writeFileSync(join(siteDir, 'index.html'), fill({
-  style: '<link rel="stylesheet" href="style.css">',
-  scripts: '<script src="app.js"></script>\n<script type="module">\nimport createMemfit from \'./memfit.mjs\';\nwindow.memfitStart(await createMemfit());\n</script>',
-}));
-writeFileSync(join(siteDir, 'memfit_offline.html'), fill({
-  style: `<style>\n${css}</style>`,
-  scripts: `<script>\n${inline(app)}</script>\n<script>\n${inline(single)}</script>\n<script>createMemfit().then(window.memfitStart);</script>`,
-}));
-copyFileSync(join(webDir, 'style.css'), join(siteDir, 'style.css'));
-copyFileSync(join(webDir, 'app.js'), join(siteDir, 'app.js'));
+const element = [code, `globalThis.memfitWeb.wasmGzBase64 = "${wasmBase64}";`, `globalThis.memfitWeb.css = ${JSON.stringify(css)};`,
+  `globalThis.memfitWeb.pageHtml = ${JSON.stringify(page)};`, glue,
+  read(join(webDir, 'src', 'element.js'))].join('\n');
+writeFileSync(join(siteDir, 'memfit-element.js'), element);
+writeFileSync(join(siteDir, 'embed.html'), read(join(webDir, 'embed.html')));

@@ -1,0 +1,60 @@
+// Starting the calculator: the WebAssembly module is inlined (gzip, base64) so that the page and
+// the element bundle need no server, no network and no second file; the served page, the
+// offline file and a page saved with "Save page as" are the same document.
+'use strict';
+(function (ns) {
+  /// One module per document, shared by every calculator on it; `base64` the gzipped wasm.
+  function loadModule(base64 = ns.wasmGzBase64) {
+    ns.modulePromise ??= (async () => {
+      const text = atob(base64);
+      const packed = new Uint8Array(text.length);
+      for (let i = 0; i < text.length; i += 1) packed[i] = text.charCodeAt(i);
+      const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream('gzip'));
+      const wasmBinary = new Uint8Array(await new Response(stream).arrayBuffer());
+      return createMemfit({ wasmBinary });
+    })();
+    return ns.modulePromise;
+  }
+
+  /// The full page (or, with ?embed=1, its compact view for an iframe). State lives in the hash.
+  async function bootPage() {
+    const body = document.body;
+    // A saved copy of the page carries these attributes: start over.
+    for (const key of ['ready', 'firstResultMs', 'moduleMs', 'updateMs', 'searchMs']) delete body.dataset[key];
+    const embed = new URLSearchParams(location.search).get('embed') === '1';
+    document.documentElement.classList.toggle('embed', embed);
+    const app = document.getElementById('app');
+    app.replaceChildren(document.getElementById('memfit-page').content.cloneNode(true));
+    const status = document.getElementById('status');
+    try {
+      const api = ns.estimator.wrap(await loadModule());
+      body.dataset.moduleMs = performance.now().toFixed(1);
+      status.textContent = `memfit ${api.version().version} · runs in this browser`;
+      let written = location.hash.replace(/^#/, '');
+      const calculator = new ns.Calculator(app, api, {
+        state: ns.urlState.decode(location.hash),
+        onState: (state) => {
+          written = ns.urlState.encode(state);
+          history.replaceState(null, '', `${location.pathname}${location.search}#${written}`);
+        },
+        onUpdate: (ms) => {
+          body.dataset.updateMs = ms.toFixed(2);
+          body.dataset.firstResultMs ??= performance.now().toFixed(1);
+        },
+        onSearch: (ms) => {
+          body.dataset.searchMs = ms.toFixed(2);
+          body.dataset.ready = '1';
+        },
+      });
+      window.addEventListener('hashchange', () => {
+        if (location.hash.replace(/^#/, '') !== written) calculator.setState(ns.urlState.decode(location.hash));
+      });
+    } catch (error) {
+      status.textContent = `could not start: ${error.message}`;
+      throw error;
+    }
+  }
+
+  ns.loadModule = loadModule;
+  ns.bootPage = bootPage;
+})(globalThis.memfitWeb = globalThis.memfitWeb || {});

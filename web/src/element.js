@@ -1,0 +1,49 @@
+// <memfit-calculator model="Qwen/Qwen3-8B" gpu="A100-80GB" gpus="8" seq-len="4096">: the
+// calculator in a shadow root, for documentation pages. Every state key is an attribute (dashes
+// for underscores); changing one updates the result. Fires "memfit-ready" once the first result is shown.
+'use strict';
+(function (ns) {
+  const attributeOf = (key) => key.replace(/_/g, '-');
+
+  class MemfitCalculatorElement extends HTMLElement {
+    static get observedAttributes() { return ns.urlState.KEYS.map(attributeOf); }
+
+    state() {
+      const state = {};
+      for (const key of ns.urlState.KEYS) {
+        const value = this.getAttribute(attributeOf(key));
+        if (value !== null) state[key] = value;
+      }
+      return state;
+    }
+
+    connectedCallback() {
+      if (this.shadowRoot) return;
+      const shadow = this.attachShadow({ mode: 'open' });
+      const style = document.createElement('style');
+      style.textContent = ns.css;
+      const app = document.createElement('div');
+      app.className = 'app in-element';
+      const template = document.createElement('template');
+      template.innerHTML = ns.pageHtml;  // the build's own markup, never user text
+      app.append(template.content);
+      shadow.append(style, app);
+      ns.loadModule().then((M) => {
+        this.calculator = new ns.Calculator(app, ns.estimator.wrap(M), {
+          state: this.state(),
+          onSearch: () => {
+            if (this.hasAttribute('ready')) return;
+            this.setAttribute('ready', '');
+            this.dispatchEvent(new CustomEvent('memfit-ready'));
+          },
+        });
+      });
+    }
+
+    attributeChangedCallback() {
+      this.calculator?.setState(this.state());
+    }
+  }
+
+  if (!customElements.get('memfit-calculator')) customElements.define('memfit-calculator', MemfitCalculatorElement);
+})(globalThis.memfitWeb = globalThis.memfitWeb || {});
