@@ -1,25 +1,30 @@
-// The page in Debian's Chromium (playwright-core, never a downloaded browser): served over
-// 127.0.0.1 and as the single offline file from file:// with the network blocked. The numbers
-// must equal the CLI's; errors show next to the field; pasted text never becomes HTML.
+// The calculator page in Debian's Chromium (playwright-core, never a downloaded browser): served
+// over 127.0.0.1, opened from file:// with the network blocked, saved with "Save page as" and
+// reopened, embedded as an element and as an iframe. Its numbers must equal the CLI's for the
+// same request; errors show next to their field; pasted text never becomes HTML; no request
+// leaves the page except the Hugging Face fetch the user asks for.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { site, root, loadSingle, envelope } from './helpers.mjs';
+import { site, root } from './helpers.mjs';
 
 const CHROMIUM = process.env.MEMFIT_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = join(root, 'artifacts', 'screenshots');
+const skip = !existsSync(CHROMIUM);
+const scratch = mkdtempSync(join(tmpdir(), 'memfit-page-'));
+const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
 
-let server, baseUrl, context, M;
+let server, baseUrl, browser;
 
 before(async () => {
+  if (skip) return;
   mkdirSync(SHOTS, { recursive: true });
-  M = await loadSingle();
   server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', site],
     { stdio: ['ignore', 'pipe', 'ignore'] });
   baseUrl = await new Promise((resolve, reject) => {
@@ -29,75 +34,272 @@ before(async () => {
     });
     server.on('exit', () => reject(new Error('http.server exited')));
   });
-  context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), 'memfit-chromium-')), {
-    executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 900 } });
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   server?.kill();
 });
 
-async function ready(page) {
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 15000 });
+/// A page whose every request is recorded; `allow(url)` says which ones are expected.
+async function open(url, { width = 1280, height = 900, allow = (u) => u.startsWith(baseUrl) || u.startsWith('file:') } = {}) {
+  const page = await browser.newPage({ viewport: { width, height } });
+  page.unexpected = [];
+  page.errors = [];
+  page.on('request', (r) => { if (!allow(r.url())) page.unexpected.push(r.url()); });
+  page.on('pageerror', (e) => page.errors.push(e.message));
+  page.on('dialog', (d) => { page.errors.push(`dialog: ${d.message()}`); d.dismiss(); });
+  await page.goto(url);
+  return page;
 }
 
-test('served page shows the exact parameter count of the chosen preset', { skip: !existsSync(CHROMIUM) }, async () => {
-  const page = await context.newPage();
-  const external = [];
-  page.on('request', (r) => { if (!r.url().startsWith(baseUrl)) external.push(r.url()); });
-  await page.goto(`${baseUrl}/index.html`);
-  await ready(page);
+/// Waits until the estimate and the search for the current inputs are both rendered.
+async function settled(page, scope = 'body') {
+  await page.waitForSelector(`${scope} .calc[data-settled="1"]`, { timeout: 20000 });
+}
+
+/// What the CLI answers for a request (the page's own request, read from the page).
+function cli(command, request) {
+  const file = join(scratch, `${command}-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, typeof request === 'string' ? request : JSON.stringify(request));
+  const out = spawnSync(process.execPath, [join(root, 'cli', 'memfit.js'), command, file], { encoding: 'utf8' });
+  assert.equal(out.status, 0, out.stdout + out.stderr);
+  return JSON.parse(out.stdout);
+}
+
+/// The page's headline numbers equal the CLI's estimate of the request the page shows.
+async function assertMatchesCli(page, scope = '') {
+  const request = JSON.parse(await page.textContent(`${scope} #request-json`));
+  const result = cli('estimate', request);
+  assert.equal(await page.textContent(`${scope} #peak`), gib(result.device_total_bytes));
+  assert.equal(await page.textContent(`${scope} #verdict`), result.fit.verdict === 'oom' ? 'OOM' : result.fit.verdict);
+  assert.match(await page.textContent(`${scope} #max-mb`), new RegExp(`^${result.fit.max_micro_batch}\\b`));
+  const rows = await page.$$eval(`${scope} #breakdown tr`, (trs) => trs.map((tr) => [tr.cells[0]?.textContent ?? tr.querySelector('th').textContent, tr.querySelector('td').textContent]));
+  const expected = Object.entries(result.breakdown).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => [k.replace(/_bytes$/, '').replace(/_/g, ' '), `${(v / 2 ** 30).toFixed(2)} GiB`]);
+  assert.deepEqual(rows.slice(0, -1), expected);
+  return { request, result };
+}
+
+test('served page: a preset\'s numbers equal the CLI\'s; the recommended method is the search\'s best', { skip }, async () => {
+  const page = await open(`${baseUrl}/index.html`);
+  await settled(page);
   await page.selectOption('#preset', 'Qwen/Qwen3-8B');
-  const cli = envelope(M.inspect(JSON.stringify({ model: { preset: 'Qwen/Qwen3-8B' } }))).result;
-  assert.equal(await page.textContent('#total-params'), cli.total_params.toLocaleString('en-US'));
-  assert.match(page.url(), /#model=Qwen%2FQwen3-8B$/);
-  await page.screenshot({ path: join(SHOTS, 'page-1280.png'), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(SHOTS, 'page-390.png'), fullPage: true });
-  assert.deepEqual(external, []);
+  await settled(page);
+  const inspect = JSON.parse(spawnSync(process.execPath, [join(root, 'cli', 'memfit.js'), 'params', 'Qwen/Qwen3-8B'], { encoding: 'utf8' }).stdout);
+  assert.equal(await page.textContent('#total-params'), inspect.total_params.toLocaleString('en-US'));
+  const { request } = await assertMatchesCli(page);
+  const search = cli('search', { ...request, parallel: undefined, training: { ...request.training, micro_batch: undefined, grad_accum: undefined, activation_checkpointing: undefined, offload: undefined }, search: { top: 5, launch: false } });
+  assert.equal(await page.textContent('#methods tr.recommended th button'), search.best.method);
+  assert.equal(await page.textContent('#methods tr.selected th button'), search.best.method);
+  assert.match(page.url(), /#model=Qwen%2FQwen3-8B/);
+  // Changing an input updates the numbers without a button.
+  await page.fill('#seq_len', '1024');
+  await settled(page);
+  await assertMatchesCli(page);
+  // Choosing another method (keyboard) shows its estimate.
+  const second = page.locator('#methods tbody tr:nth-child(2) th button');
+  const name = await second.textContent();
+  await second.focus();
+  await page.keyboard.press('Enter');
+  await settled(page);
+  assert.equal(await page.textContent('#methods tr.selected th button'), name);
+  assert.match(await page.textContent('#pick-name'), new RegExp(name.replace(/[+/]/g, '\\$&')));
+  await assertMatchesCli(page);
+  assert.ok(await page.locator('#breakdown-chart canvas').count() === 1);
+  assert.ok(await page.locator('#timeline-chart canvas').count() === 1);
+  assert.deepEqual(page.unexpected, []);
+  assert.deepEqual(page.errors, []);
   await page.close();
 });
 
-test('a share link restores the model', { skip: !existsSync(CHROMIUM) }, async () => {
-  const page = await context.newPage();
-  await page.goto(`${baseUrl}/index.html#model=${encodeURIComponent('deepseek-ai/DeepSeek-V3')}`);
-  await ready(page);
-  assert.equal(await page.inputValue('#preset'), 'deepseek-ai/DeepSeek-V3');
-  assert.equal(await page.textContent('#total-params'), (671026419200).toLocaleString('en-US'));
+test('a share link restores every input and the chosen method', { skip }, async () => {
+  const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-70B-Instruct', method: 'qlora', lora_rank: '64',
+    seq_len: '2048', gpu: 'A100-80GB', gpus: '2', per_node: '2', framework: 'hf_trainer' }).toString();
+  const page = await open(`${baseUrl}/index.html#${hash}`);
+  await settled(page);
+  assert.equal(await page.inputValue('#preset'), 'meta-llama/Llama-3.1-70B-Instruct');
+  assert.equal(await page.inputValue('#method'), 'qlora');
+  assert.equal(await page.inputValue('#lora_rank'), '64');
+  assert.equal(await page.inputValue('#gpu'), 'A100-80GB');
+  assert.equal(await page.inputValue('#gpus'), '2');
+  const { request } = await assertMatchesCli(page);
+  assert.equal(request.training.method, 'qlora');
+  assert.equal(request.cluster.gpus, 2);
+  // Choosing a method puts it in the link; reopening the link shows the same method and numbers.
+  await page.click('#methods tbody tr:nth-child(2) th button');
+  await settled(page);
+  const link = page.url();
+  assert.match(link, /pick=/);
+  const peak = await page.textContent('#peak');
+  const again = await open(link);
+  await settled(again);
+  assert.equal(await again.textContent('#peak'), peak);
+  assert.equal(await again.textContent('#methods tr.selected th button'), await page.textContent('#methods tr.selected th button'));
   await page.close();
+  await again.close();
 });
 
-test('pasted configs: errors next to the field, page keeps working, names are text', { skip: !existsSync(CHROMIUM) }, async () => {
-  const page = await context.newPage();
-  await page.goto(`${baseUrl}/index.html`);
-  await ready(page);
+test('pasted configs: errors next to the field with code and pointer, the page keeps working, names stay text', { skip }, async () => {
+  const page = await open(`${baseUrl}/index.html`);
+  await settled(page);
+  await page.click('#paste-box summary');
   await page.fill('#config', '{"model_type": "llama", "hidden_size": 4096,');
-  assert.match(await page.textContent('#config-error'), /^invalid_json: invalid json: /);
-  let dialogs = 0;
-  page.on('dialog', (d) => { dialogs += 1; d.dismiss(); });
+  await settled(page);
+  assert.match(await page.textContent('#err-config'), /^invalid_json at \/model\/config: invalid json: /);
+  assert.ok(await page.locator('.results.stale').count() === 1);
+  await page.screenshot({ path: join(SHOTS, 'error-1280.png'), fullPage: true });
+  await page.fill('#config', JSON.stringify({ model_type: 'llama', vocab_size: 32000, hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32 }));
+  await settled(page);
+  assert.match(await page.textContent('#err-config'), /^missing_field at \/model\/config\/intermediate_size: /);
   await page.fill('#config', JSON.stringify({ _name_or_path: '<img src=x onerror=alert(1)>', model_type: 'gpt2',
     vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12 }));
-  assert.equal(await page.textContent('#config-error'), '');
+  await settled(page);
+  assert.equal(await page.textContent('#err-config'), '');
   assert.equal(await page.textContent('#total-params'), '124,439,808');
   assert.match(await page.textContent('#model-name'), /<img src=x onerror=alert\(1\)>/);
   assert.equal(await page.locator('img').count(), 0);
-  assert.equal(dialogs, 0);
+  await assertMatchesCli(page);
+  assert.equal(JSON.parse(await page.textContent('#request-json')).model.config._name_or_path, '<img src=x onerror=alert(1)>');
+  // A bad number names its field.
+  await page.fill('#seq_len', '0');
+  await settled(page);
+  assert.match(await page.textContent('#err-seq_len'), /^out_of_range at \/training\/seq_len: /);
+  await page.fill('#seq_len', '2048');
+  await settled(page);
+  assert.equal(await page.textContent('#err-seq_len'), '');
+  assert.deepEqual(page.errors, []);
+  assert.deepEqual(page.unexpected, []);
   await page.close();
 });
 
-test('the single offline file works from file:// with the network blocked', { skip: !existsSync(CHROMIUM) }, async () => {
-  const page = await context.newPage();
-  const blocked = [];
+test('a 5 MB or deeply nested paste is refused within a second and the page recovers', { skip }, async () => {
+  const page = await open(`${baseUrl}/index.html`);
+  await settled(page);
+  await page.click('#paste-box summary');
+  for (const [text, pattern] of [[`{"pad": "${'x'.repeat(5 << 20)}"}`, /^input_too_large at \/model\/config: /], ['['.repeat(100000), /^too_deep at \/model\/config: /]]) {
+    await page.$eval('#config', (el, t) => { el.value = t; }, text);
+    const ms = await page.$eval('#config', (el) => {
+      const t0 = performance.now();
+      el.dispatchEvent(new Event('input'));
+      return performance.now() - t0;
+    });
+    await settled(page);
+    assert.ok(ms < 1000, `took ${ms} ms`);
+    assert.match(await page.textContent('#err-config'), pattern);
+  }
+  await page.selectOption('#preset', 'google/gemma-2-2b');
+  await settled(page);
+  assert.equal(await page.textContent('#err-config'), '');
+  await assertMatchesCli(page);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('load from Hugging Face: only on request, with clear messages when offline, gated or missing', { skip }, async () => {
+  const hub = (u) => u.startsWith('https://huggingface.co/');
+  const page = await open(`${baseUrl}/index.html`, { allow: (u) => u.startsWith(baseUrl) || hub(u) });
+  const asked = [];
+  await page.route('https://huggingface.co/**', (route) => {
+    const url = route.request().url();
+    asked.push(url);
+    if (url.includes('/offline/')) return route.abort('internetdisconnected');
+    if (url.includes('/gated/')) return route.fulfill({ status: 401, body: 'gated' });
+    if (url.includes('/missing/')) return route.fulfill({ status: 404, body: 'not found' });
+    return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ model_type: 'gpt2',
+      vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12 }) });
+  });
+  await settled(page);
+  assert.deepEqual(asked, []);
+  await page.click('#paste-box summary');
+  for (const [repo, pattern] of [['org/offline/x', /Enter a repository id/], ['offline/model', /Could not reach huggingface\.co/],
+    ['gated/model', /gated or private/], ['missing/model', /No config\.json found/]]) {
+    await page.fill('#hf-repo', repo);
+    await page.click('#hf-load');
+    await page.waitForFunction((p) => new RegExp(p).test(document.querySelector('#hf-status').textContent), pattern.source);
+  }
+  await page.fill('#hf-repo', 'openai-community/gpt2');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => document.querySelector('#hf-status').textContent.startsWith('Loaded'));
+  await settled(page);
+  assert.equal(await page.textContent('#total-params'), '124,439,808');
+  assert.deepEqual(asked.map((u) => u.replace('https://huggingface.co/', '')),
+    ['offline/model/resolve/main/config.json', 'gated/model/resolve/main/config.json',
+      'missing/model/resolve/main/config.json', 'openai-community/gpt2/resolve/main/config.json']);
+  assert.deepEqual(page.unexpected, []);
+  await page.close();
+});
+
+/// A page where every request other than file:// is aborted and recorded.
+async function offline(url) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.blocked = [];
+  page.errors = [];
+  page.on('pageerror', (e) => page.errors.push(e.message));
   await page.route('**/*', (route) => {
     if (route.request().url().startsWith('file://')) return route.continue();
-    blocked.push(route.request().url());
+    page.blocked.push(route.request().url());
     return route.abort();
   });
-  await page.goto(`file://${site}memfit_offline.html#model=${encodeURIComponent('google-t5/t5-base')}`);
-  await ready(page);
+  await page.goto(url);
+  return page;
+}
+
+test('the single file works from file:// with the network blocked, and so does a copy saved with "Save page as"', { skip }, async () => {
+  const page = await offline(`file://${site}memfit_offline.html#model=${encodeURIComponent('google-t5/t5-base')}&gpus=1`);
+  await settled(page);
   assert.equal(await page.textContent('#total-params'), '222,903,552');
-  assert.deepEqual(blocked, []);
+  await assertMatchesCli(page);
   await page.screenshot({ path: join(SHOTS, 'offline-1280.png'), fullPage: true });
+  // "Save page as" (complete) writes the live DOM: results, charts and all. Reopened, it starts over.
+  const saved = join(scratch, 'saved.html');
+  writeFileSync(saved, `<!DOCTYPE html>\n${await page.evaluate(() => document.documentElement.outerHTML)}`);
+  const copy = await offline(`file://${saved}`);
+  await settled(copy);
+  assert.equal(await copy.locator('#app .calc').count(), 1);
+  assert.equal(await copy.locator('#breakdown-chart canvas').count(), 1);
+  assert.equal(await copy.locator('#preset option[value="google-t5/t5-base"]').count(), 1);
+  await assertMatchesCli(copy);
+  assert.deepEqual([...page.blocked, ...copy.blocked], []);
+  assert.deepEqual([...page.errors, ...copy.errors], []);
   await page.close();
+  await copy.close();
+});
+
+test('embedding: the <memfit-calculator> element and the ?embed=1 iframe', { skip }, async () => {
+  const page = await open(`${baseUrl}/embed.html`, { height: 1400 });
+  await page.waitForSelector('memfit-calculator[ready]', { timeout: 20000 });
+  await settled(page, 'memfit-calculator');
+  const { request } = await assertMatchesCli(page, 'memfit-calculator');
+  assert.equal(request.model.preset, 'Qwen/Qwen3-8B');
+  assert.equal(request.cluster.gpu.preset, 'A100-80GB');
+  assert.equal(request.training.seq_len, 2048);
+  // Attributes drive it.
+  await page.$eval('memfit-calculator', (el) => el.setAttribute('gpus', '16'));
+  await settled(page, 'memfit-calculator');
+  assert.equal((await assertMatchesCli(page, 'memfit-calculator')).request.cluster.gpus, 16);
+  // The iframe shows the compact view: no page header, same numbers as the CLI.
+  const frame = page.frameLocator('#frame');
+  await frame.locator('.calc[data-settled="1"]').waitFor({ timeout: 20000 });
+  assert.equal(await frame.locator('header.top').isVisible(), false);
+  const frameRequest = JSON.parse(await frame.locator('#request-json').textContent());
+  assert.equal(frameRequest.training.method, 'lora');
+  assert.equal(await frame.locator('#peak').textContent(), gib(cli('estimate', frameRequest).device_total_bytes));
+  await page.screenshot({ path: join(SHOTS, 'embed-1280.png'), fullPage: true });
+  assert.deepEqual(page.unexpected, []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('screenshots of the main views at 1280 and 390 px, light and dark', { skip }, async () => {
+  for (const [width, scheme] of [[1280, 'light'], [390, 'light'], [1280, 'dark'], [390, 'dark']]) {
+    const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
+    await page.goto(`${baseUrl}/index.html#model=${encodeURIComponent('meta-llama/Llama-3.1-70B-Instruct')}&gpus=16&seq_len=8192&framework=megatron`);
+    await settled(page);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${width}px: the page is ${overflow}px wider than the window`);
+    await page.screenshot({ path: join(SHOTS, `page-${width}-${scheme}.png`), fullPage: true });
+    await page.close();
+  }
 });

@@ -210,8 +210,7 @@
       this.clearErrors();
       this.configText = this.state.config;
       try {
-        this.renderModel(this.configText ? this.api.inspectConfig(this.configText)
-          : this.api.inspect(JSON.stringify({ model: { preset: this.state.model } })));
+        this.renderModel(this.inspectModel());
         try {
           this.show(this.picked);
         } catch (error) {
@@ -225,6 +224,17 @@
       this.options.onUpdate?.(performance.now() - t0);
       clearTimeout(this.pending);
       this.pending = setTimeout(() => this.refine(), 0);
+    }
+
+    /// The model's architecture and exact parameter count; a pasted config's errors point into it.
+    inspectModel() {
+      if (!this.configText) return this.api.inspect(JSON.stringify({ model: { preset: this.state.model } }));
+      try {
+        return this.api.inspectConfig(this.configText);
+      } catch (error) {
+        if (error instanceof EstimatorError) error.path = `/model/config${error.path}`;
+        throw error;
+      }
     }
 
     refine() {
@@ -252,6 +262,7 @@
     /// The estimate for one search candidate (or the plain request), rendered.
     show(picked) {
       this.requestText = urlState.requestText(this.state, this.configText, picked ? urlState.candidateExtra(picked.candidate) : {});
+      this.$('request-json').textContent = JSON.stringify(JSON.parse(this.requestText), null, 2);
       this.estimate = this.api.estimate(this.requestText);
       this.renderEstimate(picked);
       this.root.querySelector('.results').classList.remove('stale');
@@ -334,14 +345,16 @@
       });
       th.append(button);
       if (recommended) th.append(el('span', ' ★', 'star'));
+      const layout = c ? `${format.layout(c.parallel)} · mb ${c.training.micro_batch}${c.training.activation_checkpointing !== 'none' ? ` · ${c.training.activation_checkpointing} ckpt` : ''}` : '–';
+      th.append(el('div', layout, 'narrow-only small muted'));
       const verdict = c ? c.memory.verdict : 'oom';
       const badge = el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
       const cells = [
-        el('td', c ? `${format.layout(c.parallel)} · mb ${c.training.micro_batch}${c.training.activation_checkpointing !== 'none' ? ` · ${c.training.activation_checkpointing} ckpt` : ''}` : '–'),
+        el('td', layout, 'wide-only'),
         el('td', c ? format.gib(c.memory.device_total_bytes) : '–', 'num'),
         el('td'),
         el('td', m.best ? format.rate(m.best.perf.tokens_per_s) : '–', 'num'),
-        el('td', m.best ? String(m.max_micro_batch) : '0', 'num'),
+        el('td', m.best ? String(m.max_micro_batch) : '0', 'num wide-only'),
       ];
       cells[2].append(badge);
       tr.append(th, ...cells);
