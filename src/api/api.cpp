@@ -223,8 +223,8 @@ std::string search(std::string_view request_text) {
     s.input.inv = s.base.model.inventory.get();
     const SearchResult r = run_search(s.input);
     Json result = search_to_json(r, s.input.objective);
-    if (s.with_launch && !r.top.empty()) {
-      result["launch"] = launch_to_json(launch_configs(launch_input(s.base, r.top.front().layout, r.top.front().setup)));
+    if (s.with_launch && r.recommended) {
+      result["launch"] = launch_to_json(launch_configs(launch_input(s.base, r.recommended->layout, r.recommended->setup)));
     }
     result["model"] = {{"id", s.base.model.id},
                        {"model_type", s.base.model.arch.model_type},

@@ -74,6 +74,7 @@ Json search_to_json(const SearchResult& r, Objective objective) {
                {{"enumerated", r.enumerated}, {"valid", r.valid}, {"rejected", rejected}, {"timed", r.timed},
                 {"memory_estimated", r.memory_estimated}, {"fit", r.fit}, {"oom", r.oom}, {"not_needed", r.not_needed}}},
               {"best", r.top.empty() ? Json(nullptr) : candidate_to_json(r.top.front())},
+              {"recommended", r.recommended ? candidate_to_json(*r.recommended) : Json(nullptr)},
               {"top", top},
               {"methods", methods},
               {"suggestions", suggestions},

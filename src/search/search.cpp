@@ -96,6 +96,7 @@ class Searcher {
       case Objective::kLargestBatch: walk_per_structure(true); break;
     }
     finish_methods();
+    if (!r_.recommended && !r_.top.empty()) r_.recommended = r_.top.front();
     r_.rejected.assign(rejected_.begin(), rejected_.end());
     r_.assumptions = perf_assumptions(in_.perf, in_.cluster);
     r_.assumptions.emplace_back("memory per rank grows with the micro-batch: a layout out of memory at micro-batch b is out of memory above b");
@@ -320,7 +321,10 @@ class Searcher {
     std::sort(keyed.begin(), keyed.end());
     std::vector<std::uint32_t> order(timed_.size());
     for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+    // A family is settled by its fastest layout under the 80 % line; until then its fastest tight
+    // layout stands in (and stays its best if no layout of the family is under the line).
     std::size_t unsettled = families_.size();
+    std::vector<bool> comfortable(families_.size(), false);
     const auto top_n = static_cast<std::size_t>(in_.top);
     std::size_t i = 0;
     for (; i < order.size(); ++i) {
@@ -328,7 +332,7 @@ class Searcher {
       const Timed& c = timed_[order[i]];
       const std::size_t fam = structures_[c.structure].family;
       const bool want_top = r_.top.size() < top_n;
-      const bool want_family = !family_best_[fam];
+      const bool want_family = !comfortable[fam];
       if (!want_top && !want_family) {
         ++r_.not_needed;
         continue;
@@ -336,9 +340,14 @@ class Searcher {
       auto cand = fits(c);
       if (!cand) continue;
       if (want_top) r_.top.push_back(*cand);
-      if (want_family) {
+      if (!want_family) continue;
+      if (cand->verdict == Verdict::kFits) {
         family_best_[fam] = *cand;
+        comfortable[fam] = true;
         --unsettled;
+        if (!r_.recommended) r_.recommended = *cand;
+      } else if (!family_best_[fam]) {
+        family_best_[fam] = *cand;
       }
     }
     r_.not_needed += static_cast<std::int64_t>(order.size() - i);

@@ -73,7 +73,9 @@ struct Candidate {
 struct MethodBest {
   std::string method;
   std::int64_t valid = 0;            // candidates of the family that passed the rules
-  std::optional<Candidate> best;     // none: every one runs out of memory (or was not needed)
+  // The fastest layout under the 80 % line, else the fastest tight one (fastest objective);
+  // none: every one runs out of memory.
+  std::optional<Candidate> best;
   // When none fits: the estimated layout that needs the least memory (its OOM peak), so that
   // every family reports a per-GPU figure. Absent when no estimate had a size (past 2^53).
   std::optional<Candidate> closest;
@@ -96,6 +98,9 @@ struct SearchResult {
   std::int64_t fit = 0, oom = 0;     // verdicts known (estimated or implied by monotonicity)
   std::int64_t not_needed = 0;       // valid, but ranked after the result was settled
   std::vector<Candidate> top;
+  // What to run: with the fastest objective, the fastest candidate under the 80 % line (verdict
+  // fits: Fujii et al. 2024 saw no OOM below it), else the fastest tight one; otherwise top[0].
+  std::optional<Candidate> recommended;
   std::vector<MethodBest> methods;
   std::vector<Suggestion> suggestions;
   std::vector<std::string> assumptions;

@@ -147,6 +147,7 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   REQUIRE(!r.top.empty());
   // Brute force: every valid candidate estimated.
   double best_tps = 0;
+  double best_comfortable_tps = 0;  // verdict fits: under the 80 % line
   const PerfBasis basis = build_perf_basis(a, inv, in.training);
   std::int64_t brute_valid = 0;
   for (std::int64_t tp : {1, 2, 4, 8}) {
@@ -174,9 +175,11 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
                   if (check_layout(l, a, t)) continue;
                   ++brute_valid;
                   const StepTime s = estimate_step_time(basis, t, l, in.cluster);
-                  if (s.tokens_per_s <= best_tps) continue;
+                  if (s.tokens_per_s <= best_comfortable_tps) continue;
                   const auto d = estimate_distributed(a, inv, t, l);
-                  if (d.peak().device_total_bytes <= in.cluster.gpu.memory_total_bytes) best_tps = s.tokens_per_s;
+                  const Verdict v = verdict_for(d.peak().device_total_bytes, in.cluster.gpu.memory_total_bytes);
+                  if (v != Verdict::kOom) best_tps = std::max(best_tps, s.tokens_per_s);
+                  if (v == Verdict::kFits) best_comfortable_tps = s.tokens_per_s;
                 }
               }
             }
@@ -187,6 +190,9 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   }
   CHECK(r.valid == brute_valid);
   CHECK(r.top.front().perf.tokens_per_s == Approx(best_tps).epsilon(1e-12));
+  REQUIRE(r.recommended);
+  CHECK(r.recommended->verdict == Verdict::kFits);
+  CHECK(r.recommended->perf.tokens_per_s == Approx(best_comfortable_tps).epsilon(1e-12));
   CHECK(r.memory_estimated < r.valid);  // the walk stopped early
   // Every reported candidate fits and the list is sorted fastest first.
   for (std::size_t i = 0; i < r.top.size(); ++i) {

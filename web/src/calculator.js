@@ -279,7 +279,7 @@
     pick() {
       const rows = this.search.methods;
       const chosen = rows.find((m) => m.method === this.state.pick && (m.best || m.closest));
-      const best = this.search.best && rows.find((m) => m.method === this.search.best.method);
+      const best = this.search.recommended && rows.find((m) => m.method === this.search.recommended.method);
       const closest = rows.filter((m) => m.closest).sort((a, b) => a.closest.memory.device_total_bytes - b.closest.memory.device_total_bytes)[0];
       const row = chosen || best || closest;
       return row ? { method: row.method, candidate: row.best || row.closest } : null;
@@ -328,7 +328,7 @@
     methodRow(m, picked) {
       const c = m.best || m.closest;
       const tr = el('tr');
-      const recommended = this.search.best && this.search.best.method === m.method;
+      const recommended = this.search.recommended && this.search.recommended.method === m.method;
       if (recommended) tr.classList.add('recommended');
       if (picked?.method === m.method) {
         tr.classList.add('selected');
@@ -372,7 +372,7 @@
       this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.gib(fit.gpu_memory_bytes)} on ${e.gpu.name}` +
         ` · device total (nvidia-smi); peak allocated ${format.gib(e.peak_allocated_bytes)}, reserved ${format.gib(e.peak_reserved_bytes)}` +
         (e.rank_kind !== 'all ranks' ? ` · most-loaded rank: ${e.rank_kind}` : '');
-      this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (now ${e.training.micro_batch} × ${e.training.grad_accum} accumulation)`;
+      this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
       this.$('throughput').textContent = `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
       this.$('step-time').textContent = format.seconds(e.perf.step_time_s);
       this.$('peak-at').textContent = `${e.peak.phase}: ${e.peak.label}`;
