@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -301,6 +301,24 @@ test('screenshots of the main views at 1280 and 390 px, light and dark', { skip 
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${width}px: the page is ${overflow}px wider than the window`);
     await page.screenshot({ path: join(SHOTS, `page-${width}-${scheme}.png`), fullPage: true });
+    await page.close();
+  }
+});
+
+test('accessibility: axe-core finds no serious or critical violation, light and dark, at both widths', { skip }, async () => {
+  const axe = readFileSync(join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']]) {
+    const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
+    await page.goto(`${baseUrl}/index.html`);
+    await settled(page);
+    await page.click('#paste-box summary');
+    await page.addScriptTag({ content: axe });
+    const violations = await page.evaluate(async () => {
+      const r = await globalThis.axe.run(document, { resultTypes: ['violations'] });
+      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+    });
+    assert.deepEqual(violations, [], `${width}px ${scheme}`);
     await page.close();
   }
 });
