@@ -72,6 +72,15 @@ Json parse_json_text(std::string_view text, const std::string& base) {
       auto pos = what.find(tag);
       std::string detail = pos == std::string::npos ? what : what.substr(pos + tag.size());
       throw Error(ErrorCode::kInvalidJson, base, "invalid json: " + detail);
+    } catch (const Json::out_of_range& e) {
+      // A number beyond a double (1e400): nlohmann reports it as out_of_range.406.
+      std::string what = e.what();
+      const auto quote = what.find('\'');
+      const std::string number = quote == std::string::npos ? "" : what.substr(quote + 1, what.size() - quote - 2);
+      throw Error(ErrorCode::kOutOfRange, base,
+                  "a json number is too large for a double: " + (number.size() > 40 ? number.substr(0, 40) + "…" : number));
+    } catch (const Json::exception& e) {
+      throw Error(ErrorCode::kInvalidJson, base, std::string("invalid json: ") + e.what());
     }
     throw Error(ErrorCode::kInvalidJson, base, "invalid json");
   }
