@@ -168,37 +168,46 @@ std::string inspect(std::string_view request_text) {
   });
 }
 
+namespace {
+
+// The estimate of a read request (api::estimate).
+Json estimate_result(const EstimateRequest& r) {
+  const TensorInventory& inv = *r.model.inventory;
+  const RuntimeProfile rt;
+  const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
+  const Estimate& e = d.peak();
+  const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e, rt, r.search_max_micro_batch);
+  // The headline is the most-loaded rank kind; every kind is listed under "ranks".
+  Json result = estimate_to_json(e, rt, r.include_timeline);
+  result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;
+  result["ranks"] = ranks_to_json(d, rt, r.include_timeline && d.ranks.size() > 1);
+  result["parallel"] = layout_to_json(d.layout);
+  // Offload: host memory of one node (its GPUs' shards, most-loaded kind as the bound).
+  result["host_bytes_per_node"] = checked_mul(e.states.host_bytes, std::min(r.gpus, r.gpus_per_node), "host bytes");
+  result["model"] = {{"id", r.model.id},
+                     {"source", r.model.source},
+                     {"model_type", r.model.arch.model_type},
+                     {"total_params", inv.total_params}};
+  result["framework"] = framework_to_json(*r.framework, r.training);
+  result["training"] = training_to_json(d.setup);
+  result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
+  result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
+  result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
+  const ClusterSpec cluster = cluster_of(r);
+  const PerfConstants k;
+  result["perf"] = step_time_to_json(estimate_step_time(build_perf_basis(r.model.arch, inv, d.setup), d.setup, d.layout, cluster, k));
+  result["perf"]["assumptions"] = perf_assumptions(k, cluster);
+  if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
+  result["warnings"] = r.warnings;
+  return result;
+}
+
+}  // namespace
+
 std::string estimate(std::string_view request_text) {
   return guarded([&] {
     const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
-    const TensorInventory& inv = *r.model.inventory;
-    const RuntimeProfile rt;
-    const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
-    const Estimate& e = d.peak();
-    const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e, rt, r.search_max_micro_batch);
-    // The headline is the most-loaded rank kind; every kind is listed under "ranks".
-    Json result = estimate_to_json(e, rt, r.include_timeline);
-    result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;
-    result["ranks"] = ranks_to_json(d, rt, r.include_timeline && d.ranks.size() > 1);
-    result["parallel"] = layout_to_json(d.layout);
-    // Offload: host memory of one node (its GPUs' shards, most-loaded kind as the bound).
-    result["host_bytes_per_node"] = checked_mul(e.states.host_bytes, std::min(r.gpus, r.gpus_per_node), "host bytes");
-    result["model"] = {{"id", r.model.id},
-                       {"source", r.model.source},
-                       {"model_type", r.model.arch.model_type},
-                       {"total_params", inv.total_params}};
-    result["framework"] = framework_to_json(*r.framework, r.training);
-    result["training"] = training_to_json(d.setup);
-    result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
-    result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
-    result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
-    const ClusterSpec cluster = cluster_of(r);
-    const PerfConstants k;
-    result["perf"] = step_time_to_json(estimate_step_time(build_perf_basis(r.model.arch, inv, d.setup), d.setup, d.layout, cluster, k));
-    result["perf"]["assumptions"] = perf_assumptions(k, cluster);
-    if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
-    result["warnings"] = r.warnings;
-    return result;
+    return at_pointer("/training", [&] { return estimate_result(r); });
   });
 }
 
@@ -221,7 +230,7 @@ std::string search(std::string_view request_text) {
     SearchRequest s = read_search_request(parse_json_text(request_text));
     s.input.arch = &s.base.model.arch;
     s.input.inv = s.base.model.inventory.get();
-    const SearchResult r = run_search(s.input);
+    const SearchResult r = at_pointer("/training", [&] { return run_search(s.input); });
     Json result = search_to_json(r, s.input.objective);
     if (s.with_launch && r.recommended) {
       result["launch"] = launch_to_json(launch_configs(launch_input(s.base, r.recommended->layout, r.recommended->setup)));
@@ -243,8 +252,10 @@ std::string search(std::string_view request_text) {
 std::string launch(std::string_view request_text) {
   return guarded([&] {
     const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
-    const TrainingSetup t = resolve_distributed_setup(r.parallel, r.training);
-    return Json{{"formats", launch_to_json(launch_configs(launch_input(r, r.parallel, t)))}};
+    return at_pointer("/training", [&] {
+      const TrainingSetup t = resolve_distributed_setup(r.parallel, r.training);
+      return Json{{"formats", launch_to_json(launch_configs(launch_input(r, r.parallel, t)))}};
+    });
   });
 }
 

@@ -212,9 +212,15 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
       const std::string spath = f.path("stage_layers");
       if (!sl->is_array()) throw Error(ErrorCode::kInvalidType, spath, "stage_layers must be an array of layer counts");
       if (sl->size() > static_cast<std::size_t>(kMaxDegree)) throw Error(ErrorCode::kOutOfRange, spath, "stage_layers is too long");
+      // Bounded per stage so that their sum cannot overflow (check_layout compares it).
+      constexpr std::int64_t kMaxStage = 2 * ConfigLimits::kMaxLayers;  // decoder + encoder layers
       for (std::size_t i = 0; i < sl->size(); ++i) {
         const Json& v = (*sl)[i];
-        if (!v.is_number_integer()) throw Error(ErrorCode::kInvalidType, pointer_append(spath, std::to_string(i)), "a layer count must be an integer");
+        const std::string at = pointer_append(spath, std::to_string(i));
+        if (!v.is_number_integer()) throw Error(ErrorCode::kInvalidType, at, "a layer count must be an integer");
+        if (v.is_number_unsigned() ? v.get<std::uint64_t>() > kMaxStage : v.get<std::int64_t>() > kMaxStage) {
+          throw Error(ErrorCode::kOutOfRange, at, "a stage holds at most " + format_count(kMaxStage) + " layers, got " + v.dump());
+        }
         p.stage_layers.push_back(v.get<std::int64_t>());
       }
     }
@@ -368,7 +374,8 @@ ResolvedModel resolve_model(const Json& model, const std::string& path) {
     r.id = p->id;
     r.source = "preset";
   } else {
-    r = model_from_config(parse_hf_config(model.at("config"), f.path("config")));
+    const std::string config_path = f.path("config");
+    r = at_pointer(config_path, [&] { return model_from_config(parse_hf_config(model.at("config"), config_path)); });
   }
   return r;
 }

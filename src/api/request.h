@@ -21,6 +21,18 @@
 
 namespace memfit::api {
 
+/// Runs `body`; an Error without a pointer (a derived quantity past 2^53, units.h) is raised again
+/// at `pointer`, the part of the request that quantity comes from.
+template <typename F>
+auto at_pointer(const std::string& pointer, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    if (!e.path().empty()) throw;
+    throw Error(e.code(), pointer, e.what());
+  }
+}
+
 void reject_unknown_keys(const FieldReader& f, std::initializer_list<const char*> known);
 /// Throws invalid_value unless schema_version is absent or the one this build speaks.
 void check_schema_version(const FieldReader& f);

@@ -44,7 +44,9 @@ const char* type_name(const Json& v) {
 }  // namespace
 
 std::string format_count(std::int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
+  // The magnitude as unsigned: -INT64_MIN does not fit an int64.
+  const std::uint64_t magnitude = value < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+  std::string digits = std::to_string(magnitude);
   std::string out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
@@ -72,6 +74,15 @@ Json parse_json_text(std::string_view text, const std::string& base) {
       auto pos = what.find(tag);
       std::string detail = pos == std::string::npos ? what : what.substr(pos + tag.size());
       throw Error(ErrorCode::kInvalidJson, base, "invalid json: " + detail);
+    } catch (const Json::out_of_range& e) {
+      // A number beyond a double (1e400): nlohmann reports it as out_of_range.406.
+      std::string what = e.what();
+      const auto quote = what.find('\'');
+      const std::string number = quote == std::string::npos ? "" : what.substr(quote + 1, what.size() - quote - 2);
+      throw Error(ErrorCode::kOutOfRange, base,
+                  "a json number is too large for a double: " + (number.size() > 40 ? number.substr(0, 40) + "…" : number));
+    } catch (const Json::exception& e) {
+      throw Error(ErrorCode::kInvalidJson, base, std::string("invalid json: ") + e.what());
     }
     throw Error(ErrorCode::kInvalidJson, base, "invalid json");
   }
@@ -120,7 +131,7 @@ std::optional<std::int64_t> FieldReader::get_int(std::initializer_list<const cha
     if (v->is_number_unsigned() &&
         v->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
       throw Error(ErrorCode::kOutOfRange, p,
-                  std::string(key) + " must be at most " + format_count(max));
+                  std::string(key) + " must be at most " + format_count(max) + ", got " + v->dump());
     }
     n = v->get<std::int64_t>();
   } else {
@@ -129,10 +140,10 @@ std::optional<std::int64_t> FieldReader::get_int(std::initializer_list<const cha
       throw Error(ErrorCode::kInvalidValue, p, std::string(key) + " must be an integer, got " + v->dump());
     }
     if (d > static_cast<double>(max)) {
-      throw Error(ErrorCode::kOutOfRange, p, std::string(key) + " must be at most " + format_count(max));
+      throw Error(ErrorCode::kOutOfRange, p, std::string(key) + " must be at most " + format_count(max) + ", got " + v->dump());
     }
     if (d < static_cast<double>(min)) {
-      throw Error(ErrorCode::kOutOfRange, p, std::string(key) + " must be at least " + format_count(min));
+      throw Error(ErrorCode::kOutOfRange, p, std::string(key) + " must be at least " + format_count(min) + ", got " + v->dump());
     }
     n = static_cast<std::int64_t>(d);
   }

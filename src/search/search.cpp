@@ -65,6 +65,14 @@ std::vector<T> allowed(const std::vector<T>& natural, const std::vector<T>& spac
   return out;
 }
 
+// The candidate bound, told apart from other errors so that suggestions can stop at it.
+class CandidateBound : public Error {
+ public:
+  explicit CandidateBound(std::int64_t bound)
+      : Error(ErrorCode::kOutOfRange, "/search",
+              "the search space holds more than " + std::to_string(bound) + " candidates; fix some dimensions under search.space") {}
+};
+
 // One structural layout: everything but the micro-batch (and the accumulation it implies).
 struct Structure {
   ParallelLayout layout;
@@ -100,6 +108,13 @@ class Searcher {
     r_.rejected.assign(rejected_.begin(), rejected_.end());
     r_.assumptions = perf_assumptions(in_.perf, in_.cluster);
     r_.assumptions.emplace_back("memory per rank grows with the micro-batch: a layout out of memory at micro-batch b is out of memory above b");
+    r_.complete = r_.unexplored == 0;
+    if (!r_.complete) {
+      r_.assumptions.emplace_back(
+          "the walk stopped at the bound of " + std::to_string(in_.max_estimates) + " memory estimates: " +
+          std::to_string(r_.unexplored) + " valid candidates were not checked" +
+          (in_.objective == Objective::kFastest ? " (each slower than every candidate checked)" : ""));
+    }
     return std::move(r_);
   }
 
@@ -186,11 +201,7 @@ class Searcher {
                   for (Checkpointing ck : ckpts) {
                     for (Offload off : offloads) {
                       add_structure(tp, pp, cp, dp, vpp, ep, sh, sp, ck, off, n_mb);
-                      if (r_.enumerated > kMaxSearchCandidates) {
-                        throw Error(ErrorCode::kOutOfRange, "/search",
-                                    "the search space holds more than " + std::to_string(kMaxSearchCandidates) +
-                                        " candidates; fix some dimensions under search.space");
-                      }
+                      if (r_.enumerated > in_.max_candidates) throw CandidateBound(in_.max_candidates);
                     }
                   }
                 }
@@ -290,6 +301,8 @@ class Searcher {
     return cand;
   }
 
+  bool budget_spent() const { return r_.memory_estimated >= in_.max_estimates; }
+
   // Whether a candidate fits, from what is known or by estimating; fills `out` when estimated.
   std::optional<Candidate> fits(const Timed& c) {
     Structure& s = structures_[c.structure];
@@ -329,6 +342,10 @@ class Searcher {
     std::size_t i = 0;
     for (; i < order.size(); ++i) {
       if (r_.top.size() >= top_n && unsettled == 0) break;
+      if (budget_spent()) {
+        r_.unexplored = static_cast<std::int64_t>(order.size() - i);
+        return;
+      }
       const Timed& c = timed_[order[i]];
       const std::size_t fam = structures_[c.structure].family;
       const bool want_top = r_.top.size() < top_n;
@@ -362,10 +379,13 @@ class Searcher {
       std::size_t end = begin;
       while (end < timed_.size() && timed_[end].structure == timed_[begin].structure) ++end;
       std::optional<Candidate> pick;
-      if (!largest) {
+      if (budget_spent()) {
+        r_.unexplored += static_cast<std::int64_t>(end - begin);
+      } else if (!largest) {
         pick = fits(timed_[begin]);
         r_.not_needed += static_cast<std::int64_t>(end - begin - 1);
       } else {
+        const std::int64_t checked = r_.fit + r_.oom;
         std::size_t lo = begin, hi = end;  // find the last index that fits in [begin, end)
         std::optional<Candidate> best;
         while (lo < hi) {
@@ -379,6 +399,7 @@ class Searcher {
           }
         }
         pick = best;
+        r_.not_needed += static_cast<std::int64_t>(end - begin) - (r_.fit + r_.oom - checked);  // left by the bisection
       }
       if (pick) found.push_back(*pick);
       begin = end;
@@ -429,17 +450,31 @@ class Searcher {
 };
 
 void add_suggestions(const SearchInput& in, SearchResult& r) {
+  // One budget for all the suggestions' searches: when it is spent the rest are not tried.
+  std::int64_t candidates_left = kMaxSuggestionCandidates, estimates_left = kMaxSearchEstimates;
   auto try_with = [&](SearchInput variant, const std::string& change, const std::string& description) {
+    if (candidates_left <= 0 || estimates_left <= 0) {
+      r.suggestions_complete = false;
+      return false;
+    }
     variant.suggest = false;
     variant.top = 1;
+    variant.max_candidates = candidates_left;
+    variant.max_estimates = estimates_left;
     try {
       SearchResult s = Searcher(variant).run();
+      candidates_left -= s.enumerated;
+      estimates_left -= s.memory_estimated;
+      if (!s.complete) r.suggestions_complete = false;
       if (!s.top.empty()) {
         r.suggestions.push_back(Suggestion{change, description, s.top.front()});
         return true;
       }
+    } catch (const CandidateBound&) {
+      candidates_left = 0;
+      r.suggestions_complete = false;
     } catch (const Error&) {
-      // A variant beyond the bounds is no suggestion.
+      // A variant that breaks a rule is no suggestion.
     }
     return false;
   };

@@ -35,8 +35,12 @@ struct SearchSpace {
   bool tp_within_node = true;         // tensor-parallel groups stay inside one node
 };
 
-/// Bounds that keep a search interactive (docs/api.md "search"): beyond them an error.
+/// Bounds that keep a search interactive (docs/api.md "search", docs/hardening.md). Beyond the
+/// candidate bound the search is an error; at the estimate bound the walk stops and the result
+/// says what it left unexplored; the suggestions (searches of their own) share one budget.
 inline constexpr std::int64_t kMaxSearchCandidates = 4'000'000;
+inline constexpr std::int64_t kMaxSearchEstimates = 50'000;
+inline constexpr std::int64_t kMaxSuggestionCandidates = 2'000'000;
 inline constexpr std::int64_t kMaxSearchTop = 1000;
 
 struct SearchInput {
@@ -53,6 +57,8 @@ struct SearchInput {
   std::int64_t top = 10;
   SearchSpace space;
   bool suggest = true;               // when nothing fits, look for what would
+  std::int64_t max_candidates = kMaxSearchCandidates;  // enumerated: beyond it an out_of_range error
+  std::int64_t max_estimates = kMaxSearchEstimates;    // memory estimates: the walk stops there
 };
 
 struct Candidate {
@@ -97,6 +103,9 @@ struct SearchResult {
   std::int64_t memory_estimated = 0; // full per-rank memory estimates run
   std::int64_t fit = 0, oom = 0;     // verdicts known (estimated or implied by monotonicity)
   std::int64_t not_needed = 0;       // valid, but ranked after the result was settled
+  std::int64_t unexplored = 0;       // valid, verdict unknown: the walk reached max_estimates
+  bool complete = true;              // unexplored == 0
+  bool suggestions_complete = true;  // every suggestion was searched within its budget
   std::vector<Candidate> top;
   // What to run: with the fastest objective, the fastest candidate under the 80 % line (verdict
   // fits: Fujii et al. 2024 saw no OOM below it), else the fastest tight one; otherwise top[0].
