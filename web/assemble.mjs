@@ -11,13 +11,15 @@ import { gzipSync, constants } from 'node:zlib';
 const [webDir, siteDir] = process.argv.slice(2);
 const read = (p) => readFileSync(p, 'utf8');
 const uplot = join(webDir, '..', 'node_modules', 'uplot', 'dist');
-// Load order: the library, then the page's files (each adds to globalThis.memfitWeb).
-const SOURCES = ['format.js', 'url_state.js', 'estimator.js', 'charts.js', 'calculator.js', 'boot.js'];
+// Load order: the library, then the page's files (each adds to globalThis.memfitWeb); boot.js
+// (loading the module, starting the page) goes first in the page and last in the element.
+const SOURCES = ['format.js', 'url_state.js', 'estimator.js', 'charts.js', 'calculator.js'];
 
 const css = `${read(join(uplot, 'uPlot.min.css'))}\n${read(join(webDir, 'style.css'))}`;
 const page = read(join(webDir, 'page.html'));
-const code = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github.com/leeoniya/uPlot */\n${read(join(uplot, 'uPlot.iife.min.js'))}`,
+const library = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github.com/leeoniya/uPlot */\n${read(join(uplot, 'uPlot.iife.min.js'))}`,
   ...SOURCES.map((f) => read(join(webDir, 'src', f)))].join('\n');
+const boot = read(join(webDir, 'src', 'boot.js'));
 const glue = read(join(siteDir, 'memfit_web.js'));
 const wasm = gzipSync(readFileSync(join(siteDir, 'memfit_web.wasm')), { level: constants.Z_BEST_COMPRESSION });
 const wasmBase64 = wasm.toString('base64');
@@ -28,9 +30,6 @@ const inline = (js) => `<script>\n${js.replace(/<\/script/gi, '<\\/script')}\n</
 const shell = read(join(webDir, 'shell.html'));
 // The page: the wasm travels as data (base64 in a non-script <script> element, never parsed as
 // JavaScript) and starts compiling before the rest of the code is parsed.
-const boot = read(join(webDir, 'src', 'boot.js'));
-const library = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github.com/leeoniya/uPlot */\n${read(join(uplot, 'uPlot.iife.min.js'))}`,
-  ...SOURCES.filter((f) => f !== 'boot.js').map((f) => read(join(webDir, 'src', f)))].join('\n');
 const html = shell.replace('<!--STYLE-->', () => `<style>\n${css}</style>`)
   .replace('<!--PAGE-->', () => page)
   .replace('<!--SCRIPTS-->', () => [
@@ -40,7 +39,7 @@ const html = shell.replace('<!--STYLE-->', () => `<style>\n${css}</style>`)
 writeFileSync(join(siteDir, 'index.html'), html);
 writeFileSync(join(siteDir, 'memfit_offline.html'), html);
 
-const element = [code, `globalThis.memfitWeb.wasmGzBase64 = "${wasmBase64}";`, `globalThis.memfitWeb.css = ${JSON.stringify(css)};`,
+const element = [library, boot, `globalThis.memfitWeb.wasmGzBase64 = "${wasmBase64}";`, `globalThis.memfitWeb.css = ${JSON.stringify(css)};`,
   `globalThis.memfitWeb.pageHtml = ${JSON.stringify(page)};`, glue,
   read(join(webDir, 'src', 'element.js'))].join('\n');
 writeFileSync(join(siteDir, 'memfit-element.js'), element);

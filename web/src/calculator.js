@@ -277,10 +277,10 @@
     /// The method shown in detail: the one the user chose, else the fastest that fits, else the
     /// family that comes closest to fitting.
     pick() {
-      const rows = this.search.methods;
+      const rows = this.orderedRows();
       const chosen = rows.find((m) => m.method === this.state.pick && (m.best || m.closest));
       const best = this.search.recommended && rows.find((m) => m.method === this.search.recommended.method);
-      const closest = rows.filter((m) => m.closest).sort((a, b) => a.closest.memory.device_total_bytes - b.closest.memory.device_total_bytes)[0];
+      const closest = rows.find((m) => !m.best && m.closest);
       const row = chosen || best || closest;
       return row ? { method: row.method, candidate: row.best || row.closest } : null;
     }
@@ -300,12 +300,19 @@
       this.$('warnings').textContent = (model.warnings || []).join('\n');
     }
 
+    /// The search's method rows: those that fit (fastest first, as the core orders them), then
+    /// those that do not, closest to fitting first.
+    orderedRows() {
+      const bytes = (m) => m.closest?.memory.device_total_bytes ?? Infinity;
+      const methods = this.search.methods;
+      return [...methods.filter((m) => m.best), ...methods.filter((m) => !m.best).sort((a, b) => bytes(a) - bytes(b))];
+    }
+
     renderMethods(picked = this.picked) {
       const s = this.search;
       if (!s) return;
       const body = this.root.querySelector('#methods tbody');
-      const rows = [...s.methods.filter((m) => m.best),
-        ...s.methods.filter((m) => !m.best).sort((a, b) => (a.closest?.memory.device_total_bytes ?? Infinity) - (b.closest?.memory.device_total_bytes ?? Infinity))];
+      const rows = this.orderedRows();
       const pickedRow = rows.findIndex((m) => m.method === picked?.method);
       let shown = this.showAll ? rows : rows.slice(0, ROWS_SHOWN);
       if (!this.showAll && pickedRow >= ROWS_SHOWN) shown = [...shown, rows[pickedRow]];
