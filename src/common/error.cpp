@@ -1,6 +1,10 @@
 // Names of error codes, as documented in README.md "Error codes".
 #include "common/error.h"
 
+#include <string>
+
+#include "common/units.h"
+
 namespace memfit {
 
 std::string_view error_code_name(ErrorCode code) {
@@ -19,6 +23,10 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kInternal: return "internal";
   }
   return "internal";
+}
+
+void throw_beyond_exact(const char* what) {
+  throw Error(ErrorCode::kOutOfRange, "", std::string(what) + " exceeds 2^53");
 }
 
 }  // namespace memfit

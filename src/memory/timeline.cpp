@@ -90,27 +90,28 @@ class Replay {
     est.states = states_;
     est.tokens_per_micro_batch = tokens_;
     // The first micro-batch of the first step: no optimizer state, no gradients yet.
-    Estimate first_scratch;
-    const Breakdown first = step(/*states_live=*/false, /*grads_live=*/false, &first_scratch);
-    first_scratch.timeline.clear();
+    PeakEvent first_at, at;
+    const Breakdown first = step(/*states_live=*/false, /*grads_live=*/false, nullptr, &first_at);
     // Steady state: optimizer states live; with accumulation, later micro-batches find all grads.
-    Breakdown peak = step(true, false, &est);
+    Breakdown peak = step(true, false, record_timeline_ ? &est.timeline : nullptr, &at);
+    const char* suffix = "";
     if (t_.grad_accum > 1) {
-      Estimate scratch;
-      const Breakdown acc = step(true, true, &scratch);
+      PeakEvent acc_at;
+      const Breakdown acc = step(true, true, nullptr, &acc_at);
       if (acc.total() > peak.total()) {
         peak = acc;
-        est.peak_phase = scratch.peak_phase;
-        est.peak_label = scratch.peak_label + " (accumulating micro-batch)";
-        est.peak_layer = scratch.peak_layer;
+        at = acc_at;
+        suffix = " (accumulating micro-batch)";
       }
     }
     if (first.total() > peak.total()) {  // e.g. AMP or lazily created state outweighs the steady step
       peak = first;
-      est.peak_phase = first_scratch.peak_phase;
-      est.peak_label = first_scratch.peak_label + " (first step)";
-      est.peak_layer = first_scratch.peak_layer;
+      at = first_at;
+      suffix = " (first step)";
     }
+    est.peak_phase = at.phase;
+    est.peak_label = at.label.render() + suffix;
+    est.peak_layer = at.layer;
     est.at_peak = peak;
     est.peak_allocated_bytes = peak.total();
     est.first_step_peak_allocated_bytes = first.total();
@@ -214,9 +215,28 @@ class Replay {
     return l;
   }
 
-  void note(Estimate* est, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
-            const char* phase, const std::string& label, std::int64_t layer) const {
-    if (tl) tl->push_back({phase, label, layer, b});
+  // An event's label, rendered only when it is shown (the timeline, or the peak): the search
+  // replays thousands of steps and needs the peak bytes alone.
+  struct Label {
+    const char* text;
+    std::int64_t from = -1, to = -1;  // "layers from-to" or "layer from"
+    std::string render() const {
+      std::string s = text;
+      if (from < 0) return s;
+      s += std::to_string(from);
+      if (to >= 0) s.append("-").append(std::to_string(to));
+      return s;
+    }
+  };
+  struct PeakEvent {
+    const char* phase = "";
+    Label label{""};
+    std::int64_t layer = -1;
+  };
+
+  void note(PeakEvent* at, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
+            const char* phase, const Label& label, std::int64_t layer) const {
+    if (tl) tl->push_back({phase, label.render(), layer, b});
     // Stored activations: what forward leaves for backward (backward's transient gradients are
     // not "activation memory" in the papers' sense).
     if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
@@ -225,11 +245,7 @@ class Replay {
     cached_peak_ = std::max(cached_peak_, b.total() + b.cached_unusable_bytes);
     if (b.total() > best.total()) {
       best = b;
-      if (est) {
-        est->peak_phase = phase;
-        est->peak_label = label;
-        est->peak_layer = layer;
-      }
+      *at = PeakEvent{phase, label, layer};
     }
   }
 
@@ -254,8 +270,8 @@ class Replay {
     return bytes;
   }
 
-  Breakdown step(bool states_live, bool grads_live, Estimate* est) const {
-    std::vector<TimelineEvent>* tl = record_timeline_ && est && !grads_live ? &est->timeline : nullptr;
+  Breakdown step(bool states_live, bool grads_live, std::vector<TimelineEvent>* tl, PeakEvent* at_peak) const {
+    PeakEvent& at = *at_peak;
     const bool in_backward_step = t_.optimizer_in_backward;
     const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
     const DistributedBehaviour& beh = rank_.behaviour();
@@ -310,7 +326,7 @@ class Replay {
     Breakdown b = base;
     b.activations_bytes = in_flight + model_level;
     b.weights_bytes += embedding_unit;
-    note(est, tl, best, b, "forward", rank_.kind.embedding ? "embedding" : "receive activations", -1);
+    note(&at, tl, best, b, "forward", {rank_.kind.embedding ? "embedding" : "receive activations"}, -1);
     b.weights_bytes -= embedding_unit;
     std::int64_t all_kept = b.activations_bytes;
     std::int64_t gathered_layers = 0;  // without reshard-after-forward, blocks stay gathered
@@ -329,8 +345,7 @@ class Replay {
         inside.side_stream_bytes = gathered_window;
       }
       if (progressive) inside.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
-      note(est, tl, best, inside, "forward", "layers " + std::to_string(g.first_layer) + "-" +
-           std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
+      note(&at, tl, best, inside, "forward", {"layers ", g.first_layer, g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1);
       all_kept = b.activations_bytes;
     }
     if (progressive) b.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers, "gather bytes");
@@ -344,16 +359,16 @@ class Replay {
       const LossBytes loss = loss_bytes();
       b.logits_loss_bytes = loss.forward;
       b.weights_bytes += head_unit;
-      note(est, tl, best, b, "loss", "logits and cross-entropy", -1);
+      note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
       b.logits_loss_bytes = loss.backward + loss.held;
       b.cached_unusable_bytes = loss.cached;
-      note(est, tl, best, b, "backward", "loss backward", -1);
+      note(&at, tl, best, b, "backward", {"loss backward"}, -1);
       b.weights_bytes -= head_unit;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
     } else {
       b.activations_bytes = all_kept + offload_window_;
-      note(est, tl, best, b, "forward", "send activations", -1);
+      note(&at, tl, best, b, "forward", {"send activations"}, -1);
     }
 
     // Backward: head gradients first, then layers from the top. With the optimizer in backward
@@ -386,7 +401,7 @@ class Replay {
       top.gradients_bytes += states_.reduce_layer_bytes;
       top.side_stream_bytes += zero3 ? states_.reduce_layer_bytes : 0;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
-      note(est, tl, best, top, "backward", "layer " + std::to_string(g.first_layer + g.layers - 1), g.first_layer + g.layers - 1);
+      note(&at, tl, best, top, "backward", {"layer ", g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1);
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
       Breakdown bottom = top;
       if (!grads_full && !in_backward_step) {
@@ -396,7 +411,7 @@ class Replay {
         bottom.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers - 1, "gather bytes");  // resharded after backward
       }
       bottom.activations_bytes = below + g.kept_bytes + recompute + flowing + offload_window_;
-      note(est, tl, best, bottom, "backward", "layer " + std::to_string(g.first_layer), g.first_layer);
+      note(&at, tl, best, bottom, "backward", {"layer ", g.first_layer}, g.first_layer);
       b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes;
       b.side_stream_bytes = 0;
       if (progressive) b.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
@@ -406,7 +421,7 @@ class Replay {
     if (rank_.kind.embedding) {
       b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
       b.weights_bytes += embedding_unit;
-      note(est, tl, best, b, "backward", "embedding backward", -1);
+      note(&at, tl, best, b, "backward", {"embedding backward"}, -1);
       b.weights_bytes -= embedding_unit;
     }
 
@@ -416,7 +431,7 @@ class Replay {
       b.weights_bytes = states_.weights_bytes + root_gathered;
       b.optimizer_states_bytes = states_.optimizer_states_bytes;
       b.temporaries_bytes = states_.optimizer_step_temp_bytes;
-      note(est, tl, best, b, "optimizer", "optimizer step", -1);
+      note(&at, tl, best, b, "optimizer", {"optimizer step"}, -1);
     }
     return best;
   }
@@ -504,6 +519,27 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
     d.ranks.push_back(std::move(r));
   }
   return d;
+}
+
+std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
+                                      const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
+  const TrainingSetup setup = resolve_distributed_setup(l, t);
+  std::int64_t floor = 0;
+  for (const RankContext& rank : plan_ranks(l, arch, setup)) {
+    const ModelStates s = compute_model_states(arch, inv, setup, rank.shard);
+    // The replay's optimizer-step event (or, with the optimizer in backward, every event).
+    std::int64_t allocated = checked_add(s.weights_bytes, s.optimizer_states_bytes, "state bytes");
+    if (!setup.optimizer_in_backward) {
+      allocated = checked_add(allocated, checked_add(s.gradients_bytes, s.optimizer_step_temp_bytes, "state bytes"), "state bytes");
+    }
+    const std::int64_t device = checked_add(
+        checked_add(allocated, rt.cublas_workspace_bytes + rt.cuda_context_bytes, "device bytes"),
+        checked_add(s.unmanaged_optimizer_states_bytes, checked_mul(rank.communicators, rt.nccl_communicator_bytes, "nccl bytes"),
+                    "device bytes"),
+        "device bytes");
+    floor = std::max(floor, device);
+  }
+  return floor;
 }
 
 }  // namespace memfit

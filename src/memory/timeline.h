@@ -127,4 +127,13 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
                                          const TrainingSetup& t, const ParallelLayout& l,
                                          const RuntimeProfile& rt = {}, bool timeline = true);
 
+/// A lower bound on the device total of the most-loaded rank of `l`, whatever the micro-batch
+/// and the activations: the steady step's optimizer moment holds every rank's weights,
+/// optimizer states and gradients (with the optimizer in backward, weights and states are live
+/// from the start), and the device total adds the workspace, CUDA context, paged states and
+/// NCCL buffers on top. Costs the model states of each rank kind, no replay: the search uses it
+/// to settle layouts whose persistent state alone does not fit.
+std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
+                                      const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});
+
 }  // namespace memfit

@@ -349,6 +349,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const auto total = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
   const StageCost& sc = l.pp > 1 && total(first_stage) > total(last_stage) ? first_stage : last_stage;
   const double per_mb = sc.compute_s + sc.tp_s + sc.cp_s + sc.ep_s;
+  st.per_micro_batch_s = per_mb;
   st.compute_s = m * sc.compute_s;
   st.recompute_s = m * sc.recompute_s;
   st.comm.tp_s = m * sc.tp_s;
@@ -453,6 +454,15 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   st.model_tflops_per_gpu = st.tokens_per_s_per_gpu * model_flops_per_token / 1e12;
   st.mfu = st.model_tflops_per_gpu * 1e12 / sixteen_bit_peak(g);
   return st;
+}
+
+double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
+                                const ClusterSpec& c, const PerfConstants& k) {
+  const StepTime st = estimate_step_time(basis, t, l, c, k);
+  const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
+  // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
+  constexpr double kRoundingMargin = 1e-9;
+  return tokens_per_mb / std::max(st.per_micro_batch_s, 1e-12) * (1 + kRoundingMargin);
 }
 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {

@@ -115,6 +115,9 @@ struct StepTime {
   double bubble_s = 0;           // pipeline fill and drain
   double optimizer_s = 0;        // optimizer step (GPU or host)
   double offload_s = 0;          // host transfers not hidden behind compute
+  /// One micro-batch on the slowest stage: its compute plus the tensor, context and expert
+  /// parallel collectives not hidden behind it (compute_s + tp + cp + ep = grad_accum x this).
+  double per_micro_batch_s = 0;
   ExposedCommunication comm;
   /// Communication per step before overlap (seconds), for the report.
   double communication_total_s = 0;
@@ -129,6 +132,16 @@ struct StepTime {
 /// Step time of `t` on layout `l` (degrees, sharding, schedule, behaviours) over cluster `c`.
 StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
                             const ClusterSpec& c, const PerfConstants& k = {});
+
+/// An upper bound on the tokens/s of layout `l` at every micro-batch from 1 to t.micro_batch,
+/// with any gradient accumulation: a step takes at least grad_accum x per_micro_batch_s (the
+/// bubble, the data-parallel, pipeline and offload transfers and the optimizer step only add),
+/// and per_micro_batch_s / micro_batch never rises with the micro-batch (every term is a
+/// maximum or sum of a linear and a constant part: FLOPs, bytes, collective latency), so the
+/// largest micro-batch bounds them all. The search times a structure's micro-batches only when
+/// this bound reaches the walk (tests/unit/search_test.cpp checks it over layouts).
+double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
+                                const ClusterSpec& c, const PerfConstants& k = {});
 
 /// The assumptions behind every step time, in words, for the result.
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c);

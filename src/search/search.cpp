@@ -79,9 +79,15 @@ struct Structure {
   Checkpointing checkpointing;
   Offload offload;
   std::size_t family;
-  // Every micro-batch >= oom_from is out of memory (memory is monotone in the micro-batch).
+  std::uint32_t first = 0, count = 0;  // its candidates: [first, first + count), micro-batch order
+  // Every micro-batch >= oom_from is out of memory, every one >= tight_from above the 80 % line
+  // (memory is monotone in the micro-batch).
   std::int64_t oom_from = std::numeric_limits<std::int64_t>::max();
+  std::int64_t tight_from = std::numeric_limits<std::int64_t>::max();
+  std::uint32_t floor_group = 0;      // structures that differ only in sequence parallelism and checkpointing
   bool probed = false;
+  double bound = 0;                   // upper bound of its candidates' tokens/s (fastest objective)
+  std::int64_t least_bytes = -1;      // device total at its smallest micro-batch, once estimated
 };
 
 // A candidate as the walk needs it (the full step time is recomputed for those reported).
@@ -89,12 +95,27 @@ struct Timed {
   std::uint32_t structure;
   std::int32_t micro_batch;
   std::int64_t grad_accum;
+};
+
+// An entry of the fastest-first walk: a candidate with its tokens/s, or a structure whose
+// candidates are not timed yet, keyed by the upper bound of their tokens/s and its first
+// candidate's index. Every candidate of a structure ranks at or after the structure's entry, so
+// popping in key order visits candidates exactly in (tokens/s descending, index) order.
+struct WalkEntry {
   double tokens_per_s;
+  std::uint32_t index;                // candidate index, or the structure's first candidate
+  std::uint32_t structure : 31;       // its structure
+  std::uint32_t whole : 1;            // a structure not yet timed
+  bool operator<(const WalkEntry& o) const {  // lower priority
+    if (tokens_per_s != o.tokens_per_s) return tokens_per_s < o.tokens_per_s;
+    return index > o.index;
+  }
 };
 
 class Searcher {
  public:
-  explicit Searcher(const SearchInput& in) : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)) {}
+  explicit Searcher(const SearchInput& in)
+      : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), scratch_(in.training) {}
 
   SearchResult run() {
     enumerate();
@@ -103,6 +124,7 @@ class Searcher {
       case Objective::kLeastMemory: walk_per_structure(false); break;
       case Objective::kLargestBatch: walk_per_structure(true); break;
     }
+    settle_closest();
     finish_methods();
     if (!r_.recommended && !r_.top.empty()) r_.recommended = r_.top.front();
     r_.rejected.assign(rejected_.begin(), rejected_.end());
@@ -121,6 +143,7 @@ class Searcher {
  private:
   const SearchInput& in_;
   PerfBasis basis_;
+  TrainingSetup scratch_;  // see scratch_setup
   SearchResult r_;
   std::map<std::string, std::int64_t> rejected_;
   std::vector<Structure> structures_;
@@ -132,6 +155,16 @@ class Searcher {
   std::vector<std::int64_t> micro_batches_;
 
   std::map<std::int64_t, std::size_t> family_codes_;
+  // Speed bounds by (sequence parallel, checkpointing) within one (tp, pp, cp, vpp, ep): the
+  // per-micro-batch time they rest on is independent of the sharding stage and the offload
+  // (those change the data-parallel, offload and optimizer terms only).
+  std::map<std::pair<bool, Checkpointing>, double> bounds_;
+  // Device-total floors by floor group (-1: not computed yet); the group of the structures
+  // enumerated last and the key it was opened for.
+  std::vector<std::int64_t> floors_;
+  std::map<std::int64_t, std::uint32_t> floor_groups_;  // of this (tp, pp, cp, vpp, ep), by (sharding, offload)
+  // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
+  std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
 
   // Family of a layout, looked up by the few facts its name depends on.
   std::size_t family_of(const ParallelLayout& l, Offload off) {
@@ -195,6 +228,8 @@ class Searcher {
           if (!in_.space.sequence_parallel.empty()) sps = allowed<bool>(sps, in_.space.sequence_parallel);
           for (std::int64_t vpp : vpps) {
             for (std::int64_t ep : eps) {
+              bounds_.clear();  // the speed bounds of this (tp, pp, cp, vpp, ep)
+              floor_groups_.clear();
               for (Sharding sh : shardings) {
                 if (dp * cp == 1 && sh != Sharding::kNone && in_.space.sharding.empty()) continue;  // nothing to shard over
                 for (bool sp : sps) {
@@ -211,6 +246,8 @@ class Searcher {
         }
       }
     }
+    if (global_batch_rejects_ > 0) rejected_["global_batch_divisible"] += global_batch_rejects_;
+    if (interleaving_rejects_ > 0) rejected_["interleaved_grad_accum"] += interleaving_rejects_;
   }
 
   void add_structure(std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int64_t dp, std::int64_t vpp, std::int64_t ep,
@@ -235,28 +272,45 @@ class Searcher {
     if (auto v = check_layout(l, *in_.arch, t)) return reject(v->code, n_mb);
     Structure s{l, ck, off, family_of(l, off)};
     const auto index = static_cast<std::uint32_t>(structures_.size());
-    structures_.push_back(s);
+    s.first = static_cast<std::uint32_t>(timed_.size());
     for (std::int64_t mb : micro_batches_) {
       std::int64_t ga = in_.training.grad_accum;
       if (in_.global_batch > 0) {
         if (in_.global_batch % (dp * mb) != 0) {
-          reject("global_batch_divisible", 1);
+          ++global_batch_rejects_;
+          ++r_.enumerated;
           continue;
         }
         ga = in_.global_batch / (dp * mb);
       }
       if (vpp > 1 && ga % pp != 0) {
-        reject("interleaved_grad_accum", 1);
+        ++interleaving_rejects_;
+        ++r_.enumerated;
         continue;
       }
       ++r_.enumerated;
       ++r_.valid;
       ++family_valid_[s.family];
-      t.micro_batch = mb;
-      t.grad_accum = ga;
-      timed_.push_back(Timed{index, static_cast<std::int32_t>(mb), ga, estimate_step_time(basis_, t, l, in_.cluster, in_.perf).tokens_per_s});
-      ++r_.timed;
+      timed_.push_back(Timed{index, static_cast<std::int32_t>(mb), ga});
     }
+    s.count = static_cast<std::uint32_t>(timed_.size()) - s.first;
+    // One floor group per (tp, pp, cp, vpp, ep, sharding, offload).
+    const auto [group, fresh] = floor_groups_.try_emplace(static_cast<std::int64_t>(sh) * 8 + static_cast<std::int64_t>(off),
+                                                          static_cast<std::uint32_t>(floors_.size()));
+    if (fresh) floors_.push_back(-1);
+    s.floor_group = group->second;
+    if (s.count > 0 && in_.objective == Objective::kFastest) {
+      auto [it, fresh] = bounds_.try_emplace({sp, ck}, 0.0);
+      if (fresh) {
+        TrainingSetup largest = t;
+        largest.micro_batch = timed_.back().micro_batch;
+        largest.grad_accum = timed_.back().grad_accum;
+        it->second = tokens_per_s_upper_bound(basis_, largest, l, in_.cluster, in_.perf);
+        ++r_.bounded;
+      }
+      s.bound = it->second;
+    }
+    structures_.push_back(s);
   }
 
   TrainingSetup setup_of(const Timed& c) const {
@@ -288,10 +342,12 @@ class Searcher {
       cand.rank_kind = d.ranks[d.peak_rank].context.kind.name;
       cand.verdict = verdict_for(e.device_total_bytes, in_.cluster.gpu.memory_total_bytes);
       cand.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(in_.cluster.gpu.memory_total_bytes);
+      if (&c == &timed_[s.first]) s.least_bytes = e.device_total_bytes;
     } catch (const Error& err) {
       if (err.code() != ErrorCode::kOutOfRange) throw;  // sizes past the 2^53 bound: out of memory
       cand.verdict = Verdict::kOom;
     }
+    if (cand.verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
     if (cand.verdict == Verdict::kOom) {
       auto& closest = family_closest_[s.family];
       if (cand.memory_known && (!closest || cand.device_total_bytes < closest->device_total_bytes)) closest = cand;
@@ -301,10 +357,28 @@ class Searcher {
     return cand;
   }
 
+  // The structure's floor on the device total (any micro-batch), shared by its floor group
+  // (model states depend on neither sequence parallelism nor checkpointing); the 2^53 bound
+  // reads as "does not fit".
+  std::int64_t floor_of(const Structure& s) {
+    std::int64_t& floor = floors_[s.floor_group];
+    if (floor < 0) {
+      try {
+        floor = device_total_floor_bytes(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout, in_.runtime);
+      } catch (const Error& err) {
+        if (err.code() != ErrorCode::kOutOfRange) throw;
+        floor = std::numeric_limits<std::int64_t>::max();
+      }
+    }
+    return floor;
+  }
+
   bool budget_spent() const { return r_.memory_estimated >= in_.max_estimates; }
 
-  // Whether a candidate fits, from what is known or by estimating; fills `out` when estimated.
-  std::optional<Candidate> fits(const Timed& c) {
+  // Whether a candidate fits, from what is known or by estimating. With `comfortable_only` only
+  // a layout under the 80 % line is of use: one known to be above it is not estimated and counts
+  // as not needed.
+  std::optional<Candidate> fits(const Timed& c, bool comfortable_only = false) {
     Structure& s = structures_[c.structure];
     if (c.micro_batch >= s.oom_from) {
       ++r_.oom;
@@ -312,64 +386,164 @@ class Searcher {
     }
     if (!s.probed) {
       s.probed = true;
+      // Persistent state alone past the GPU's memory settles every micro-batch at once.
+      if (floor_of(s) > in_.cluster.gpu.memory_total_bytes) {
+        s.oom_from = timed_[s.first].micro_batch;
+        ++r_.oom;
+        ++r_.settled_by_floor;
+        return std::nullopt;
+      }
       // One estimate at the smallest micro-batch settles layouts that never fit.
-      // The structure's candidates are contiguous and in micro-batch order: the first is the smallest.
-      const auto first = std::lower_bound(timed_.begin(), timed_.end(), c.structure,
-                                          [](const Timed& t, std::uint32_t s) { return t.structure < s; });
-      const Timed* smallest = &*first;
-      if (smallest && smallest->micro_batch < c.micro_batch && !evaluate(*smallest)) {
+      const Timed& smallest = timed_[s.first];
+      if (smallest.micro_batch < c.micro_batch && !evaluate(smallest)) {
         ++r_.oom;
         return std::nullopt;
       }
+    }
+    if (comfortable_only && c.micro_batch >= s.tight_from) {
+      ++r_.not_needed;
+      return std::nullopt;
     }
     auto cand = evaluate(c);
     ++(cand ? r_.fit : r_.oom);
     return cand;
   }
 
-  void walk_fastest() {
-    // Indices are in enumeration order, so (speed, index) is the deterministic tie-break.
-    std::vector<std::pair<double, std::uint32_t>> keyed(timed_.size());
-    for (std::uint32_t i = 0; i < timed_.size(); ++i) keyed[i] = {-timed_[i].tokens_per_s, i};
-    std::sort(keyed.begin(), keyed.end());
-    std::vector<std::uint32_t> order(timed_.size());
-    for (std::size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
-    // A family is settled by its fastest layout under the 80 % line; until then its fastest tight
-    // layout stands in (and stays its best if no layout of the family is under the line).
-    std::size_t unsettled = families_.size();
-    std::vector<bool> comfortable(families_.size(), false);
-    const auto top_n = static_cast<std::size_t>(in_.top);
-    std::size_t i = 0;
-    for (; i < order.size(); ++i) {
-      if (r_.top.size() >= top_n && unsettled == 0) break;
-      if (budget_spent()) {
-        r_.unexplored = static_cast<std::int64_t>(order.size() - i);
-        return;
-      }
-      const Timed& c = timed_[order[i]];
-      const std::size_t fam = structures_[c.structure].family;
-      const bool want_top = r_.top.size() < top_n;
-      const bool want_family = !comfortable[fam];
-      if (!want_top && !want_family) {
-        ++r_.not_needed;
-        continue;
-      }
-      auto cand = fits(c);
-      if (!cand) continue;
-      if (want_top) r_.top.push_back(*cand);
-      if (!want_family) continue;
-      if (cand->verdict == Verdict::kFits) {
-        family_best_[fam] = *cand;
-        comfortable[fam] = true;
-        --unsettled;
-        if (!r_.recommended) r_.recommended = *cand;
-      } else if (!family_best_[fam]) {
-        family_best_[fam] = *cand;
-      }
-    }
-    r_.not_needed += static_cast<std::int64_t>(order.size() - i);
+  double tokens_per_s(const Timed& c) {
+    ++r_.timed;
+    return estimate_step_time(basis_, scratch_setup(c), structures_[c.structure].layout, in_.cluster, in_.perf).tokens_per_s;
   }
 
+  // setup_of without the copy (the LoRA target list): valid until the next call.
+  const TrainingSetup& scratch_setup(const Timed& c) {
+    const Structure& s = structures_[c.structure];
+    scratch_.checkpointing = s.checkpointing;
+    scratch_.offload = s.offload;
+    scratch_.micro_batch = c.micro_batch;
+    scratch_.grad_accum = c.grad_accum;
+    return scratch_;
+  }
+
+  void walk_fastest() {
+    // Structures enter the walk by the upper bound of their tokens/s and are timed candidate by
+    // candidate only when that bound comes first, so the walk visits candidates in (tokens/s
+    // descending, enumeration index) order. A structure that comes up when nothing it could give
+    // is wanted (its family is settled and the top N are known), or whose persistent state does
+    // not fit, leaves the walk untimed.
+    std::vector<WalkEntry> heap;
+    heap.reserve(structures_.size());
+    for (std::uint32_t i = 0; i < structures_.size(); ++i) {
+      const Structure& s = structures_[i];
+      if (s.count > 0) heap.push_back({s.bound, s.first, i, 1});
+    }
+    std::make_heap(heap.begin(), heap.end());
+    comfortable_.assign(families_.size(), false);
+    // Until the top N are known, one walk over every family.
+    while (!heap.empty() && r_.top.size() < static_cast<std::size_t>(in_.top) && !budget_spent()) step_walk(heap);
+    // Then each family that still waits for a layout under the 80 % line walks on alone: with the
+    // top N known, a family's walk depends on its own candidates only.
+    std::vector<std::vector<WalkEntry>> by_family(families_.size());
+    const bool top_known = r_.top.size() >= static_cast<std::size_t>(in_.top);
+    for (const WalkEntry& e : heap) {
+      const std::size_t fam = structures_[e.structure].family;
+      if (top_known && comfortable_[fam]) {
+        r_.not_needed += size_of(e);
+      } else {
+        by_family[fam].push_back(e);
+      }
+    }
+    for (std::size_t fam = 0; fam < families_.size(); ++fam) {
+      std::vector<WalkEntry>& family_heap = by_family[fam];
+      std::make_heap(family_heap.begin(), family_heap.end());
+      while (top_known && !family_heap.empty() && !budget_spent() && !comfortable_[fam]) step_walk(family_heap);
+      // Left: not needed once the family is settled, else unexplored (the estimate bound).
+      for (const WalkEntry& e : family_heap) (top_known && comfortable_[fam] ? r_.not_needed : r_.unexplored) += size_of(e);
+    }
+  }
+
+  std::vector<bool> comfortable_;     // families settled by a layout under the 80 % line
+  double recommended_speed_ = 0;      // the recommended candidate's tokens/s and index
+  std::uint32_t recommended_index_ = 0;
+
+  std::int64_t size_of(const WalkEntry& e) const { return e.whole ? structures_[e.structure].count : 1; }
+
+  // One entry of the fastest-first walk: a structure is timed (or settled whole), a candidate
+  // checked when it is wanted.
+  void step_walk(std::vector<WalkEntry>& heap) {
+    std::pop_heap(heap.begin(), heap.end());
+    const WalkEntry entry = heap.back();
+    heap.pop_back();
+    Structure& s = structures_[entry.structure];
+    const std::size_t fam = s.family;
+    const auto top_n = static_cast<std::size_t>(in_.top);
+    const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
+    const auto tight_bytes = static_cast<std::int64_t>(kTightFraction * static_cast<double>(memory));
+    const bool want_top = r_.top.size() < top_n;
+    const bool want_family = !comfortable_[fam];
+    // A family that has a tight layout waits for one under the 80 % line: a layout whose
+    // persistent state is already above the line cannot be it.
+    const bool wanted = want_top || (want_family && !(family_best_[fam] && floor_of(s) > tight_bytes));
+    if (entry.whole) {
+      if (!wanted) {
+        r_.not_needed += s.count;
+      } else if (floor_of(s) > memory) {
+        s.probed = true;
+        s.oom_from = timed_[s.first].micro_batch;
+        r_.oom += s.count;
+        ++r_.settled_by_floor;
+      } else {
+        for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
+          heap.push_back({tokens_per_s(timed_[i]), i, entry.structure, 0});
+          std::push_heap(heap.begin(), heap.end());
+        }
+      }
+      return;
+    }
+    if (!wanted) {
+      ++r_.not_needed;
+      return;
+    }
+    auto cand = fits(timed_[entry.index], !want_top && family_best_[fam].has_value());
+    if (!cand) return;
+    if (want_top) r_.top.push_back(*cand);
+    if (!want_family) return;
+    if (cand->verdict == Verdict::kFits) {
+      family_best_[fam] = *cand;
+      comfortable_[fam] = true;
+      // The fastest layout under the line (ties: enumeration order), whichever walk found it.
+      if (!r_.recommended || entry.tokens_per_s > recommended_speed_ ||
+          (entry.tokens_per_s == recommended_speed_ && entry.index < recommended_index_)) {
+        r_.recommended = *cand;
+        recommended_speed_ = entry.tokens_per_s;
+        recommended_index_ = entry.index;
+      }
+    } else if (!family_best_[fam]) {
+      family_best_[fam] = *cand;
+    }
+  }
+
+  // A family with no layout that fits reports its least-memory layout: every structure at its
+  // smallest micro-batch, in the order of its floor, until the floor passes the least found.
+  void settle_closest() {
+    std::vector<std::vector<std::uint32_t>> open(families_.size());
+    for (std::uint32_t i = 0; i < structures_.size(); ++i) {
+      const Structure& s = structures_[i];
+      if (s.count > 0 && !family_best_[s.family]) open[s.family].push_back(i);
+    }
+    for (std::size_t f = 0; f < families_.size(); ++f) {
+      if (open[f].empty()) continue;
+      std::vector<std::pair<std::int64_t, std::uint32_t>> by_floor;
+      for (std::uint32_t i : open[f]) by_floor.emplace_back(floor_of(structures_[i]), i);
+      std::sort(by_floor.begin(), by_floor.end());
+      for (const auto& [floor, i] : by_floor) {
+        const auto& closest = family_closest_[f];
+        if (closest && floor >= closest->device_total_bytes) break;
+        if (structures_[i].least_bytes >= 0) continue;  // estimated: already considered
+        if (budget_spent()) return;
+        evaluate(timed_[structures_[i].first]);
+      }
+    }
+  }
   // least_memory: each structure at its smallest micro-batch; largest_batch: its largest
   // micro-batch that fits (bisection over the structure's micro-batches).
   void walk_per_structure(bool largest) {

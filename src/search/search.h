@@ -1,11 +1,14 @@
 // The search for the fastest way to train that fits (LLMem Algorithm 1 generalised; Fujii et al.
 // 2024's 4D search): enumerate every layout the space allows (dp, tp, pp, vpp, cp, ep, sequence
 // parallel, sharding, offload, micro-batch, gradient accumulation, activation checkpointing),
-// reject those that break a rule (counted by rule), time the rest with the closed-form step-time
+// reject those that break a rule (counted by rule), rank the rest with the closed-form step-time
 // model, then walk them from the fastest down, estimating memory per rank only until the top N
-// that fit are known (exact pruning: every candidate left is slower than all N). Memory grows
-// with the micro-batch, so a layout that runs out of memory at micro-batch b is out of memory
-// for every larger one without another estimate.
+// that fit are known (exact pruning: every candidate left is slower than all N). Two bounds keep
+// the walk short without dropping a candidate: a structural layout's candidates are timed only
+// when the upper bound of their tokens/s comes up in the walk (tokens_per_s_upper_bound), and a
+// layout whose persistent state alone exceeds the GPU (device_total_floor_bytes) is out of memory
+// without a replay. Memory grows with the micro-batch, so a layout that runs out of memory at
+// micro-batch b is out of memory for every larger one without another estimate.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -99,8 +102,10 @@ struct SearchResult {
   std::int64_t enumerated = 0;       // every combination of the dimensions' values
   std::int64_t valid = 0;            // passing every rule
   std::vector<std::pair<std::string, std::int64_t>> rejected;  // by rule, sorted by rule id
-  std::int64_t timed = 0;            // step time computed (every valid candidate)
+  std::int64_t bounded = 0;          // structures ranked by an upper bound of their tokens/s
+  std::int64_t timed = 0;            // candidates whose step time was computed (the walk reached their structure)
   std::int64_t memory_estimated = 0; // full per-rank memory estimates run
+  std::int64_t settled_by_floor = 0; // structures out of memory by their persistent state alone (no estimate)
   std::int64_t fit = 0, oom = 0;     // verdicts known (estimated or implied by monotonicity)
   std::int64_t not_needed = 0;       // valid, but ranked after the result was settled
   std::int64_t unexplored = 0;       // valid, verdict unknown: the walk reached max_estimates

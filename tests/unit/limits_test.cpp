@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/api.h"
+#include "common/units.h"
 #include "hf_config/json_input.h"
 #include "hf_config/parse_hf_config.h"
 #include "presets/registry.h"
@@ -240,4 +241,32 @@ TEST_CASE("at the memory-estimate bound the walk stops and reports what it left 
       for (std::size_t i = 0; i < cut.top.size(); ++i) CHECK(cut.top[i].perf.tokens_per_s == full.top[i].perf.tokens_per_s);
     }
   }
+}
+
+TEST_CASE("checked arithmetic: exact up to 2^53 either sign, an out_of_range error past it", "[limits]") {
+  constexpr std::int64_t k53 = std::int64_t{1} << 53;
+  auto throws = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.code() == ErrorCode::kOutOfRange && std::string(e.what()).find("2^53") != std::string::npos;
+    }
+    return false;
+  };
+  CHECK(checked_mul(std::int64_t{1} << 31, std::int64_t{1} << 22, "x") == k53);   // both factors >= 2^22
+  CHECK(checked_mul(-(std::int64_t{1} << 40), std::int64_t{1} << 13, "x") == -k53);
+  CHECK(checked_mul(k53, 1, "x") == k53);
+  CHECK(checked_mul(0, INT64_MAX, "x") == 0);
+  CHECK(checked_mul(-3, -5, "x") == 15);
+  CHECK(checked_mul(46341, 46341, "x") == 46341LL * 46341LL);                     // past 2^31 as a product
+  CHECK(throws([] { checked_mul(k53 + 1, 1, "x"); }));
+  CHECK(throws([] { checked_mul(std::int64_t{1} << 40, std::int64_t{1} << 14, "x"); }));
+  CHECK(throws([] { checked_mul((std::int64_t{1} << 31) - 1, (std::int64_t{1} << 31) - 1, "x"); }));  // 2^62: no wrap
+  CHECK(throws([] { checked_mul(INT64_MIN, 1, "x"); }));
+  CHECK(throws([] { checked_mul(INT64_MIN, -1, "x"); }));
+  CHECK(throws([] { checked_mul(std::int64_t{1} << 32, std::int64_t{1} << 32, "x"); }));  // 2^64 wraps to 0
+  CHECK(checked_add(k53 - 1, 1, "x") == k53);
+  CHECK(throws([] { checked_add(k53, 1, "x"); }));
+  CHECK(throws([] { checked_add(-k53, -1, "x"); }));
+  CHECK(throws([] { checked_add(INT64_MAX, 1, "x"); }));
 }

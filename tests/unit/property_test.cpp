@@ -1,15 +1,22 @@
 // Invariants over generated models and layouts (a seeded generator: the same cases every run).
 // Memory is monotone where it must be (micro-batch, sequence length, more shards, a higher ZeRO
-// stage), ZeRO shards add up to the whole, every breakdown sums to its total, and the same
-// request always gets the same JSON text.
+// stage), ZeRO shards add up to the whole, every breakdown sums to its total, the same request
+// always gets the same JSON text, and the search's two bounds (device-total floor, speed bound)
+// hold.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/api.h"
+#include "api/request.h"
+#include "common/error.h"
+#include "memory/timeline.h"
+#include "perf/perf_model.h"
 #include "hf_config/parse_hf_config.h"
 #include "memory/model_states.h"
 #include "model/tensor_inventory.h"
@@ -94,6 +101,23 @@ json estimate(const json& request) { return json::parse(api::estimate(request.du
 std::int64_t peak_of(const json& result, const char* key) { return result[key].get<std::int64_t>(); }
 
 constexpr int kCases = 1500;
+
+// Calls body(case number, request, parsed request) for `cases` generated requests that parse
+// (a generated layout may break a rule).
+template <typename Body>
+void for_each_parsed_request(std::uint64_t seed, int cases, Body body) {
+  Rng r(seed);
+  for (int i = 0; i < cases; ++i) {
+    const json request = random_request(r);
+    std::optional<api::EstimateRequest> req;
+    try {
+      req = api::read_estimate_request(request);
+    } catch (const Error&) {
+      continue;
+    }
+    body(i, request, *req, r);  // r: the generator, for the body's own draws
+  }
+}
 
 }  // namespace
 
@@ -208,4 +232,72 @@ TEST_CASE("generated models: ZeRO shards of the states add up to the whole", "[p
     ++compared;
   }
   CHECK(compared == kCases);
+}
+
+TEST_CASE("generated layouts: the device-total floor never exceeds an estimate at any micro-batch", "[property][search]") {
+  // The search settles a layout as out of memory when this floor passes the GPU's memory, and
+  // shares one floor between layouts that differ only in sequence parallelism or checkpointing.
+  int compared = 0;
+  for_each_parsed_request(31337, kCases / 5, [&](int i, const json& request, const api::EstimateRequest& req, Rng&) {
+    if (check_layout(req.parallel, req.model.arch, req.training)) return;
+    INFO("case " << i << ": " << request.dump());
+    const TensorInventory& inv = *req.model.inventory;
+    const std::int64_t floor = device_total_floor_bytes(req.model.arch, inv, req.training, req.parallel);
+    for (std::int64_t mb : {1, 3}) {
+      for (std::int64_t ga : {1, 4}) {
+        TrainingSetup t = req.training;
+        t.micro_batch = mb;
+        t.grad_accum = ga;
+        ParallelLayout l = req.parallel;
+        for (bool sp : {false, true}) {
+          if (sp && l.tp == 1) continue;
+          l.sequence_parallel = sp;
+          for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}) {
+            t.checkpointing = ck;
+            if (check_layout(l, req.model.arch, t)) continue;
+            CHECK(device_total_floor_bytes(req.model.arch, inv, t, l) == floor);
+            CHECK(floor <= estimate_distributed(req.model.arch, inv, t, l, {}, false).peak().device_total_bytes);
+            ++compared;
+          }
+        }
+      }
+    }
+  });
+  CHECK(compared > kCases);
+}
+
+TEST_CASE("generated layouts: the speed bound covers every micro-batch, accumulation, sharding and offload under it", "[property][search]") {
+  // The search ranks a structure by this bound before timing its candidates, and shares it
+  // between layouts that differ only in the sharding stage or the offload.
+  int compared = 0;
+  for_each_parsed_request(2718, kCases / 5, [&](int i, const json& request, const api::EstimateRequest& req, Rng& r) {
+    INFO("case " << i << ": " << request.dump());
+    ClusterSpec c;
+    c.gpu = req.gpu;
+    c.gpus = req.gpus;
+    c.gpus_per_node = r.pick<std::int64_t>({1, 2, 8});
+    const PerfBasis basis = build_perf_basis(req.model.arch, *req.model.inventory, req.training);
+    TrainingSetup largest = req.training;
+    largest.micro_batch = r.in(1, 8);
+    largest.grad_accum = r.in(1, 16);
+    const double bound = tokens_per_s_upper_bound(basis, largest, req.parallel, c);
+    CHECK(std::isfinite(bound));
+    for (std::int64_t mb = 1; mb <= largest.micro_batch; ++mb) {
+      for (std::int64_t ga : {1, 2, 3, 8, 64}) {
+        for (Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
+          for (Offload off : {Offload::kNone, Offload::kOptimizer, Offload::kParamsOptimizer}) {
+            TrainingSetup t = req.training;
+            t.micro_batch = mb;
+            t.grad_accum = ga;
+            t.offload = off;
+            ParallelLayout l = req.parallel;
+            l.sharding = sh;
+            CHECK(estimate_step_time(basis, t, l, c).tokens_per_s <= bound);
+            ++compared;
+          }
+        }
+      }
+    }
+  });
+  CHECK(compared > kCases);
 }

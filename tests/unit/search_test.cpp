@@ -150,6 +150,7 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   double best_comfortable_tps = 0;  // verdict fits: under the 80 % line
   const PerfBasis basis = build_perf_basis(a, inv, in.training);
   std::int64_t brute_valid = 0;
+  std::map<std::string, std::pair<double, double>> family_tps;  // fastest under the 80 % line, fastest tight
   for (std::int64_t tp : {1, 2, 4, 8}) {
     for (std::int64_t pp : {1, 2, 4, 8}) {
       if (tp * pp > 8) continue;
@@ -175,11 +176,13 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
                   if (check_layout(l, a, t)) continue;
                   ++brute_valid;
                   const StepTime s = estimate_step_time(basis, t, l, in.cluster);
-                  if (s.tokens_per_s <= best_comfortable_tps) continue;
-                  const auto d = estimate_distributed(a, inv, t, l);
+                  const auto d = estimate_distributed(a, inv, t, l, {}, false);
                   const Verdict v = verdict_for(d.peak().device_total_bytes, in.cluster.gpu.memory_total_bytes);
                   if (v != Verdict::kOom) best_tps = std::max(best_tps, s.tokens_per_s);
-                  if (v == Verdict::kFits) best_comfortable_tps = s.tokens_per_s;
+                  if (v == Verdict::kFits) best_comfortable_tps = std::max(best_comfortable_tps, s.tokens_per_s);
+                  auto& [comfortable, tight] = family_tps[method_name(l, Offload::kNone)];
+                  if (v == Verdict::kFits) comfortable = std::max(comfortable, s.tokens_per_s);
+                  if (v == Verdict::kTight) tight = std::max(tight, s.tokens_per_s);
                 }
               }
             }
@@ -194,6 +197,20 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   CHECK(r.recommended->verdict == Verdict::kFits);
   CHECK(r.recommended->perf.tokens_per_s == Approx(best_comfortable_tps).epsilon(1e-12));
   CHECK(r.memory_estimated < r.valid);  // the walk stopped early
+  CHECK(r.timed < r.valid);             // structures the walk did not reach were never timed
+  // Every family's best: its fastest layout under the 80 % line, else its fastest tight one.
+  CHECK(r.methods.size() == family_tps.size());
+  for (const MethodBest& m : r.methods) {
+    INFO(m.method);
+    REQUIRE(family_tps.count(m.method) == 1);
+    const auto& [comfortable, tight] = family_tps.at(m.method);
+    const double expected = comfortable > 0 ? comfortable : tight;
+    CHECK(m.best.has_value() == (expected > 0));
+    if (m.best) {
+      CHECK(m.best->perf.tokens_per_s == Approx(expected).epsilon(1e-12));
+      CHECK(m.best->verdict == (comfortable > 0 ? Verdict::kFits : Verdict::kTight));
+    }
+  }
   // Every reported candidate fits and the list is sorted fastest first.
   for (std::size_t i = 0; i < r.top.size(); ++i) {
     CHECK(r.top[i].verdict != Verdict::kOom);
