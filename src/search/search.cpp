@@ -342,7 +342,7 @@ class Searcher {
       cand.rank_kind = d.ranks[d.peak_rank].context.kind.name;
       cand.verdict = verdict_for(e.device_total_bytes, in_.cluster.gpu.memory_total_bytes);
       cand.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(in_.cluster.gpu.memory_total_bytes);
-      if (&c == &timed_[s.first]) s.least_bytes = e.device_total_bytes;
+      if (c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = e.device_total_bytes;
     } catch (const Error& err) {
       if (err.code() != ErrorCode::kOutOfRange) throw;  // sizes past the 2^53 bound: out of memory
       cand.verdict = Verdict::kOom;
@@ -373,6 +373,16 @@ class Searcher {
     return floor;
   }
 
+  // Persistent state alone past the GPU's memory settles every micro-batch of the structure at
+  // once (its probe included); the caller counts its candidates.
+  bool settle_by_floor(Structure& s) {
+    if (floor_of(s) <= in_.cluster.gpu.memory_total_bytes) return false;
+    s.probed = true;
+    s.oom_from = timed_[s.first].micro_batch;
+    ++r_.settled_by_floor;
+    return true;
+  }
+
   bool budget_spent() const { return r_.memory_estimated >= in_.max_estimates; }
 
   // Whether a candidate fits, from what is known or by estimating. With `comfortable_only` only
@@ -386,11 +396,8 @@ class Searcher {
     }
     if (!s.probed) {
       s.probed = true;
-      // Persistent state alone past the GPU's memory settles every micro-batch at once.
-      if (floor_of(s) > in_.cluster.gpu.memory_total_bytes) {
-        s.oom_from = timed_[s.first].micro_batch;
+      if (settle_by_floor(s)) {
         ++r_.oom;
-        ++r_.settled_by_floor;
         return std::nullopt;
       }
       // One estimate at the smallest micro-batch settles layouts that never fit.
@@ -486,11 +493,8 @@ class Searcher {
     if (entry.whole) {
       if (!wanted) {
         r_.not_needed += s.count;
-      } else if (floor_of(s) > memory) {
-        s.probed = true;
-        s.oom_from = timed_[s.first].micro_batch;
+      } else if (settle_by_floor(s)) {
         r_.oom += s.count;
-        ++r_.settled_by_floor;
       } else {
         for (std::uint32_t i = s.first; i < s.first + s.count; ++i) {
           heap.push_back({tokens_per_s(timed_[i]), i, entry.structure, 0});
