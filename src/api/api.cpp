@@ -176,7 +176,8 @@ Json estimate_result(const EstimateRequest& r) {
   const RuntimeProfile rt;
   const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
   const Estimate& e = d.peak();
-  const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e, rt, r.search_max_micro_batch);
+  const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e.device_total_bytes, rt,
+                                   r.search_max_micro_batch);
   // The headline is the most-loaded rank kind; every kind is listed under "ranks".
   Json result = estimate_to_json(e, rt, r.include_timeline);
   result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;

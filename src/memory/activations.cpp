@@ -2,7 +2,6 @@
 #include "memory/activations.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "common/units.h"
 
@@ -154,20 +153,29 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // fp32 logsumexp), recompute the rest from the block input. Matmuls in block order: q k v (or
   // fused qkv) o, then gate up down (or fused gate_up, down); routed experts repeat per copy.
   {
-    std::vector<std::int64_t> mm_widths;
-    if (a.attention.layout == QkvLayout::kFused) mm_widths = {heads * d + 2 * kvh * dv};
-    else mm_widths = {heads * d, kvh * d, kvh * dv};
-    mm_widths.push_back(h);  // o (row-parallel: a full-width partial sum)
+    std::int64_t kept = e * heads * dv + 4 * heads;  // attention output + logsumexp
+    std::int64_t position = 0;                        // of the next matmul in block order
+    auto mm = [&](std::int64_t width) {
+      if (position++ % 2 == 0) kept += e * width;
+    };
+    if (a.attention.layout == QkvLayout::kFused) {
+      mm(heads * d + 2 * kvh * dv);
+    } else {
+      mm(heads * d);
+      mm(kvh * d);
+      mm(kvh * dv);
+    }
+    mm(h);  // o (row-parallel: a full-width partial sum)
     auto mlp_mms = [&](std::int64_t full_width, std::int64_t copies) {
       const std::int64_t w = ceil_div(full_width, tp);
       for (std::int64_t c = 0; c < copies; ++c) {
         if (a.mlp.gated && !a.mlp.fused_gate_up) {
-          mm_widths.push_back(w);
-          mm_widths.push_back(w);
+          mm(w);
+          mm(w);
         } else {
-          mm_widths.push_back(a.mlp.gated ? 2 * w : w);
+          mm(a.mlp.gated ? 2 * w : w);
         }
-        mm_widths.push_back(h);
+        mm(h);
       }
     };
     if (moe) {
@@ -176,8 +184,6 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     } else {
       mlp_mms(f, 1);
     }
-    std::int64_t kept = e * heads * dv + 4 * heads;  // attention output + logsumexp
-    for (std::size_t i = 0; i < mm_widths.size(); i += 2) kept += e * mm_widths[i];
     out.mm_policy_kept_per_token = kept;
   }
   // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.

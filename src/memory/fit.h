@@ -27,10 +27,10 @@ struct FitReport {
 
 Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes);
 
-/// Verdict of `e` (the most-loaded rank) and, with `search`, the largest micro-batch whose
-/// most-loaded rank fits (binary search: the estimate never falls as the micro-batch grows).
+/// Verdict of the most-loaded rank's device total and, with `search`, the largest micro-batch
+/// whose most-loaded rank fits (binary search: the estimate never falls as the micro-batch grows).
 FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                     const ParallelLayout& layout, const GpuSpec& gpu, const Estimate& e,
+                     const ParallelLayout& layout, const GpuSpec& gpu, std::int64_t device_total_bytes,
                      const RuntimeProfile& rt = {}, bool search = true);
 
 }  // namespace memfit

@@ -21,10 +21,11 @@ struct GroupActs {
 
 class Replay {
  public:
+  // `states`: this rank's model states when already known (rank_model_states), else computed.
   Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt,
-         const RankContext& rank, bool record_timeline = true)
+         const RankContext& rank, bool record_timeline = true, const ModelStates* states = nullptr)
       : a_(a), t_(t), rt_(rt), rank_(rank), record_timeline_(record_timeline) {
-    states_ = compute_model_states(a, inv, t, rank.shard);
+    states_ = states ? *states : compute_model_states(a, inv, t, rank.shard);
     // Context parallelism gives each rank seq_len / cp tokens of every sequence; attention
     // still spans the whole sequence (each query attends to seq_len keys).
     tokens_ = checked_mul(t.micro_batch, t.seq_len / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
@@ -89,8 +90,18 @@ class Replay {
     Estimate est;
     est.states = states_;
     est.tokens_per_micro_batch = tokens_;
-    // The first micro-batch of the first step: no optimizer state, no gradients yet.
     PeakEvent first_at, at;
+    if (!record_timeline_) {
+      // Peaks only: event by event, the steady step holds what the first one does plus the
+      // optimizer states, and an accumulating micro-batch what the steady one does with every
+      // gradient live from the start, so the dominating step alone gives every peak.
+      const bool accumulating = t_.grad_accum > 1;
+      const Breakdown peak = step(/*states_live=*/true, accumulating, nullptr, &at);
+      finish(est, peak, at, accumulating ? " (accumulating micro-batch)" : "", /*first_step_bytes=*/0);
+      return est;
+    }
+    // The first micro-batch of the first step: no optimizer state, no gradients yet (never above
+    // the steady step, reported for the lazily created states).
     const Breakdown first = step(/*states_live=*/false, /*grads_live=*/false, nullptr, &first_at);
     // Steady state: optimizer states live; with accumulation, later micro-batches find all grads.
     Breakdown peak = step(true, false, record_timeline_ ? &est.timeline : nullptr, &at);
@@ -104,29 +115,7 @@ class Replay {
         suffix = " (accumulating micro-batch)";
       }
     }
-    if (first.total() > peak.total()) {  // e.g. AMP or lazily created state outweighs the steady step
-      peak = first;
-      at = first_at;
-      suffix = " (first step)";
-    }
-    est.peak_phase = at.phase;
-    est.peak_label = at.label.render() + suffix;
-    est.peak_layer = at.layer;
-    est.at_peak = peak;
-    est.peak_allocated_bytes = peak.total();
-    est.first_step_peak_allocated_bytes = first.total();
-    const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.large_block_slack_bytes / 4, "slack") +
-                               checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
-    // Blocks of the collective streams' pools are not reused by the compute stream: the pools
-    // peak separately (equal to the allocated peak without such streams).
-    const std::int64_t pooled = std::max({est.peak_allocated_bytes, compute_pool_peak_ + side_pool_peak_, cached_peak_});
-    est.peak_reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
-    est.peak_active_bytes = est.peak_allocated_bytes;
-    est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
-    est.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
-    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes +
-                             est.nccl_bytes;
-    est.activations_peak_bytes = act_peak_;
+    finish(est, peak, at, suffix, first.total());
     return est;
   }
 
@@ -233,6 +222,28 @@ class Replay {
     Label label{""};
     std::int64_t layer = -1;
   };
+
+  void finish(Estimate& est, const Breakdown& peak, const PeakEvent& at, const char* suffix,
+              std::int64_t first_step_bytes) const {
+    est.peak_phase = at.phase;
+    if (record_timeline_) est.peak_label = at.label.render() + suffix;
+    est.peak_layer = at.layer;
+    est.at_peak = peak;
+    est.peak_allocated_bytes = peak.total();
+    est.first_step_peak_allocated_bytes = first_step_bytes;
+    const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.large_block_slack_bytes / 4, "slack") +
+                               checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
+    // Blocks of the collective streams' pools are not reused by the compute stream: the pools
+    // peak separately (equal to the allocated peak without such streams).
+    const std::int64_t pooled = std::max({est.peak_allocated_bytes, compute_pool_peak_ + side_pool_peak_, cached_peak_});
+    est.peak_reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
+    est.peak_active_bytes = est.peak_allocated_bytes;
+    est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
+    est.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
+    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes +
+                             est.nccl_bytes;
+    est.activations_peak_bytes = act_peak_;
+  }
 
   void note(PeakEvent* at, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
             const char* phase, const Label& label, std::int64_t layer) const {
@@ -466,22 +477,32 @@ Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv
   return Replay(arch, inv, t, rt, rank).run();
 }
 
+namespace {
+// One NCCL communicator per parallel group of more than one rank (dp x cp for gradients and
+// shards, tp, pp, cp for the ring, ep for the token exchange).
+std::int64_t communicator_count(const ParallelLayout& l) {
+  std::int64_t communicators = 0;
+  for (std::int64_t degree : {l.dp * l.cp, l.tp, l.pp, l.cp, l.ep}) communicators += degree > 1 ? 1 : 0;
+  return communicators;
+}
+
+// FSDP with a 16-bit mixed-precision policy gathers 16-bit parameters: no autocast copies.
+bool gathers_16bit_params(const ParallelLayout& l, const TrainingSetup& t) {
+  return l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
+         l.behaviour.sharded_params_16bit;
+}
+}  // namespace
+
 TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t) {
   TrainingSetup r = t;
-  if (l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
-      l.behaviour.sharded_params_16bit) {
-    r.amp_weights = AmpWeights::kGathered16bit;
-  }
+  if (gathers_16bit_params(l, t)) r.amp_weights = AmpWeights::kGathered16bit;
   return r;
 }
 
 std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t) {
   std::vector<RankContext> out;
   const std::int64_t vocab_multiple = std::max<std::int64_t>(1, l.behaviour.vocab_multiple) * l.tp;
-  // One communicator per parallel group of more than one rank (dp x cp for gradients and
-  // shards, tp, pp, cp for the ring, ep for the token exchange).
-  std::int64_t communicators = 0;
-  for (std::int64_t degree : {l.dp * l.cp, l.tp, l.pp, l.cp, l.ep}) communicators += degree > 1 ? 1 : 0;
+  const std::int64_t communicators = communicator_count(l);
   for (const RankKind& k : rank_kinds(l, arch, t.grad_accum)) {
     RankContext c;
     c.kind = k;
@@ -521,20 +542,57 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
   return d;
 }
 
+std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
+                                           const TrainingSetup& t, const ParallelLayout& l) {
+  std::optional<TrainingSetup> resolved;
+  if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
+  const TrainingSetup& setup = resolved ? *resolved : t;
+  std::vector<ModelStates> out;
+  for (const RankContext& rank : plan_ranks(l, arch, setup)) out.push_back(compute_model_states(arch, inv, setup, rank.shard));
+  return out;
+}
+
+PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                          const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
+  // The setup is copied only when the layout changes it (the copy holds the LoRA target list).
+  std::optional<TrainingSetup> resolved;
+  if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
+  const TrainingSetup& setup = resolved ? *resolved : t;
+  PeakSummary p;
+  std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
+  if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    const ModelStates* known = states ? &(*states)[k] : nullptr;
+    const Estimate e = Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known).run();
+    if (k == 0 || e.device_total_bytes > p.device_total_bytes) {
+      p.peak_allocated_bytes = e.peak_allocated_bytes;
+      p.peak_reserved_bytes = e.peak_reserved_bytes;
+      p.device_total_bytes = e.device_total_bytes;
+      p.peak_rank = k;
+    }
+  }
+  p.rank_kind = std::move(ranks[p.peak_rank].kind.name);
+  return p;
+}
+
 std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                       const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
-  const TrainingSetup setup = resolve_distributed_setup(l, t);
+  return device_total_floor_bytes(rank_model_states(arch, inv, t, l), t, l, rt);
+}
+
+std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
+                                      const ParallelLayout& l, const RuntimeProfile& rt) {
+  const std::int64_t communicators = communicator_count(l);  // the same on every rank kind
   std::int64_t floor = 0;
-  for (const RankContext& rank : plan_ranks(l, arch, setup)) {
-    const ModelStates s = compute_model_states(arch, inv, setup, rank.shard);
+  for (const ModelStates& s : states) {
     // The replay's optimizer-step event (or, with the optimizer in backward, every event).
     std::int64_t allocated = checked_add(s.weights_bytes, s.optimizer_states_bytes, "state bytes");
-    if (!setup.optimizer_in_backward) {
+    if (!t.optimizer_in_backward) {
       allocated = checked_add(allocated, checked_add(s.gradients_bytes, s.optimizer_step_temp_bytes, "state bytes"), "state bytes");
     }
     const std::int64_t device = checked_add(
         checked_add(allocated, rt.cublas_workspace_bytes + rt.cuda_context_bytes, "device bytes"),
-        checked_add(s.unmanaged_optimizer_states_bytes, checked_mul(rank.communicators, rt.nccl_communicator_bytes, "nccl bytes"),
+        checked_add(s.unmanaged_optimizer_states_bytes, checked_mul(communicators, rt.nccl_communicator_bytes, "nccl bytes"),
                     "device bytes"),
         "device bytes");
     floor = std::max(floor, device);

@@ -74,7 +74,7 @@ struct Estimate {
   std::string peak_phase, peak_label;
   std::int64_t peak_layer = -1;
   std::int64_t peak_allocated_bytes = 0;       // steady state (optimizer states live)
-  std::int64_t first_step_peak_allocated_bytes = 0;
+  std::int64_t first_step_peak_allocated_bytes = 0;  // 0 when replayed without a timeline (peaks only)
   /// Allocated plus blocks freed but awaiting a stream event; on one GPU without communication
   /// streams nothing waits, so it equals allocated (docs/memory_model.md).
   std::int64_t peak_active_bytes = 0;
@@ -122,10 +122,32 @@ struct DistributedEstimate {
   const Estimate& peak() const { return ranks[peak_rank].estimate; }
 };
 
-/// Every rank kind of a layout; the headline is the most-loaded one.
+/// Every rank kind of a layout; the headline is the most-loaded one. Without a timeline the
+/// replay gives the peaks only (the same bytes and peak rank; no peak label, no first-step
+/// figure).
 DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const TensorInventory& inv,
                                          const TrainingSetup& t, const ParallelLayout& l,
                                          const RuntimeProfile& rt = {}, bool timeline = true);
+
+/// The most-loaded rank's peaks, as estimate_distributed(..., false).peak() gives them, without
+/// the per-rank results (the search's and the largest-micro-batch probe's question).
+struct PeakSummary {
+  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t device_total_bytes = 0;
+  std::size_t peak_rank = 0;   // in plan_ranks order
+  std::string rank_kind;       // its name
+};
+/// `states`: the layout's rank_model_states, when the caller already has them.
+PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                          const ParallelLayout& l, const RuntimeProfile& rt = {},
+                          const std::vector<ModelStates>* states = nullptr);
+
+/// The model states of each rank kind of `l`, in plan_ranks order. They depend on neither the
+/// micro-batch, the accumulation, sequence parallelism nor checkpointing, so layouts that differ
+/// only in those share them (the search computes them once per such group).
+std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
+                                           const TrainingSetup& t, const ParallelLayout& l);
 
 /// A lower bound on the device total of the most-loaded rank of `l`, whatever the micro-batch
 /// and the activations: the steady step's optimizer moment holds every rank's weights,
@@ -135,5 +157,8 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
 /// to settle layouts whose persistent state alone does not fit.
 std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                       const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});
+/// The same floor from the layout's rank_model_states.
+std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
+                                      const ParallelLayout& l, const RuntimeProfile& rt = {});
 
 }  // namespace memfit

@@ -162,6 +162,9 @@ class Searcher {
   // Device-total floors by floor group (-1: not computed yet); the group of the structures
   // enumerated last and the key it was opened for.
   std::vector<std::int64_t> floors_;
+  // Model states of each rank kind by floor group (empty: not computed yet): the floor and every
+  // replay of the group's structures read them.
+  std::vector<std::vector<ModelStates>> group_states_;
   std::map<std::int64_t, std::uint32_t> floor_groups_;  // of this (tp, pp, cp, vpp, ep), by (sharding, offload)
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
@@ -297,7 +300,10 @@ class Searcher {
     // One floor group per (tp, pp, cp, vpp, ep, sharding, offload).
     const auto [group, fresh] = floor_groups_.try_emplace(static_cast<std::int64_t>(sh) * 8 + static_cast<std::int64_t>(off),
                                                           static_cast<std::uint32_t>(floors_.size()));
-    if (fresh) floors_.push_back(-1);
+    if (fresh) {
+      floors_.push_back(-1);
+      group_states_.emplace_back();
+    }
     s.floor_group = group->second;
     if (s.count > 0 && in_.objective == Objective::kFastest) {
       auto [it, fresh] = bounds_.try_emplace({sp, ck}, 0.0);
@@ -333,13 +339,12 @@ class Searcher {
     cand.method = families_[s.family];
     ++r_.memory_estimated;
     try {
-      const DistributedEstimate d = estimate_distributed(*in_.arch, *in_.inv, cand.setup, s.layout, in_.runtime, /*timeline=*/false);
-      const Estimate& e = d.peak();
+      PeakSummary e = estimate_peak(*in_.arch, *in_.inv, cand.setup, s.layout, in_.runtime, &states_of(s));
       cand.memory_known = true;
       cand.device_total_bytes = e.device_total_bytes;
       cand.peak_allocated_bytes = e.peak_allocated_bytes;
       cand.peak_reserved_bytes = e.peak_reserved_bytes;
-      cand.rank_kind = d.ranks[d.peak_rank].context.kind.name;
+      cand.rank_kind = std::move(e.rank_kind);
       cand.verdict = verdict_for(e.device_total_bytes, in_.cluster.gpu.memory_total_bytes);
       cand.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(in_.cluster.gpu.memory_total_bytes);
       if (c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = e.device_total_bytes;
@@ -357,6 +362,13 @@ class Searcher {
     return cand;
   }
 
+  // The model states of the structure's floor group, computed on first use.
+  const std::vector<ModelStates>& states_of(const Structure& s) {
+    std::vector<ModelStates>& states = group_states_[s.floor_group];
+    if (states.empty()) states = rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout);
+    return states;
+  }
+
   // The structure's floor on the device total (any micro-batch), shared by its floor group
   // (model states depend on neither sequence parallelism nor checkpointing); the 2^53 bound
   // reads as "does not fit".
@@ -364,7 +376,7 @@ class Searcher {
     std::int64_t& floor = floors_[s.floor_group];
     if (floor < 0) {
       try {
-        floor = device_total_floor_bytes(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout, in_.runtime);
+        floor = device_total_floor_bytes(states_of(s), scratch_setup(timed_[s.first]), s.layout, in_.runtime);
       } catch (const Error& err) {
         if (err.code() != ErrorCode::kOutOfRange) throw;
         floor = std::numeric_limits<std::int64_t>::max();
@@ -607,10 +619,8 @@ class Searcher {
       if (family_best_[f]) {
         const Candidate& c = *family_best_[f];
         m.best = c;
-        TrainingSetup t = c.setup;
-        const DistributedEstimate d = estimate_distributed(*in_.arch, *in_.inv, t, c.layout, in_.runtime, /*timeline=*/false);
-        const FitReport fr = assess_fit(*in_.arch, *in_.inv, t, c.layout, in_.cluster.gpu, d.peak(), in_.runtime, true);
-        r_.memory_estimated += 1;
+        const FitReport fr = assess_fit(*in_.arch, *in_.inv, c.setup, c.layout, in_.cluster.gpu, c.device_total_bytes,
+                                        in_.runtime, true);
         m.max_micro_batch = fr.max_micro_batch;
         m.max_micro_batch_capped = fr.max_micro_batch_capped;
       } else {

@@ -234,6 +234,58 @@ TEST_CASE("generated models: ZeRO shards of the states add up to the whole", "[p
   CHECK(compared == kCases);
 }
 
+TEST_CASE("generated layouts: the peaks-only replay gives the full replay's peaks", "[property][search]") {
+  // The search and the largest-micro-batch probe replay only the dominating step (steady, or an
+  // accumulating micro-batch), and the search shares model states between layouts that differ
+  // only in sequence parallelism, checkpointing, micro-batch and accumulation; the full replay
+  // also runs the first step and the other one, and computes its own states.
+  int compared = 0;
+  for_each_parsed_request(4242, kCases / 5, [&](int i, const json& request, const api::EstimateRequest& req, Rng&) {
+    if (check_layout(req.parallel, req.model.arch, req.training)) return;
+    INFO("case " << i << ": " << request.dump());
+    const TensorInventory& inv = *req.model.inventory;
+    for (std::int64_t ga : {1, 3}) {
+      TrainingSetup t = req.training;
+      t.grad_accum = ga;
+      if (check_layout(req.parallel, req.model.arch, t)) continue;
+      const DistributedEstimate full = estimate_distributed(req.model.arch, inv, t, req.parallel, {}, true);
+      const DistributedEstimate peaks = estimate_distributed(req.model.arch, inv, t, req.parallel, {}, false);
+      REQUIRE(full.ranks.size() == peaks.ranks.size());
+      CHECK(full.peak_rank == peaks.peak_rank);
+      for (std::size_t k = 0; k < full.ranks.size(); ++k) {
+        const Estimate& a = full.ranks[k].estimate;
+        const Estimate& b = peaks.ranks[k].estimate;
+        CHECK(a.peak_allocated_bytes == b.peak_allocated_bytes);
+        CHECK(a.peak_reserved_bytes == b.peak_reserved_bytes);
+        CHECK(a.device_total_bytes == b.device_total_bytes);
+        CHECK(a.activations_peak_bytes == b.activations_peak_bytes);
+        CHECK(a.first_step_peak_allocated_bytes <= a.peak_allocated_bytes);
+        ++compared;
+      }
+      // The search's path: the most-loaded rank alone, with the model states of a layout that
+      // differs in sequence parallelism, checkpointing, micro-batch and accumulation.
+      TrainingSetup other = t;
+      other.micro_batch = t.micro_batch + 2;
+      other.grad_accum = ga == 1 ? 4 : 1;
+      other.checkpointing = t.checkpointing == Checkpointing::kFull ? Checkpointing::kNone : Checkpointing::kFull;
+      ParallelLayout other_layout = req.parallel;
+      other_layout.sequence_parallel = req.parallel.tp > 1 && !req.parallel.sequence_parallel;
+      const std::vector<ModelStates> shared = rank_model_states(req.model.arch, inv, other, other_layout);
+      for (const std::vector<ModelStates>* states : {static_cast<const std::vector<ModelStates>*>(nullptr), &shared}) {
+        const PeakSummary p = estimate_peak(req.model.arch, inv, t, req.parallel, {}, states);
+        CHECK(p.device_total_bytes == full.peak().device_total_bytes);
+        CHECK(p.peak_allocated_bytes == full.peak().peak_allocated_bytes);
+        CHECK(p.peak_reserved_bytes == full.peak().peak_reserved_bytes);
+        CHECK(p.peak_rank == full.peak_rank);
+        CHECK(p.rank_kind == full.ranks[full.peak_rank].context.kind.name);
+      }
+      CHECK(device_total_floor_bytes(shared, t, req.parallel) ==
+            device_total_floor_bytes(req.model.arch, inv, t, req.parallel));
+    }
+  });
+  CHECK(compared > kCases / 5);
+}
+
 TEST_CASE("generated layouts: the device-total floor never exceeds an estimate at any micro-batch", "[property][search]") {
   // The search settles a layout as out of memory when this floor passes the GPU's memory, and
   // shares one floor between layouts that differ only in sequence parallelism or checkpointing.
