@@ -104,7 +104,7 @@ class Replay {
     // the steady step, reported for the lazily created states).
     const Breakdown first = step(/*states_live=*/false, /*grads_live=*/false, nullptr, &first_at);
     // Steady state: optimizer states live; with accumulation, later micro-batches find all grads.
-    Breakdown peak = step(true, false, record_timeline_ ? &est.timeline : nullptr, &at);
+    Breakdown peak = step(true, false, &est.timeline, &at);
     const char* suffix = "";
     if (t_.grad_accum > 1) {
       PeakEvent acc_at;
@@ -491,12 +491,21 @@ bool gathers_16bit_params(const ParallelLayout& l, const TrainingSetup& t) {
   return l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
          l.behaviour.sharded_params_16bit;
 }
+
+// The setup as the layout runs it (resolve_distributed_setup), copied into `storage` only when
+// the layout changes it (a copy holds the LoRA target list).
+const TrainingSetup& resolved_setup(const ParallelLayout& l, const TrainingSetup& t,
+                                    std::optional<TrainingSetup>& storage) {
+  if (!gathers_16bit_params(l, t)) return t;
+  storage = t;
+  storage->amp_weights = AmpWeights::kGathered16bit;
+  return *storage;
+}
 }  // namespace
 
 TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t) {
-  TrainingSetup r = t;
-  if (gathers_16bit_params(l, t)) r.amp_weights = AmpWeights::kGathered16bit;
-  return r;
+  std::optional<TrainingSetup> storage;
+  return resolved_setup(l, t, storage);
 }
 
 std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t) {
@@ -544,9 +553,8 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
 
 std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                            const TrainingSetup& t, const ParallelLayout& l) {
-  std::optional<TrainingSetup> resolved;
-  if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
-  const TrainingSetup& setup = resolved ? *resolved : t;
+  std::optional<TrainingSetup> storage;
+  const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<ModelStates> out;
   for (const RankContext& rank : plan_ranks(l, arch, setup)) out.push_back(compute_model_states(arch, inv, setup, rank.shard));
   return out;
@@ -554,10 +562,8 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
 
 PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                           const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
-  // The setup is copied only when the layout changes it (the copy holds the LoRA target list).
-  std::optional<TrainingSetup> resolved;
-  if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
-  const TrainingSetup& setup = resolved ? *resolved : t;
+  std::optional<TrainingSetup> storage;
+  const TrainingSetup& setup = resolved_setup(l, t, storage);
   PeakSummary p;
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
   if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
