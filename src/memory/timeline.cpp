@@ -17,6 +17,8 @@ struct GroupActs {
   std::int64_t saved_bytes = 0;       // one layer, this micro-batch
   std::int64_t kept_bytes = 0;        // what forward leaves alive per layer (saved or checkpoint; mean)
   bool recomputed = false;            // some of its layers are recomputed in backward
+  std::size_t inventory_group = 0;    // the inventory's layer group it cuts
+  bool trains = false;                // its base weights train (its last layer's)
 };
 
 class Replay {
@@ -42,17 +44,28 @@ class Replay {
       unchecked->checkpointing = Checkpointing::kNone;
     }
     const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
+    groups_.reserve(rank.kind.layers.size() * inv.groups.size());
     for (const LayerRange& r : rank.kind.layers) {
-      for (const LayerGroup& g : inv.groups) {
+      for (std::size_t gi = 0; gi < inv.groups.size(); ++gi) {
+        const LayerGroup& g = inv.groups[gi];
         const std::int64_t lo = std::max(g.first_layer, r.first);
         const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
         if (hi <= lo) continue;
         GroupActs ga;
         ga.first_layer = lo;
         ga.layers = hi - lo;
-        const bool trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
-        ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
-                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, trains, rank.split);
+        ga.inventory_group = gi;
+        ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
+        // A stage's model chunks (interleaved schedule) cut the same inventory group several
+        // times: its per-token activations are the same for every cut that trains alike.
+        const GroupActs* same = nullptr;
+        for (const GroupActs& prev : groups_) {
+          if (prev.inventory_group == gi && prev.trains == ga.trains) same = &prev;
+        }
+        ga.acts = same ? same->acts
+                       : layer_activations(a, unchecked ? *unchecked : t, g.moe,
+                                           g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains,
+                                           rank.split);
         ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                      checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
                                                  positions, "activation bytes"), "activation bytes");
@@ -512,12 +525,14 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
   std::vector<RankContext> out;
   const std::int64_t vocab_multiple = std::max<std::int64_t>(1, l.behaviour.vocab_multiple) * l.tp;
   const std::int64_t communicators = communicator_count(l);
-  for (const RankKind& k : rank_kinds(l, arch, t.grad_accum)) {
+  std::vector<RankKind> kinds = rank_kinds(l, arch, t.grad_accum);
+  out.reserve(kinds.size());
+  for (RankKind& k : kinds) {
     RankContext c;
-    c.kind = k;
     c.shard.layers = k.layers;
-    c.shard.embedding = k.embedding;
-    c.shard.head = k.head;
+    c.kind = std::move(k);
+    c.shard.embedding = c.kind.embedding;
+    c.shard.head = c.kind.head;
     c.shard.tp = l.tp;
     c.shard.ep = l.ep;
     c.shard.sharding = l.sharding;

@@ -126,25 +126,31 @@ std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitectur
     k.layers = {{0, layers}};
     return {k};
   }
-  const std::vector<std::int64_t> sizes = chunk_layers(l, layers);
-  std::vector<std::int64_t> starts(sizes.size(), 0);
-  for (std::size_t i = 1; i < sizes.size(); ++i) starts[i] = starts[i - 1] + sizes[i - 1];
+  // Chunk i's first layer and size: explicit stage_layers, or chunk_layers' even split (the
+  // remainder to the earliest chunks) in closed form.
+  const std::int64_t n_chunks = l.pp * l.vpp, base = layers / n_chunks, extra = layers % n_chunks;
+  auto chunk_range = [&](std::int64_t i) -> LayerRange {
+    if (l.stage_layers.empty()) return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
+    std::int64_t first = 0;
+    for (std::int64_t j = 0; j < i; ++j) first += l.stage_layers[static_cast<std::size_t>(j)];
+    return {first, l.stage_layers[static_cast<std::size_t>(i)]};
+  };
   auto stage_kind = [&](std::int64_t stage, const char* name) {
     RankKind k;
     k.name = name;
     k.stage = stage;
     k.ranks = per_stage;
     k.chunks = l.vpp;
-    for (std::int64_t c = 0; c < l.vpp; ++c) {
-      const std::size_t idx = static_cast<std::size_t>(c * l.pp + stage);
-      k.layers.push_back({starts[idx], sizes[idx]});
-    }
+    k.layers.reserve(static_cast<std::size_t>(l.vpp));
+    for (std::int64_t c = 0; c < l.vpp; ++c) k.layers.push_back(chunk_range(c * l.pp + stage));
     k.embedding = stage == 0;
     k.head = stage == l.pp - 1;
     k.chunks_in_flight = chunks_in_flight(l, stage, micro_batches);
     return k;
   };
-  std::vector<RankKind> kinds = {stage_kind(0, "first stage")};
+  std::vector<RankKind> kinds;
+  kinds.reserve(l.stage_layers.empty() ? 3 : static_cast<std::size_t>(l.pp));
+  kinds.push_back(stage_kind(0, "first stage"));
   if (l.pp > 2) {
     // Stage 1 holds at least as many layers (the remainder goes to early stages) and
     // micro-batches as any later middle stage; explicit uneven splits list every middle stage.
@@ -153,7 +159,7 @@ std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitectur
       RankKind k = stage_kind(s, "middle stage");
       if (l.stage_layers.empty()) k.ranks = per_stage * (l.pp - 2);
       else k.name = "stage " + std::to_string(s);
-      kinds.push_back(k);
+      kinds.push_back(std::move(k));
     }
   }
   kinds.push_back(stage_kind(l.pp - 1, "last stage"));

@@ -329,34 +329,40 @@ class Searcher {
     return t;
   }
 
-  // Full memory estimate of a candidate (counted), or nullopt when it does not fit.
+  // Full memory estimate of a candidate (counted), or nullopt when it does not fit. The
+  // candidate (setup copy, step time) is built only for a layout that fits, or for the family's
+  // least-memory layout so far.
   std::optional<Candidate> evaluate(const Timed& c) {
     Structure& s = structures_[c.structure];
+    ++r_.memory_estimated;
+    std::optional<PeakSummary> peak;
+    try {
+      peak = estimate_peak(*in_.arch, *in_.inv, scratch_setup(c), s.layout, in_.runtime, &states_of(s));
+    } catch (const Error& err) {
+      if (err.code() != ErrorCode::kOutOfRange) throw;  // sizes past the 2^53 bound: out of memory
+    }
+    const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
+    const Verdict verdict = peak ? verdict_for(peak->device_total_bytes, memory) : Verdict::kOom;
+    if (peak && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = peak->device_total_bytes;
+    if (verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
+    auto& closest = family_closest_[s.family];
+    const bool closer = verdict == Verdict::kOom && peak && (!closest || peak->device_total_bytes < closest->device_total_bytes);
+    if (verdict == Verdict::kOom) s.oom_from = std::min<std::int64_t>(s.oom_from, c.micro_batch);
+    if (verdict == Verdict::kOom && !closer) return std::nullopt;
     Candidate cand;
     cand.layout = s.layout;
     cand.setup = setup_of(c);
     cand.perf = estimate_step_time(basis_, cand.setup, s.layout, in_.cluster, in_.perf);
     cand.method = families_[s.family];
-    ++r_.memory_estimated;
-    try {
-      PeakSummary e = estimate_peak(*in_.arch, *in_.inv, cand.setup, s.layout, in_.runtime, &states_of(s));
-      cand.memory_known = true;
-      cand.device_total_bytes = e.device_total_bytes;
-      cand.peak_allocated_bytes = e.peak_allocated_bytes;
-      cand.peak_reserved_bytes = e.peak_reserved_bytes;
-      cand.rank_kind = std::move(e.rank_kind);
-      cand.verdict = verdict_for(e.device_total_bytes, in_.cluster.gpu.memory_total_bytes);
-      cand.usage_fraction = static_cast<double>(e.device_total_bytes) / static_cast<double>(in_.cluster.gpu.memory_total_bytes);
-      if (c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = e.device_total_bytes;
-    } catch (const Error& err) {
-      if (err.code() != ErrorCode::kOutOfRange) throw;  // sizes past the 2^53 bound: out of memory
-      cand.verdict = Verdict::kOom;
-    }
-    if (cand.verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
-    if (cand.verdict == Verdict::kOom) {
-      auto& closest = family_closest_[s.family];
-      if (cand.memory_known && (!closest || cand.device_total_bytes < closest->device_total_bytes)) closest = cand;
-      s.oom_from = std::min<std::int64_t>(s.oom_from, c.micro_batch);
+    cand.memory_known = true;
+    cand.device_total_bytes = peak->device_total_bytes;
+    cand.peak_allocated_bytes = peak->peak_allocated_bytes;
+    cand.peak_reserved_bytes = peak->peak_reserved_bytes;
+    cand.rank_kind = std::move(peak->rank_kind);
+    cand.verdict = verdict;
+    cand.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
+    if (verdict == Verdict::kOom) {
+      closest = std::move(cand);
       return std::nullopt;
     }
     return cand;
