@@ -5,6 +5,7 @@
 // group, so a group's extreme points are its first and last layers).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,16 @@ PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& 
 std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                            const TrainingSetup& t, const ParallelLayout& l);
 
+/// The search's entry points: the same results, with sizes past the 2^53 bound returned as
+/// nullopt (the search reads them as out of memory) instead of the out_of_range error, so that
+/// no exception crosses the search's frames (WebAssembly builds compile the search without
+/// exception cleanups: docs/toolchain.md). Other errors still throw.
+std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
+                                             const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
+                                             const std::vector<ModelStates>* states);
+std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                              const TrainingSetup& t, const ParallelLayout& l);
+
 /// A lower bound on the device total of the most-loaded rank of `l`, whatever the micro-batch
 /// and the activations: the steady step's optimizer moment holds every rank's weights,
 /// optimizer states and gradients (with the optimizer in backward, weights and states are live
@@ -160,5 +171,8 @@ std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const Tenso
 /// The same floor from the layout's rank_model_states.
 std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
                                       const ParallelLayout& l, const RuntimeProfile& rt = {});
+/// The same, nullopt past the 2^53 bound (the search's entry point, as try_estimate_peak).
+std::optional<std::int64_t> try_device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
+                                                         const ParallelLayout& l, const RuntimeProfile& rt);
 
 }  // namespace memfit

@@ -65,13 +65,9 @@ std::vector<T> allowed(const std::vector<T>& natural, const std::vector<T>& spac
   return out;
 }
 
-// The candidate bound, told apart from other errors so that suggestions can stop at it.
-class CandidateBound : public Error {
- public:
-  explicit CandidateBound(std::int64_t bound)
-      : Error(ErrorCode::kOutOfRange, "/search",
-              "the search space holds more than " + std::to_string(bound) + " candidates; fix some dimensions under search.space") {}
-};
+std::string candidate_bound_message(std::int64_t bound) {
+  return "the search space holds more than " + std::to_string(bound) + " candidates; fix some dimensions under search.space";
+}
 
 // One structural layout: everything but the micro-batch (and the accumulation it implies).
 struct Structure {
@@ -117,8 +113,10 @@ class Searcher {
   explicit Searcher(const SearchInput& in)
       : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), scratch_(in.training) {}
 
-  SearchResult run() {
+  // nullopt: the space holds more than max_candidates candidates (no exception: see run_search).
+  std::optional<SearchResult> run() {
     enumerate();
+    if (beyond_candidate_bound_) return std::nullopt;
     switch (in_.objective) {
       case Objective::kFastest: walk_fastest(); break;
       case Objective::kLeastMemory: walk_per_structure(false); break;
@@ -164,7 +162,9 @@ class Searcher {
   std::vector<std::int64_t> floors_;
   // Model states of each rank kind by floor group (empty: not computed yet): the floor and every
   // replay of the group's structures read them.
-  std::vector<std::vector<ModelStates>> group_states_;
+  // (computed, nullopt past the 2^53 bound) by floor group.
+  std::vector<std::pair<bool, std::optional<std::vector<ModelStates>>>> group_states_;
+  bool beyond_candidate_bound_ = false;
   std::map<std::int64_t, std::uint32_t> floor_groups_;  // of this (tp, pp, cp, vpp, ep), by (sharding, offload)
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
@@ -239,7 +239,10 @@ class Searcher {
                   for (Checkpointing ck : ckpts) {
                     for (Offload off : offloads) {
                       add_structure(tp, pp, cp, dp, vpp, ep, sh, sp, ck, off, n_mb);
-                      if (r_.enumerated > in_.max_candidates) throw CandidateBound(in_.max_candidates);
+                      if (r_.enumerated > in_.max_candidates) {
+                        beyond_candidate_bound_ = true;
+                        return;
+                      }
                     }
                   }
                 }
@@ -268,12 +271,15 @@ class Searcher {
     l.gpus_per_node = in_.cluster.gpus_per_node;
     l.behaviour = in_.behaviour;
     if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
-    TrainingSetup t = in_.training;
+    // The scratch setup (no copy of the LoRA target list per structure).
+    TrainingSetup& t = scratch_;
     t.checkpointing = ck;
     t.offload = off;
+    t.micro_batch = in_.training.micro_batch;
     t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
     if (auto v = check_layout(l, *in_.arch, t)) return reject(v->code, n_mb);
-    Structure s{l, ck, off, family_of(l, off)};
+    const std::size_t family = family_of(l, off);
+    Structure s{std::move(l), ck, off, family};
     const auto index = static_cast<std::uint32_t>(structures_.size());
     s.first = static_cast<std::uint32_t>(timed_.size());
     for (std::int64_t mb : micro_batches_) {
@@ -308,10 +314,9 @@ class Searcher {
     if (s.count > 0 && in_.objective == Objective::kFastest) {
       auto [it, fresh] = bounds_.try_emplace({sp, ck}, 0.0);
       if (fresh) {
-        TrainingSetup largest = t;
-        largest.micro_batch = timed_.back().micro_batch;
-        largest.grad_accum = timed_.back().grad_accum;
-        it->second = tokens_per_s_upper_bound(basis_, largest, l, in_.cluster, in_.perf);
+        t.micro_batch = timed_.back().micro_batch;
+        t.grad_accum = timed_.back().grad_accum;
+        it->second = tokens_per_s_upper_bound(basis_, t, s.layout, in_.cluster, in_.perf);
         ++r_.bounded;
       }
       s.bound = it->second;
@@ -335,12 +340,10 @@ class Searcher {
   std::optional<Candidate> evaluate(const Timed& c) {
     Structure& s = structures_[c.structure];
     ++r_.memory_estimated;
-    std::optional<PeakSummary> peak;
-    try {
-      peak = estimate_peak(*in_.arch, *in_.inv, scratch_setup(c), s.layout, in_.runtime, &states_of(s));
-    } catch (const Error& err) {
-      if (err.code() != ErrorCode::kOutOfRange) throw;  // sizes past the 2^53 bound: out of memory
-    }
+    // Sizes past the 2^53 bound (model states or replay) read as out of memory.
+    const std::vector<ModelStates>* states = states_of(s);
+    const std::optional<PeakSummary> peak =
+        states ? try_estimate_peak(*in_.arch, *in_.inv, scratch_setup(c), s.layout, in_.runtime, states) : std::nullopt;
     const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
     const Verdict verdict = peak ? verdict_for(peak->device_total_bytes, memory) : Verdict::kOom;
     if (peak && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = peak->device_total_bytes;
@@ -358,7 +361,7 @@ class Searcher {
     cand.device_total_bytes = peak->device_total_bytes;
     cand.peak_allocated_bytes = peak->peak_allocated_bytes;
     cand.peak_reserved_bytes = peak->peak_reserved_bytes;
-    cand.rank_kind = std::move(peak->rank_kind);
+    cand.rank_kind = peak->rank_kind;
     cand.verdict = verdict;
     cand.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
     if (verdict == Verdict::kOom) {
@@ -368,11 +371,15 @@ class Searcher {
     return cand;
   }
 
-  // The model states of the structure's floor group, computed on first use.
-  const std::vector<ModelStates>& states_of(const Structure& s) {
-    std::vector<ModelStates>& states = group_states_[s.floor_group];
-    if (states.empty()) states = rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout);
-    return states;
+  // The model states of the structure's floor group, computed on first use; null past the 2^53
+  // bound.
+  const std::vector<ModelStates>* states_of(const Structure& s) {
+    auto& [known, states] = group_states_[s.floor_group];
+    if (!known) {
+      states = try_rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout);
+      known = true;
+    }
+    return states ? &*states : nullptr;
   }
 
   // The structure's floor on the device total (any micro-batch), shared by its floor group
@@ -381,12 +388,10 @@ class Searcher {
   std::int64_t floor_of(const Structure& s) {
     std::int64_t& floor = floors_[s.floor_group];
     if (floor < 0) {
-      try {
-        floor = device_total_floor_bytes(states_of(s), scratch_setup(timed_[s.first]), s.layout, in_.runtime);
-      } catch (const Error& err) {
-        if (err.code() != ErrorCode::kOutOfRange) throw;
-        floor = std::numeric_limits<std::int64_t>::max();
-      }
+      const std::vector<ModelStates>* states = states_of(s);
+      const std::optional<std::int64_t> f =
+          states ? try_device_total_floor_bytes(*states, scratch_setup(timed_[s.first]), s.layout, in_.runtime) : std::nullopt;
+      floor = f ? *f : std::numeric_limits<std::int64_t>::max();
     }
     return floor;
   }
@@ -655,20 +660,18 @@ void add_suggestions(const SearchInput& in, SearchResult& r) {
     variant.top = 1;
     variant.max_candidates = candidates_left;
     variant.max_estimates = estimates_left;
-    try {
-      SearchResult s = Searcher(variant).run();
-      candidates_left -= s.enumerated;
-      estimates_left -= s.memory_estimated;
-      if (!s.complete) r.suggestions_complete = false;
-      if (!s.top.empty()) {
-        r.suggestions.push_back(Suggestion{change, description, s.top.front()});
-        return true;
-      }
-    } catch (const CandidateBound&) {
+    const std::optional<SearchResult> s = Searcher(variant).run();
+    if (!s) {  // past the candidate bound: no budget is left for the rest
       candidates_left = 0;
       r.suggestions_complete = false;
-    } catch (const Error&) {
-      // A variant that breaks a rule is no suggestion.
+      return false;
+    }
+    candidates_left -= s->enumerated;
+    estimates_left -= s->memory_estimated;
+    if (!s->complete) r.suggestions_complete = false;
+    if (!s->top.empty()) {
+      r.suggestions.push_back(Suggestion{change, description, s->top.front()});
+      return true;
     }
     return false;
   };
@@ -703,9 +706,12 @@ SearchResult run_search(const SearchInput& in) {
   if (in.top < 1 || in.top > kMaxSearchTop) {
     throw Error(ErrorCode::kOutOfRange, "/search/top", "top must be 1 … " + std::to_string(kMaxSearchTop));
   }
-  SearchResult r = Searcher(in).run();
-  if (r.top.empty() && in.suggest) add_suggestions(in, r);
-  return r;
+  // The search's frames hold no exception cleanups in WebAssembly builds (docs/toolchain.md):
+  // the candidate bound is thrown here, with nothing left to destroy.
+  std::optional<SearchResult> r = Searcher(in).run();
+  if (!r) throw Error(ErrorCode::kOutOfRange, "/search", candidate_bound_message(in.max_candidates));
+  if (r->top.empty() && in.suggest) add_suggestions(in, *r);
+  return std::move(*r);
 }
 
 }  // namespace memfit

@@ -70,3 +70,44 @@ test('estimate through WASM: the same numbers from both builds, errors as envelo
   assert.equal(bad.ok, false);
   assert.equal(bad.error.path, '/training/seq_len');
 });
+
+// The search's translation units are built without exception cleanups (CMakeLists.txt): the
+// candidate bound and sizes past 2^53 must reach the caller as data through the paths that
+// replace the throws, and leave the module as it was.
+test('search without exception cleanups: the candidate bound and sizes past 2^53 as data, module unchanged', async () => {
+  const normal = JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-70B-Instruct' },
+    training: { framework: 'megatron', seq_len: 8192 },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 64 },
+    search: { global_batch: 256, top: 5 },
+  });
+  const before = M.search(normal);
+  assert.equal(envelope(before).ok, true);
+
+  const bound = envelope(M.search(JSON.stringify({
+    model: { preset: 'deepseek-ai/DeepSeek-V3' }, training: { seq_len: 4096 },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 55440 }, search: { top: 3 },
+  })));
+  assert.deepEqual(bound.error, {
+    code: 'out_of_range', path: '/search',
+    message: 'the search space holds more than 4000000 candidates; fix some dimensions under search.space',
+  });
+
+  // Eager attention over 16M tokens: the score matrices of most layouts pass 2^53 bytes (an
+  // estimate of one says so), so the search reads them as out of memory.
+  const huge = { model: { preset: 'openai-community/gpt2' }, training: { seq_len: 16777216, attention: 'eager' },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 8 } };
+  const one = envelope(M.estimate(JSON.stringify({ ...huge, parallel: { dp: 8 } })));
+  assert.equal(one.error.code, 'out_of_range');
+  assert.match(one.error.message, /exceeds 2\^53/);
+  const searched = envelope(M.search(JSON.stringify({ ...huge, search: { top: 3 } })));
+  assert.equal(searched.ok, true);
+  const c = searched.result.counts;
+  assert.equal(c.fit, 0);
+  assert.ok(c.memory_estimated > 0);
+  assert.equal(c.valid, c.fit + c.oom + c.not_needed + c.unexplored);
+  assert.ok(searched.result.methods.length > 0 && searched.result.methods.every((m) => !m.fits));
+
+  assert.equal(M.search(normal), before);
+  assert.equal((await loadSingle()).search(normal), before);
+});
