@@ -623,35 +623,32 @@ std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, co
 
 // The search's entry points catch the out_of_range error of the checked arithmetic here, in a
 // translation unit compiled with exception cleanups, and return nullopt instead.
-std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
-                                             const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states) {
+namespace {
+template <typename F>
+auto unless_beyond_exact(F&& f) -> std::optional<decltype(f())> {
   try {
-    return estimate_peak(arch, inv, t, l, rt, states);
+    return f();
   } catch (const Error& err) {
     if (err.code() != ErrorCode::kOutOfRange) throw;
     return std::nullopt;
   }
+}
+}  // namespace
+
+std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
+                                             const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
+                                             const std::vector<ModelStates>* states) {
+  return unless_beyond_exact([&] { return estimate_peak(arch, inv, t, l, rt, states); });
 }
 
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                                               const TrainingSetup& t, const ParallelLayout& l) {
-  try {
-    return rank_model_states(arch, inv, t, l);
-  } catch (const Error& err) {
-    if (err.code() != ErrorCode::kOutOfRange) throw;
-    return std::nullopt;
-  }
+  return unless_beyond_exact([&] { return rank_model_states(arch, inv, t, l); });
 }
 
 std::optional<std::int64_t> try_device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
                                                          const ParallelLayout& l, const RuntimeProfile& rt) {
-  try {
-    return device_total_floor_bytes(states, t, l, rt);
-  } catch (const Error& err) {
-    if (err.code() != ErrorCode::kOutOfRange) throw;
-    return std::nullopt;
-  }
+  return unless_beyond_exact([&] { return device_total_floor_bytes(states, t, l, rt); });
 }
 
 }  // namespace memfit
