@@ -26,8 +26,9 @@ class Replay {
   // `states`: this rank's model states when already known (rank_model_states), else computed.
   Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt,
          const RankContext& rank, bool record_timeline = true, const ModelStates* states = nullptr)
-      : a_(a), t_(t), rt_(rt), rank_(rank), record_timeline_(record_timeline) {
-    states_ = states ? *states : compute_model_states(a, inv, t, rank.shard);
+      : a_(a), t_(t), rt_(rt), rank_(rank), record_timeline_(record_timeline),
+        owned_states_(states ? std::nullopt : std::optional<ModelStates>(compute_model_states(a, inv, t, rank.shard))),
+        states_(states ? *states : *owned_states_) {
     // Context parallelism gives each rank seq_len / cp tokens of every sequence; attention
     // still spans the whole sequence (each query attends to seq_len keys).
     tokens_ = checked_mul(t.micro_batch, t.seq_len / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
@@ -244,18 +245,39 @@ class Replay {
     est.at_peak = peak;
     est.peak_allocated_bytes = peak.total();
     est.first_step_peak_allocated_bytes = first_step_bytes;
+    const Peaks p = peaks_over(est.peak_allocated_bytes);
+    est.peak_reserved_bytes = p.reserved_bytes;
+    est.peak_active_bytes = est.peak_allocated_bytes;
+    est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
+    est.nccl_bytes = p.nccl_bytes;
+    est.device_total_bytes = p.device_total_bytes;
+    est.activations_peak_bytes = act_peak_;
+  }
+
+ public:
+  struct Peaks {
+    std::int64_t allocated_bytes = 0, reserved_bytes = 0, device_total_bytes = 0, nccl_bytes = 0;
+  };
+  // The peaks of run() without a timeline, without building an Estimate (the search's question).
+  Peaks peaks() const {
+    PeakEvent at;
+    return peaks_over(step(/*states_live=*/true, /*grads_live=*/t_.grad_accum > 1, nullptr, &at).total());
+  }
+
+ private:
+  // Reserved and device total over an allocated peak, after the replay has noted its events.
+  Peaks peaks_over(std::int64_t allocated) const {
+    Peaks p;
+    p.allocated_bytes = allocated;
     const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.large_block_slack_bytes / 4, "slack") +
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     // Blocks of the collective streams' pools are not reused by the compute stream: the pools
     // peak separately (equal to the allocated peak without such streams).
-    const std::int64_t pooled = std::max({est.peak_allocated_bytes, compute_pool_peak_ + side_pool_peak_, cached_peak_});
-    est.peak_reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
-    est.peak_active_bytes = est.peak_allocated_bytes;
-    est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
-    est.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
-    est.device_total_bytes = est.peak_reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes +
-                             est.nccl_bytes;
-    est.activations_peak_bytes = act_peak_;
+    const std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_});
+    p.reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
+    p.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
+    p.device_total_bytes = p.reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
+    return p;
   }
 
   void note(PeakEvent* at, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
@@ -465,7 +487,8 @@ class Replay {
   const RuntimeProfile& rt_;
   const RankContext& rank_;
   bool record_timeline_ = true;  // false: peaks only (the search)
-  ModelStates states_;
+  std::optional<ModelStates> owned_states_;  // computed here when the caller has none
+  const ModelStates& states_;
   std::int64_t tokens_ = 0;
   std::int64_t seq_div_ = 1;          // sequence parallel splits full-width tensors by tp
   std::int64_t comm_layer_ = 0;       // attention collectives' staging in one layer's forward
@@ -584,10 +607,10 @@ PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& 
   if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
-    const Estimate e = Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known).run();
+    const Replay::Peaks e = Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known).peaks();
     if (k == 0 || e.device_total_bytes > p.device_total_bytes) {
-      p.peak_allocated_bytes = e.peak_allocated_bytes;
-      p.peak_reserved_bytes = e.peak_reserved_bytes;
+      p.peak_allocated_bytes = e.allocated_bytes;
+      p.peak_reserved_bytes = e.reserved_bytes;
       p.device_total_bytes = e.device_total_bytes;
       p.peak_rank = k;
     }

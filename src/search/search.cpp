@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <string_view>
 
 #include "common/error.h"
 
@@ -111,7 +112,10 @@ struct WalkEntry {
 class Searcher {
  public:
   explicit Searcher(const SearchInput& in)
-      : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), scratch_(in.training) {}
+      : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), perf_(in.perf), scratch_(in.training) {
+    // The GPU's matmul efficiency, looked up once rather than in every step time.
+    if (perf_.matmul_efficiency <= 0) perf_.matmul_efficiency = matmul_efficiency_for(in.cluster.gpu);
+  }
 
   // nullopt: the space holds more than max_candidates candidates (no exception: see run_search).
   std::optional<SearchResult> run() {
@@ -141,9 +145,10 @@ class Searcher {
  private:
   const SearchInput& in_;
   PerfBasis basis_;
+  PerfConstants perf_;     // in_.perf with the matmul efficiency resolved for the GPU
   TrainingSetup scratch_;  // see scratch_setup
   SearchResult r_;
-  std::map<std::string, std::int64_t> rejected_;
+  std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key
   std::vector<Structure> structures_;
   std::vector<Timed> timed_;
   std::vector<std::string> families_;
@@ -193,8 +198,10 @@ class Searcher {
     return families_.size() - 1;
   }
 
-  void reject(const std::string& code, std::int64_t n) {
-    rejected_[code] += n;
+  void reject(std::string_view code, std::int64_t n) {
+    auto it = rejected_.find(code);
+    if (it == rejected_.end()) it = rejected_.emplace(std::string(code), 0).first;
+    it->second += n;
     r_.enumerated += n;
   }
 
@@ -258,6 +265,7 @@ class Searcher {
 
   void add_structure(std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int64_t dp, std::int64_t vpp, std::int64_t ep,
                      Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
+    if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
     ParallelLayout l;
     l.tp = tp;
     l.pp = pp;
@@ -270,7 +278,6 @@ class Searcher {
     l.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
     l.gpus_per_node = in_.cluster.gpus_per_node;
     l.behaviour = in_.behaviour;
-    if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
     // The scratch setup (no copy of the LoRA target list per structure).
     TrainingSetup& t = scratch_;
     t.checkpointing = ck;
@@ -316,7 +323,7 @@ class Searcher {
       if (fresh) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
-        it->second = tokens_per_s_upper_bound(basis_, t, s.layout, in_.cluster, in_.perf);
+        it->second = tokens_per_s_upper_bound(basis_, t, s.layout, in_.cluster, perf_);
         ++r_.bounded;
       }
       s.bound = it->second;
@@ -355,7 +362,7 @@ class Searcher {
     Candidate cand;
     cand.layout = s.layout;
     cand.setup = setup_of(c);
-    cand.perf = estimate_step_time(basis_, cand.setup, s.layout, in_.cluster, in_.perf);
+    cand.perf = estimate_step_time(basis_, cand.setup, s.layout, in_.cluster, perf_);
     cand.method = families_[s.family];
     cand.memory_known = true;
     cand.device_total_bytes = peak->device_total_bytes;
@@ -441,7 +448,7 @@ class Searcher {
 
   double tokens_per_s(const Timed& c) {
     ++r_.timed;
-    return estimate_step_time(basis_, scratch_setup(c), structures_[c.structure].layout, in_.cluster, in_.perf).tokens_per_s;
+    return estimate_step_time(basis_, scratch_setup(c), structures_[c.structure].layout, in_.cluster, perf_).tokens_per_s;
   }
 
   // setup_of without the copy (the LoRA target list): valid until the next call.
@@ -630,8 +637,11 @@ class Searcher {
       if (family_best_[f]) {
         const Candidate& c = *family_best_[f];
         m.best = c;
+        // The probes share the layout's model states (null past the 2^53 bound: the probe
+        // computes them and reads the error as out of memory).
+        const auto states = try_rank_model_states(*in_.arch, *in_.inv, c.setup, c.layout);
         const FitReport fr = assess_fit(*in_.arch, *in_.inv, c.setup, c.layout, in_.cluster.gpu, c.device_total_bytes,
-                                        in_.runtime, true);
+                                        in_.runtime, true, states ? &*states : nullptr);
         m.max_micro_batch = fr.max_micro_batch;
         m.max_micro_batch_capped = fr.max_micro_batch_capped;
       } else {
