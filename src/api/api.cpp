@@ -208,6 +208,10 @@ Json estimate_result(const EstimateRequest& r) {
 std::string estimate(std::string_view request_text) {
   return guarded([&] {
     const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
+    if (!r.gpu_mix.empty()) {
+      throw Error(ErrorCode::kUnsupported, "/cluster/gpu_mix",
+                  "an estimate takes one kind of GPU; a mix of kinds is searched (search places the stages by memory)");
+    }
     return at_pointer("/training", [&] { return estimate_result(r); });
   });
 }
@@ -244,6 +248,13 @@ std::string search(std::string_view request_text) {
     result["cluster"] = {{"gpus", s.input.cluster.gpus},
                          {"gpus_per_node", s.input.cluster.gpus_per_node},
                          {"inter_node_bandwidth_gb_per_s", s.input.cluster.inter_node_bandwidth_gb_per_s}};
+    if (!s.input.gpu_mix.empty()) {
+      Json mix = Json::array();
+      for (const GpuGroup& g : s.input.gpu_mix) {
+        mix.push_back({{"id", g.gpu.id}, {"count", g.count}, {"memory_total_bytes", g.gpu.memory_total_bytes}});
+      }
+      result["cluster"]["gpu_mix"] = std::move(mix);
+    }
     result["global_batch"] = s.input.global_batch > 0 ? Json(s.input.global_batch) : Json(nullptr);
     result["warnings"] = s.base.warnings;
     return result;

@@ -181,6 +181,28 @@ GpuSpec read_gpu(const Json& j, const std::string& path) {
   return g;
 }
 
+// cluster.gpu_mix: [{"gpu": {...}, "count": n}, ...], 2 to 16 groups in rank order.
+std::vector<GpuGroup> read_gpu_mix(const Json& j, const std::string& path) {
+  constexpr std::size_t kMaxGroups = 16;
+  if (!j.is_array() || j.size() < 2 || j.size() > kMaxGroups) {
+    throw Error(ErrorCode::kInvalidType, path,
+                "gpu_mix must be an array of 2 to " + std::to_string(kMaxGroups) + " {\"gpu\": {...}, \"count\": n} groups");
+  }
+  std::vector<GpuGroup> out;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string at = path + "/" + std::to_string(i);
+    if (!j[i].is_object()) throw Error(ErrorCode::kInvalidType, at, "a gpu_mix group must be an object");
+    const FieldReader f(j[i], at);
+    reject_unknown_keys(f, {"gpu", "count"});
+    const Json* gpu = f.find({"gpu"});
+    if (!gpu) throw Error(ErrorCode::kMissingField, at + "/gpu", "missing required field gpu");
+    if (!gpu->is_object()) throw Error(ErrorCode::kInvalidType, at + "/gpu", "gpu must be an object");
+    if (!f.has({"count"})) throw Error(ErrorCode::kMissingField, at + "/count", "missing required field count");
+    out.push_back(GpuGroup{read_gpu(*gpu, at + "/gpu"), f.int_or({"count"}, 1, kMaxGpus, 1)});
+  }
+  return out;
+}
+
 ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile) {
   ParallelLayout p;
   p.behaviour = profile.dist;
@@ -401,13 +423,40 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (!cluster) throw Error(ErrorCode::kMissingField, "/cluster", "missing required field cluster (at least {\"gpu\": {\"preset\": id}})");
   if (!cluster->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster", "cluster must be an object");
   const FieldReader c(*cluster, "/cluster");
-  reject_unknown_keys(c, {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_gb_per_s", "host_memory_bandwidth_gb_per_s"});
+  reject_unknown_keys(c, {"gpu", "gpu_mix", "gpus", "gpus_per_node", "inter_node_bandwidth_gb_per_s",
+                          "host_memory_bandwidth_gb_per_s"});
   const Json* gpu = c.find({"gpu"});
-  if (!gpu) throw Error(ErrorCode::kMissingField, "/cluster/gpu", "missing required field gpu");
-  if (!gpu->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster/gpu", "gpu must be an object");
-  r.gpu = read_gpu(*gpu, "/cluster/gpu");
-  r.gpus = c.int_or({"gpus"}, 1, kMaxGpus, 1);
+  const Json* mix = c.find({"gpu_mix"});
+  if (gpu && mix) throw Error(ErrorCode::kInvalidValue, "/cluster/gpu_mix", "give either gpu or gpu_mix, not both");
+  if (mix) {
+    r.gpu_mix = read_gpu_mix(*mix, "/cluster/gpu_mix");
+    r.gpu = r.gpu_mix.front().gpu;
+    std::int64_t total = 0;
+    for (const GpuGroup& g : r.gpu_mix) total += g.count;
+    if (total > kMaxGpus) {
+      throw Error(ErrorCode::kOutOfRange, "/cluster/gpu_mix",
+                  "the mix holds " + std::to_string(total) + " GPUs; at most " + std::to_string(kMaxGpus));
+    }
+    r.gpus = c.int_or({"gpus"}, 1, kMaxGpus, total);
+    if (r.gpus != total) {
+      throw Error(ErrorCode::kInvalidValue, "/cluster/gpus",
+                  "gpus is " + std::to_string(r.gpus) + " but the counts of gpu_mix sum to " + std::to_string(total));
+    }
+  } else {
+    if (!gpu) throw Error(ErrorCode::kMissingField, "/cluster/gpu", "missing required field gpu");
+    if (!gpu->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster/gpu", "gpu must be an object");
+    r.gpu = read_gpu(*gpu, "/cluster/gpu");
+    r.gpus = c.int_or({"gpus"}, 1, kMaxGpus, 1);
+  }
   r.gpus_per_node = c.int_or({"gpus_per_node"}, 1, 1024, std::min<std::int64_t>(8, r.gpus));
+  // A node holds one kind of GPU: each group of a mix fills whole nodes.
+  for (std::size_t i = 0; i < r.gpu_mix.size(); ++i) {
+    if (r.gpu_mix[i].count % r.gpus_per_node != 0) {
+      throw Error(ErrorCode::kInvalidValue, "/cluster/gpu_mix/" + std::to_string(i) + "/count",
+                  "count " + std::to_string(r.gpu_mix[i].count) + " is not a whole number of nodes of " +
+                      std::to_string(r.gpus_per_node) + " GPUs (a node holds one kind of GPU)");
+    }
+  }
   r.inter_node_bandwidth_gb_per_s = bandwidth_or(c, "inter_node_bandwidth_gb_per_s", r.inter_node_bandwidth_gb_per_s);
   r.host_memory_bandwidth_gb_per_s = bandwidth_or(c, "host_memory_bandwidth_gb_per_s", r.host_memory_bandwidth_gb_per_s);
 
@@ -470,6 +519,7 @@ SearchRequest read_search_request(const Json& req) {
   in.training.offload = Offload::kNone;
   in.behaviour = s.base.parallel.behaviour;
   in.cluster = cluster_of(s.base);
+  in.gpu_mix = s.base.gpu_mix;
   // Training fields the user gave fix their dimension.
   if (const Json* t = f.find({"training"})) {
     if (t->contains("micro_batch")) in.space.micro_batch = {s.base.training.micro_batch};

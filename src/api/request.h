@@ -54,7 +54,10 @@ struct EstimateRequest {
   ResolvedModel model;
   const FrameworkProfile* framework = nullptr;
   TrainingSetup training;
-  GpuSpec gpu;
+  GpuSpec gpu;                  // with gpu_mix: the first group's
+  /// cluster.gpu_mix: several GPU kinds in rank order (the search places stages by memory);
+  /// empty: every GPU is `gpu`.
+  std::vector<GpuGroup> gpu_mix;
   std::int64_t gpus = 1;
   std::int64_t gpus_per_node = 8;
   double inter_node_bandwidth_gb_per_s = kDefaultInterNodeBandwidthGbPerS;

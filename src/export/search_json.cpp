@@ -44,6 +44,14 @@ Json candidate_to_json(const Candidate& c) {
                    {"usage_fraction", c.usage_fraction},
                    {"verdict", verdict_name(c.verdict)},
                    {"rank_kind", c.rank_kind}};
+    if (!c.placement.empty()) {
+      Json placement = Json::array();
+      for (const Candidate::Placement& p : c.placement) {
+        placement.push_back({{"rank_kind", p.rank_kind}, {"gpu", p.gpu}, {"stages", p.stages},
+                             {"device_total_bytes", p.device_total_bytes}, {"usage_fraction", p.usage_fraction}});
+      }
+      j["memory"]["placement"] = std::move(placement);
+    }
   } else {
     j["memory"] = nullptr;
   }

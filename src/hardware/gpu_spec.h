@@ -26,4 +26,10 @@ struct GpuSpec {
   std::vector<std::string> sources;
 };
 
+/// GPUs of one kind in a cluster that mixes kinds, in rank order (a node holds one kind).
+struct GpuGroup {
+  GpuSpec gpu;
+  std::int64_t count = 0;
+};
+
 }  // namespace memfit

@@ -39,7 +39,13 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
       throw;
     }
   };
-  if (!fits(1)) return r;
+  r.max_micro_batch = largest_fitting_micro_batch(fits, r.max_micro_batch_capped);
+  return r;
+}
+
+std::int64_t largest_fitting_micro_batch(const std::function<bool(std::int64_t)>& fits, bool& capped) {
+  capped = false;
+  if (!fits(1)) return 0;
   // Double until it fails (or the bound), then bisect between the last fit and the first failure.
   std::int64_t lo = 1, hi = 2;
   while (hi <= kMaxMicroBatchSearched && fits(hi)) {
@@ -47,16 +53,14 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
     hi *= 2;
   }
   if (hi > kMaxMicroBatchSearched) {
-    r.max_micro_batch = lo;
-    r.max_micro_batch_capped = true;
-    return r;
+    capped = true;
+    return lo;
   }
   while (hi - lo > 1) {
     const std::int64_t mid = lo + (hi - lo) / 2;
     (fits(mid) ? lo : hi) = mid;
   }
-  r.max_micro_batch = lo;
-  return r;
+  return lo;
 }
 
 }  // namespace memfit

@@ -3,6 +3,7 @@
 // with the memory the driver reports for the GPU.
 #pragma once
 #include <cstdint>
+#include <functional>
 
 #include "hardware/gpu_spec.h"
 #include "memory/timeline.h"
@@ -26,6 +27,11 @@ struct FitReport {
 };
 
 Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes);
+
+/// The largest micro-batch in 1 … kMaxMicroBatchSearched for which `fits` holds (doubling, then
+/// bisection: memory never falls as the micro-batch grows); 0 when 1 does not fit. Sets
+/// `capped` when the bound was reached.
+std::int64_t largest_fitting_micro_batch(const std::function<bool(std::int64_t)>& fits, bool& capped);
 
 /// Verdict of the most-loaded rank's device total and, with `search`, the largest micro-batch
 /// whose most-loaded rank fits (binary search: the estimate never falls as the micro-batch grows).

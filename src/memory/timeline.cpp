@@ -598,25 +598,45 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
   return out;
 }
 
-PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                          const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
+namespace {
+// Replays every rank kind of `l` for its peaks only and hands each to `f(k, rank, peaks)`.
+template <typename F>
+void for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                        const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states, F&& f) {
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
-  PeakSummary p;
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
   if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
-    const Replay::Peaks e = Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known).peaks();
+    f(k, ranks[k], Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known).peaks());
+  }
+}
+}  // namespace
+
+PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                          const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
+  PeakSummary p;
+  for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t k, RankContext& rank, const Replay::Peaks& e) {
     if (k == 0 || e.device_total_bytes > p.device_total_bytes) {
       p.peak_allocated_bytes = e.allocated_bytes;
       p.peak_reserved_bytes = e.reserved_bytes;
       p.device_total_bytes = e.device_total_bytes;
       p.peak_rank = k;
+      p.rank_kind = std::move(rank.kind.name);
     }
-  }
-  p.rank_kind = std::move(ranks[p.peak_rank].kind.name);
+  });
   return p;
+}
+
+std::vector<RankPeak> estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                                          const ParallelLayout& l, const RuntimeProfile& rt,
+                                          const std::vector<ModelStates>* states) {
+  std::vector<RankPeak> out;
+  for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t, RankContext& rank, const Replay::Peaks& e) {
+    out.push_back(RankPeak{e.allocated_bytes, e.reserved_bytes, e.device_total_bytes, rank.kind.ranks, std::move(rank.kind.name)});
+  });
+  return out;
 }
 
 std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
@@ -662,6 +682,12 @@ std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, cons
                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
                                              const std::vector<ModelStates>* states) {
   return unless_beyond_exact([&] { return estimate_peak(arch, inv, t, l, rt, states); });
+}
+
+std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                             const TrainingSetup& t, const ParallelLayout& l,
+                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
+  return unless_beyond_exact([&] { return estimate_rank_peaks(arch, inv, t, l, rt, states); });
 }
 
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,

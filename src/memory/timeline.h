@@ -144,6 +144,19 @@ PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& 
                           const ParallelLayout& l, const RuntimeProfile& rt = {},
                           const std::vector<ModelStates>* states = nullptr);
 
+/// Every rank kind's peaks, in plan_ranks order (estimate_peak keeps the most-loaded one): a
+/// cluster that mixes GPU kinds checks each kind against the GPUs it is placed on.
+struct RankPeak {
+  std::int64_t peak_allocated_bytes = 0;
+  std::int64_t peak_reserved_bytes = 0;
+  std::int64_t device_total_bytes = 0;
+  std::int64_t ranks = 0;      // GPUs of this kind
+  std::string rank_kind;
+};
+std::vector<RankPeak> estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                                          const ParallelLayout& l, const RuntimeProfile& rt = {},
+                                          const std::vector<ModelStates>* states = nullptr);
+
 /// The model states of each rank kind of `l`, in plan_ranks order. They depend on neither the
 /// micro-batch, the accumulation, sequence parallelism nor checkpointing, so layouts that differ
 /// only in those share them (the search computes them once per such group).
@@ -157,6 +170,9 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
 std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
                                              const std::vector<ModelStates>* states);
+std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                             const TrainingSetup& t, const ParallelLayout& l,
+                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states);
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                                               const TrainingSetup& t, const ParallelLayout& l);
 

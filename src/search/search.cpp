@@ -112,9 +112,21 @@ struct WalkEntry {
 class Searcher {
  public:
   explicit Searcher(const SearchInput& in)
-      : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), perf_(in.perf), scratch_(in.training) {
-    // The GPU's matmul efficiency, looked up once rather than in every step time.
-    if (perf_.matmul_efficiency <= 0) perf_.matmul_efficiency = matmul_efficiency_for(in.cluster.gpu);
+      : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), scratch_(in.training) {
+    // One view of the cluster per GPU kind (a single one unless the cluster mixes kinds), each
+    // with its matmul efficiency looked up once rather than in every step time.
+    if (in.gpu_mix.empty()) {
+      clusters_.push_back(in.cluster);
+    } else {
+      for (const GpuGroup& g : in.gpu_mix) {
+        clusters_.push_back(in.cluster);
+        clusters_.back().gpu = g.gpu;
+      }
+    }
+    for (const ClusterSpec& c : clusters_) {
+      perfs_.push_back(in.perf);
+      if (perfs_.back().matmul_efficiency <= 0) perfs_.back().matmul_efficiency = matmul_efficiency_for(c.gpu);
+    }
   }
 
   // nullopt: the space holds more than max_candidates candidates (no exception: see run_search).
@@ -130,7 +142,15 @@ class Searcher {
     finish_methods();
     if (!r_.recommended && !r_.top.empty()) r_.recommended = r_.top.front();
     r_.rejected.assign(rejected_.begin(), rejected_.end());
-    r_.assumptions = perf_assumptions(in_.perf, in_.cluster);
+    r_.assumptions = perf_assumptions(perfs_[0], in_.cluster);
+    if (!in_.gpu_mix.empty()) {
+      std::string kinds;
+      for (const GpuGroup& g : in_.gpu_mix) kinds += (kinds.empty() ? "" : " + ") + std::to_string(g.count) + " x " + g.gpu.id;
+      r_.assumptions.push_back(
+          "mixed cluster (" + kinds + "): pipeline stages take blocks of gpus / pp consecutive ranks with the memory of the smallest "
+          "GPU in the block, placed by memory (the largest demand on the most memory); every stage must fit its own GPUs; the "
+          "slowest kind sets the pace (step time on each kind, the longest kept); link and matmul figures above are the first kind's");
+    }
     r_.assumptions.emplace_back("memory per rank grows with the micro-batch: a layout out of memory at micro-batch b is out of memory above b");
     r_.complete = r_.unexplored == 0;
     if (!r_.complete) {
@@ -145,7 +165,8 @@ class Searcher {
  private:
   const SearchInput& in_;
   PerfBasis basis_;
-  PerfConstants perf_;     // in_.perf with the matmul efficiency resolved for the GPU
+  std::vector<ClusterSpec> clusters_;  // the cluster as each of its GPU kinds (one unless mixed)
+  std::vector<PerfConstants> perfs_;   // in_.perf with the matmul efficiency of each kind
   TrainingSetup scratch_;  // see scratch_setup
   SearchResult r_;
   std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key
@@ -153,6 +174,7 @@ class Searcher {
   std::vector<Timed> timed_;
   std::vector<std::string> families_;
   std::vector<std::optional<Candidate>> family_best_;
+  std::vector<std::uint32_t> family_best_structure_;      // the structure of each family's best
   std::vector<std::optional<Candidate>> family_closest_;  // least memory among its OOM estimates
   std::vector<std::int64_t> family_valid_;
   std::vector<std::int64_t> micro_batches_;
@@ -193,6 +215,7 @@ class Searcher {
     }
     families_.push_back(name);
     family_best_.emplace_back();
+    family_best_structure_.push_back(0);
     family_closest_.emplace_back();
     family_valid_.push_back(0);
     return families_.size() - 1;
@@ -323,7 +346,11 @@ class Searcher {
       if (fresh) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
-        it->second = tokens_per_s_upper_bound(basis_, t, s.layout, in_.cluster, perf_);
+        // The slowest kind sets the pace: the least of the kinds' bounds bounds it.
+        it->second = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0]);
+        for (std::size_t i = 1; i < clusters_.size(); ++i) {
+          it->second = std::min(it->second, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i]));
+        }
         ++r_.bounded;
       }
       s.bound = it->second;
@@ -347,35 +374,139 @@ class Searcher {
   std::optional<Candidate> evaluate(const Timed& c) {
     Structure& s = structures_[c.structure];
     ++r_.memory_estimated;
-    // Sizes past the 2^53 bound (model states or replay) read as out of memory.
-    const std::vector<ModelStates>* states = states_of(s);
-    const std::optional<PeakSummary> peak =
-        states ? try_estimate_peak(*in_.arch, *in_.inv, scratch_setup(c), s.layout, in_.runtime, states) : std::nullopt;
-    const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
-    const Verdict verdict = peak ? verdict_for(peak->device_total_bytes, memory) : Verdict::kOom;
-    if (peak && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = peak->device_total_bytes;
+    const std::optional<Assessed> a = assess(s, scratch_setup(c));
+    const Verdict verdict = a ? a->verdict : Verdict::kOom;
+    if (a && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = a->peak.device_total_bytes;
     if (verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
     auto& closest = family_closest_[s.family];
-    const bool closer = verdict == Verdict::kOom && peak && (!closest || peak->device_total_bytes < closest->device_total_bytes);
+    const bool closer = verdict == Verdict::kOom && a && (!closest || a->peak.device_total_bytes < closest->device_total_bytes);
     if (verdict == Verdict::kOom) s.oom_from = std::min<std::int64_t>(s.oom_from, c.micro_batch);
     if (verdict == Verdict::kOom && !closer) return std::nullopt;
     Candidate cand;
     cand.layout = s.layout;
     cand.setup = setup_of(c);
-    cand.perf = estimate_step_time(basis_, cand.setup, s.layout, in_.cluster, perf_);
+    cand.perf = step_time(cand.setup, s.layout);
     cand.method = families_[s.family];
     cand.memory_known = true;
-    cand.device_total_bytes = peak->device_total_bytes;
-    cand.peak_allocated_bytes = peak->peak_allocated_bytes;
-    cand.peak_reserved_bytes = peak->peak_reserved_bytes;
-    cand.rank_kind = peak->rank_kind;
+    cand.device_total_bytes = a->peak.device_total_bytes;
+    cand.peak_allocated_bytes = a->peak.peak_allocated_bytes;
+    cand.peak_reserved_bytes = a->peak.peak_reserved_bytes;
+    cand.rank_kind = a->peak.rank_kind;
     cand.verdict = verdict;
-    cand.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
+    cand.usage_fraction = a->usage_fraction;
+    cand.placement = a->placement;
     if (verdict == Verdict::kOom) {
       closest = std::move(cand);
       return std::nullopt;
     }
     return cand;
+  }
+
+  // What one memory estimate says of a candidate: the most-loaded rank kind's peaks and, on a
+  // mixed cluster, where the stages of each kind run. nullopt: sizes past the 2^53 bound (out of
+  // memory).
+  struct Assessed {
+    PeakSummary peak;
+    Verdict verdict = Verdict::kOom;
+    double usage_fraction = 0;
+    std::vector<Candidate::Placement> placement;
+  };
+  std::optional<Assessed> assess(const Structure& s, const TrainingSetup& t) {
+    const std::vector<ModelStates>* states = states_of(s);
+    if (!states) return std::nullopt;
+    Assessed a;
+    if (in_.gpu_mix.empty()) {
+      std::optional<PeakSummary> peak = try_estimate_peak(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states);
+      if (!peak) return std::nullopt;
+      const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
+      a.verdict = verdict_for(peak->device_total_bytes, memory);
+      a.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
+      a.peak = std::move(*peak);
+      return a;
+    }
+    const std::optional<std::vector<RankPeak>> kinds = try_estimate_rank_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states);
+    if (!kinds) return std::nullopt;
+    // The headline is the most-loaded kind, as on one kind of GPU.
+    std::size_t top = 0;
+    for (std::size_t k = 1; k < kinds->size(); ++k) {
+      if ((*kinds)[k].device_total_bytes > (*kinds)[top].device_total_bytes) top = k;
+    }
+    a.peak = PeakSummary{(*kinds)[top].peak_allocated_bytes, (*kinds)[top].peak_reserved_bytes, (*kinds)[top].device_total_bytes,
+                         top, (*kinds)[top].rank_kind};
+    // Every stage on a block of consecutive ranks: the largest demands on the blocks with the
+    // most memory (sorted matching minimises the largest usage fraction; an exchange argument).
+    const std::int64_t stage_ranks = s.layout.tp * s.layout.dp * s.layout.cp;
+    std::vector<std::pair<std::int64_t, std::size_t>> demands;  // (device total, kind)
+    for (std::size_t k = 0; k < kinds->size(); ++k) {
+      for (std::int64_t i = 0; i < (*kinds)[k].ranks / stage_ranks; ++i) demands.emplace_back((*kinds)[k].device_total_bytes, k);
+    }
+    std::sort(demands.begin(), demands.end(), [](const auto& x, const auto& y) {
+      return x.first != y.first ? x.first > y.first : x.second < y.second;
+    });
+    const std::vector<Block>& blocks = blocks_of(s.layout.pp);
+    a.verdict = Verdict::kFits;
+    a.placement.resize(kinds->size());
+    for (std::size_t k = 0; k < kinds->size(); ++k) {
+      a.placement[k].rank_kind = (*kinds)[k].rank_kind;
+      a.placement[k].stages = (*kinds)[k].ranks / stage_ranks;
+      a.placement[k].usage_fraction = -1;
+    }
+    for (std::size_t i = 0; i < demands.size() && i < blocks.size(); ++i) {
+      const auto [bytes, k] = demands[i];
+      const std::int64_t memory = blocks[i].memory_bytes;
+      a.verdict = std::max(a.verdict, verdict_for(bytes, memory));
+      const double usage = static_cast<double>(bytes) / static_cast<double>(memory);
+      a.usage_fraction = std::max(a.usage_fraction, usage);
+      Candidate::Placement& p = a.placement[k];
+      if (usage > p.usage_fraction) {
+        p.gpu = in_.gpu_mix[blocks[i].group].gpu.id;
+        p.device_total_bytes = bytes;
+        p.usage_fraction = usage;
+      }
+    }
+    return a;
+  }
+
+  // Mixed clusters: a pipeline stage runs on a block of gpus / pp consecutive ranks (tp, cp and
+  // dp inside it, Megatron's rank order), with the memory of the smallest GPU kind it spans.
+  struct Block {
+    std::int64_t memory_bytes = 0;
+    std::size_t group = 0;  // the gpu_mix group of that smallest kind
+  };
+  std::map<std::int64_t, std::vector<Block>> blocks_;  // by pp, most memory first
+  const std::vector<Block>& blocks_of(std::int64_t pp) {
+    auto [it, fresh] = blocks_.try_emplace(pp);
+    if (!fresh) return it->second;
+    const std::int64_t size = in_.cluster.gpus / pp;
+    for (std::int64_t b = 0; b < pp; ++b) {
+      Block block{std::numeric_limits<std::int64_t>::max(), 0};
+      std::int64_t group_first = 0;
+      for (std::size_t g = 0; g < in_.gpu_mix.size(); ++g) {
+        const std::int64_t group_end = group_first + in_.gpu_mix[g].count;
+        const bool overlaps = group_first < (b + 1) * size && b * size < group_end;
+        if (overlaps && in_.gpu_mix[g].gpu.memory_total_bytes < block.memory_bytes) block = {in_.gpu_mix[g].gpu.memory_total_bytes, g};
+        group_first = group_end;
+      }
+      it->second.push_back(block);
+    }
+    std::stable_sort(it->second.begin(), it->second.end(), [](const Block& x, const Block& y) { return x.memory_bytes > y.memory_bytes; });
+    return it->second;
+  }
+
+  // The most memory any rank of the structure can have: its GPU's, or on a mixed cluster the
+  // largest of its stage blocks (a floor past it is out of memory wherever the stages go).
+  std::int64_t largest_memory(const Structure& s) {
+    return in_.gpu_mix.empty() ? in_.cluster.gpu.memory_total_bytes : blocks_of(s.layout.pp).front().memory_bytes;
+  }
+
+  // The step time on the slowest of the cluster's GPU kinds (every rank waits for it).
+  StepTime step_time(const TrainingSetup& t, const ParallelLayout& l) const {
+    StepTime slowest = estimate_step_time(basis_, t, l, clusters_[0], perfs_[0]);
+    for (std::size_t i = 1; i < clusters_.size(); ++i) {
+      StepTime st = estimate_step_time(basis_, t, l, clusters_[i], perfs_[i]);
+      if (st.tokens_per_s < slowest.tokens_per_s) slowest = st;
+    }
+    return slowest;
   }
 
   // The model states of the structure's floor group, computed on first use; null past the 2^53
@@ -406,7 +537,7 @@ class Searcher {
   // Persistent state alone past the GPU's memory settles every micro-batch of the structure at
   // once (its probe included); the caller counts its candidates.
   bool settle_by_floor(Structure& s) {
-    if (floor_of(s) <= in_.cluster.gpu.memory_total_bytes) return false;
+    if (floor_of(s) <= largest_memory(s)) return false;
     s.probed = true;
     s.oom_from = timed_[s.first].micro_batch;
     ++r_.settled_by_floor;
@@ -448,7 +579,7 @@ class Searcher {
 
   double tokens_per_s(const Timed& c) {
     ++r_.timed;
-    return estimate_step_time(basis_, scratch_setup(c), structures_[c.structure].layout, in_.cluster, perf_).tokens_per_s;
+    return step_time(scratch_setup(c), structures_[c.structure].layout).tokens_per_s;
   }
 
   // setup_of without the copy (the LoRA target list): valid until the next call.
@@ -513,8 +644,7 @@ class Searcher {
     Structure& s = structures_[entry.structure];
     const std::size_t fam = s.family;
     const auto top_n = static_cast<std::size_t>(in_.top);
-    const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
-    const auto tight_bytes = static_cast<std::int64_t>(kTightFraction * static_cast<double>(memory));
+    const auto tight_bytes = static_cast<std::int64_t>(kTightFraction * static_cast<double>(largest_memory(s)));
     const bool want_top = r_.top.size() < top_n;
     const bool want_family = !comfortable_[fam];
     // A family that has a tight layout waits for one under the 80 % line: a layout whose
@@ -543,6 +673,7 @@ class Searcher {
     if (!want_family) return;
     if (cand->verdict == Verdict::kFits) {
       family_best_[fam] = *cand;
+      family_best_structure_[fam] = entry.structure;
       comfortable_[fam] = true;
       // The fastest layout under the line (ties: enumeration order), whichever walk found it.
       if (!r_.recommended || entry.tokens_per_s > recommended_speed_ ||
@@ -553,6 +684,7 @@ class Searcher {
       }
     } else if (!family_best_[fam]) {
       family_best_[fam] = *cand;
+      family_best_structure_[fam] = entry.structure;
     }
   }
 
@@ -581,7 +713,7 @@ class Searcher {
   // least_memory: each structure at its smallest micro-batch; largest_batch: its largest
   // micro-batch that fits (bisection over the structure's micro-batches).
   void walk_per_structure(bool largest) {
-    std::vector<Candidate> found;
+    std::vector<std::pair<Candidate, std::uint32_t>> found;  // with its structure
     std::size_t begin = 0;
     while (begin < timed_.size()) {
       std::size_t end = begin;
@@ -609,10 +741,12 @@ class Searcher {
         pick = best;
         r_.not_needed += static_cast<std::int64_t>(end - begin) - (r_.fit + r_.oom - checked);  // left by the bisection
       }
-      if (pick) found.push_back(*pick);
+      if (pick) found.emplace_back(std::move(*pick), timed_[begin].structure);
       begin = end;
     }
-    auto key_less = [&](const Candidate& x, const Candidate& y) {
+    auto key_less = [&](const std::pair<Candidate, std::uint32_t>& xs, const std::pair<Candidate, std::uint32_t>& ys) {
+      const Candidate& x = xs.first;
+      const Candidate& y = ys.first;
       if (largest) {
         const std::int64_t bx = x.layout.dp * x.setup.micro_batch, by = y.layout.dp * y.setup.micro_batch;
         if (bx != by) return bx > by;
@@ -622,10 +756,13 @@ class Searcher {
       return x.perf.tokens_per_s > y.perf.tokens_per_s;
     };
     std::stable_sort(found.begin(), found.end(), key_less);
-    for (const Candidate& c : found) {
+    for (const auto& [c, structure] : found) {
       if (r_.top.size() < static_cast<std::size_t>(in_.top)) r_.top.push_back(c);
       const std::size_t fam = family_of(c.method);
-      if (!family_best_[fam]) family_best_[fam] = c;
+      if (!family_best_[fam]) {
+        family_best_[fam] = c;
+        family_best_structure_[fam] = structure;
+      }
     }
   }
 
@@ -637,13 +774,26 @@ class Searcher {
       if (family_best_[f]) {
         const Candidate& c = *family_best_[f];
         m.best = c;
-        // The probes share the layout's model states (null past the 2^53 bound: the probe
-        // computes them and reads the error as out of memory).
-        const auto states = try_rank_model_states(*in_.arch, *in_.inv, c.setup, c.layout);
-        const FitReport fr = assess_fit(*in_.arch, *in_.inv, c.setup, c.layout, in_.cluster.gpu, c.device_total_bytes,
-                                        in_.runtime, true, states ? &*states : nullptr);
-        m.max_micro_batch = fr.max_micro_batch;
-        m.max_micro_batch_capped = fr.max_micro_batch_capped;
+        if (in_.gpu_mix.empty()) {
+          // The probes share the layout's model states (null past the 2^53 bound: the probe
+          // computes them and reads the error as out of memory).
+          const auto states = try_rank_model_states(*in_.arch, *in_.inv, c.setup, c.layout);
+          const FitReport fr = assess_fit(*in_.arch, *in_.inv, c.setup, c.layout, in_.cluster.gpu, c.device_total_bytes,
+                                          in_.runtime, true, states ? &*states : nullptr);
+          m.max_micro_batch = fr.max_micro_batch;
+          m.max_micro_batch_capped = fr.max_micro_batch_capped;
+        } else {
+          // Mixed cluster: every stage placed by memory must fit its own GPUs.
+          const Structure& s = structures_[family_best_structure_[f]];
+          TrainingSetup probe = c.setup;
+          m.max_micro_batch = largest_fitting_micro_batch(
+              [&](std::int64_t mb) {
+                probe.micro_batch = mb;
+                const std::optional<Assessed> a = assess(s, probe);
+                return a && a->verdict != Verdict::kOom;
+              },
+              m.max_micro_batch_capped);
+        }
       } else {
         m.closest = family_closest_[f];
       }
@@ -703,6 +853,7 @@ void add_suggestions(const SearchInput& in, SearchResult& r) {
   for (std::int64_t factor = 2; factor <= 64; factor *= 2) {
     SearchInput v = in;
     v.cluster.gpus = in.cluster.gpus * factor;
+    for (GpuGroup& g : v.gpu_mix) g.count *= factor;  // each kind scaled alike
     if (v.cluster.gpus > (1 << 20)) break;
     if (in.global_batch > 0 && in.global_batch % v.cluster.gpus != 0) v.global_batch = 0;
     if (try_with(v, "gpus", "use " + std::to_string(v.cluster.gpus) + " GPUs")) break;

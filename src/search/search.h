@@ -52,6 +52,10 @@ struct SearchInput {
   TrainingSetup training;            // everything but the searched dimensions
   DistributedBehaviour behaviour;    // the framework's
   ClusterSpec cluster;
+  /// A cluster of several GPU kinds in rank order (cluster.gpus in all); empty: every GPU is
+  /// cluster.gpu. Pipeline stages take blocks of consecutive ranks and are placed on them by
+  /// memory; every rank must fit its own GPU, and the slowest kind sets the pace.
+  std::vector<GpuGroup> gpu_mix;
   RuntimeProfile runtime;
   PerfConstants perf;
   /// Sequences per optimizer step; 0: not fixed (grad_accum stays training.grad_accum).
@@ -74,8 +78,17 @@ struct Candidate {
   std::int64_t peak_reserved_bytes = 0;
   std::string rank_kind;             // the most-loaded rank kind
   Verdict verdict = Verdict::kOom;
-  double usage_fraction = 0;
+  double usage_fraction = 0;         // mixed clusters: the largest over the placed stages
   std::string method;                // "ZeRO-3 + TP + PP"
+  /// Mixed clusters: each rank kind on the GPUs its stages were placed on (its highest usage).
+  struct Placement {
+    std::string rank_kind;
+    std::string gpu;                 // the GPU kind with the least memory in that stage's block
+    std::int64_t stages = 0;
+    std::int64_t device_total_bytes = 0;
+    double usage_fraction = 0;
+  };
+  std::vector<Placement> placement;
 };
 
 /// The best candidate of one method family, and the largest micro-batch its layout fits.

@@ -428,3 +428,116 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   CHECK(g[2].supported);
   CHECK(g[2].text.find("--pipeline-model-parallel-size 4") != std::string::npos);
 }
+
+// A cluster of two GPU kinds (cluster.gpu_mix): stages on blocks of consecutive ranks, placed by
+// memory, each checked against its own GPUs; the slowest kind sets the pace.
+TEST_CASE("a mixed cluster places stages by memory on their own GPUs and runs at the slowest kind's pace", "[search][mix]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const GpuSpec big = *presets::find_gpu("H100-80GB"), small = *presets::find_gpu("A100-40GB");
+  SearchInput in;
+  in.arch = &a;
+  in.inv = &inv;
+  in.training = bf16(1, 8192);
+  in.cluster = cluster("H100-80GB", 16);
+  in.gpu_mix = {GpuGroup{big, 8}, GpuGroup{small, 8}};
+  in.global_batch = 32;
+  in.top = 20;
+  in.space.max_micro_batch = 2;
+  const SearchResult r = run_search(in);
+  REQUIRE(r.top.size() == 20);
+  std::vector<const Candidate*> checked;
+  for (const Candidate& c : r.top) checked.push_back(&c);
+  for (const MethodBest& m : r.methods) {
+    if (m.best) checked.push_back(&*m.best);
+  }
+  bool staged = false;
+  for (const Candidate* c : checked) {
+    INFO(c->method << " tp " << c->layout.tp << " pp " << c->layout.pp << " mb " << c->setup.micro_batch);
+    REQUIRE(c->placement.size() == (c->layout.pp == 1 ? 1u : c->layout.pp == 2 ? 2u : 3u));
+    // Each kind's bytes are its own replay's; the headline is the most-loaded kind.
+    const std::vector<RankPeak> kinds = estimate_rank_peaks(a, inv, c->setup, c->layout);
+    REQUIRE(kinds.size() == c->placement.size());
+    std::int64_t most = 0;
+    double worst = 0;
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      const Candidate::Placement& p = c->placement[k];
+      CHECK(p.rank_kind == kinds[k].rank_kind);
+      CHECK(p.device_total_bytes == kinds[k].device_total_bytes);
+      const std::int64_t memory = p.gpu == big.id ? big.memory_total_bytes : small.memory_total_bytes;
+      CHECK((p.gpu == big.id || p.gpu == small.id));
+      CHECK(p.usage_fraction == Approx(static_cast<double>(p.device_total_bytes) / static_cast<double>(memory)));
+      CHECK(p.device_total_bytes <= memory);  // every stage fits its own GPUs
+      most = std::max(most, kinds[k].device_total_bytes);
+      worst = std::max(worst, p.usage_fraction);
+    }
+    CHECK(c->device_total_bytes == most);
+    CHECK(c->usage_fraction == Approx(worst));
+    CHECK(c->verdict == (worst > kTightFraction ? Verdict::kTight : Verdict::kFits));
+    if (c->layout.pp == 1) {
+      // One block spans both kinds: it has the smaller GPU's memory.
+      CHECK(c->placement[0].gpu == small.id);
+    } else {
+      staged = true;
+      // Half the stages sit on each kind; the most-loaded stage gets the larger GPU.
+      for (const Candidate::Placement& p : c->placement) {
+        if (p.device_total_bytes == most && p.rank_kind == c->rank_kind && p.stages == 1) CHECK(p.gpu == big.id);
+      }
+    }
+    // The pace is the slower kind's step time.
+    ClusterSpec on_big = in.cluster, on_small = in.cluster;
+    on_small.gpu = small;
+    const double big_rate = estimate_step_time(build_perf_basis(a, inv, in.training), c->setup, c->layout, on_big).tokens_per_s;
+    const double small_rate = estimate_step_time(build_perf_basis(a, inv, in.training), c->setup, c->layout, on_small).tokens_per_s;
+    CHECK(c->perf.tokens_per_s == std::min(big_rate, small_rate));
+  }
+  CHECK(staged);
+  CHECK(std::any_of(r.assumptions.begin(), r.assumptions.end(), [](const std::string& line) {
+    return line.rfind("mixed cluster (8 x H100-80GB + 8 x A100-40GB)", 0) == 0;
+  }));
+}
+
+TEST_CASE("a mix of one GPU kind answers as the plain cluster of that kind", "[search][mix][api]") {
+  json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+              {"training", {{"seq_len", 4096}}},
+              {"cluster", {{"gpu", {{"preset", "A100-40GB"}}}, {"gpus", 16}}},
+              {"search", {{"top", 6}, {"global_batch", 64}, {"space", {{"max_micro_batch", 2}}}}}};
+  const json plain = call(api::search, req);
+  req["cluster"] = {{"gpu_mix", {{{"gpu", {{"preset", "A100-40GB"}}}, {"count", 8}}, {{"gpu", {{"preset", "A100-40GB"}}}, {"count", 8}}}}};
+  const json mixed = call(api::search, req);
+  REQUIRE(plain["ok"] == true);
+  REQUIRE(mixed["ok"] == true);
+  const json& p = plain["result"];
+  const json& m = mixed["result"];
+  CHECK(m["counts"] == p["counts"]);
+  REQUIRE(m["top"].size() == p["top"].size());
+  for (std::size_t i = 0; i < p["top"].size(); ++i) {
+    json pm = m["top"][i];
+    CHECK(pm["memory"]["placement"].size() >= 1);
+    pm["memory"].erase("placement");
+    CHECK(pm == p["top"][i]);
+  }
+  CHECK(m["cluster"]["gpu_mix"].size() == 2);
+}
+
+TEST_CASE("mixed-cluster request errors name the field", "[search][mix][errors]") {
+  const json model = {{"preset", "meta-llama/Llama-3.1-8B"}};
+  const json h100 = {{"preset", "H100-80GB"}}, a100 = {{"preset", "A100-40GB"}};
+  auto err = [&](const json& cluster, std::string (*f)(std::string_view) = api::search) {
+    return call(f, {{"model", model}, {"cluster", cluster}})["error"];
+  };
+  const json mix = json::array({{{"gpu", h100}, {"count", 8}}, {{"gpu", a100}, {"count", 8}}});
+  CHECK(err({{"gpu", h100}, {"gpu_mix", mix}})["path"] == "/cluster/gpu_mix");
+  CHECK(err({{"gpu_mix", mix}, {"gpus", 12}})["path"] == "/cluster/gpus");
+  CHECK(err({{"gpu_mix", json::array({{{"gpu", h100}, {"count", 8}}})}})["code"] == "invalid_type");
+  const json ragged = json::array({{{"gpu", h100}, {"count", 8}}, {{"gpu", a100}, {"count", 4}}});
+  const json e = err({{"gpu_mix", ragged}});
+  CHECK(e["path"] == "/cluster/gpu_mix/1/count");
+  CHECK_THAT(e["message"].get<std::string>(), Catch::Contains("whole number of nodes"));
+  CHECK(err({{"gpu_mix", json::array({{{"gpu", h100}}, {{"gpu", a100}, {"count", 8}}})}})["path"] == "/cluster/gpu_mix/0/count");
+  CHECK(err({{"gpu_mix", json::array({{{"gpu", {{"preset", "B999"}}}, {"count", 8}}, {{"gpu", a100}, {"count", 8}}})}})["path"] ==
+        "/cluster/gpu_mix/0/gpu/preset");
+  const json est = err({{"gpu_mix", mix}}, api::estimate);
+  CHECK(est["code"] == "unsupported");
+  CHECK(est["path"] == "/cluster/gpu_mix");
+}
