@@ -170,14 +170,55 @@ std::string inspect(std::string_view request_text) {
 
 namespace {
 
+// A mixed cluster: the stages of every rank kind (name, GPUs of the kind, device total of one)
+// placed by memory on their own GPUs.
+struct KindTotal {
+  const std::string& name;
+  std::int64_t ranks, device_total_bytes;
+};
+MixedFit mixed_fit(const EstimateRequest& r, const ParallelLayout& l, const std::vector<KindTotal>& kinds) {
+  std::vector<KindDemand> demands;
+  const std::int64_t stage_ranks = l.tp * l.dp * l.cp;
+  for (const KindTotal& k : kinds) demands.push_back({k.name, k.ranks / stage_ranks, k.device_total_bytes});
+  return place_stages(demands, l.pp, r.gpus, r.gpu_mix);
+}
+
+// The verdict and largest micro-batch of a mixed cluster, as assess_fit gives them for one kind
+// of GPU.
+FitReport assess_mixed_fit(const EstimateRequest& r, const DistributedEstimate& d, const MixedFit& placed, const RuntimeProfile& rt) {
+  FitReport fit;
+  fit.verdict = placed.verdict;
+  fit.usage_fraction = placed.usage_fraction;
+  if (!r.search_max_micro_batch) return fit;
+  TrainingSetup probe = r.training;
+  fit.max_micro_batch = largest_fitting_micro_batch(
+      [&](std::int64_t mb) {
+        probe.micro_batch = mb;
+        const auto peaks = try_estimate_rank_peaks(r.model.arch, *r.model.inventory, probe, d.layout, rt, nullptr);
+        if (!peaks) return false;  // sizes past the 2^53 bound
+        std::vector<KindTotal> kinds;
+        for (const RankPeak& k : *peaks) kinds.push_back({k.rank_kind, k.ranks, k.device_total_bytes});
+        return mixed_fit(r, d.layout, kinds).verdict != Verdict::kOom;
+      },
+      fit.max_micro_batch_capped);
+  return fit;
+}
+
 // The estimate of a read request (api::estimate).
 Json estimate_result(const EstimateRequest& r) {
   const TensorInventory& inv = *r.model.inventory;
   const RuntimeProfile rt;
   const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
   const Estimate& e = d.peak();
-  const FitReport fit = assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e.device_total_bytes, rt,
-                                   r.search_max_micro_batch);
+  std::optional<MixedFit> placed;
+  if (!r.gpu_mix.empty()) {
+    std::vector<KindTotal> kinds;
+    for (const RankEstimate& k : d.ranks) kinds.push_back({k.context.kind.name, k.context.kind.ranks, k.estimate.device_total_bytes});
+    placed = mixed_fit(r, d.layout, kinds);
+  }
+  const FitReport fit = placed ? assess_mixed_fit(r, d, *placed, rt)
+                               : assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e.device_total_bytes, rt,
+                                            r.search_max_micro_batch);
   // The headline is the most-loaded rank kind; every kind is listed under "ranks".
   Json result = estimate_to_json(e, rt, r.include_timeline);
   result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;
@@ -194,9 +235,33 @@ Json estimate_result(const EstimateRequest& r) {
   result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
   result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
   result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
-  const ClusterSpec cluster = cluster_of(r);
+  if (placed) {
+    // The most-used stage is the one compared with its GPUs' memory.
+    const StagePlacement* worst = &placed->kinds.front();
+    for (const StagePlacement& p : placed->kinds) {
+      if (p.usage_fraction > worst->usage_fraction) worst = &p;
+    }
+    result["fit"]["compared_bytes"] = worst->device_total_bytes;
+    result["fit"]["gpu_memory_bytes"] = worst->gpu_memory_bytes;
+    result["fit"]["headroom_bytes"] = worst->gpu_memory_bytes - worst->device_total_bytes;
+    result["fit"]["placement"] = placement_to_json(placed->kinds);
+    result["cluster"]["gpu_mix"] = gpu_mix_to_json(r.gpu_mix);
+  }
+  // Every rank waits for the slowest kind of GPU: the longest step time of the cluster's kinds.
+  ClusterSpec cluster = cluster_of(r);
   const PerfConstants k;
-  result["perf"] = step_time_to_json(estimate_step_time(build_perf_basis(r.model.arch, inv, d.setup), d.setup, d.layout, cluster, k));
+  const PerfBasis basis = build_perf_basis(r.model.arch, inv, d.setup);
+  StepTime step = estimate_step_time(basis, d.setup, d.layout, cluster, k);
+  for (std::size_t i = 1; i < r.gpu_mix.size(); ++i) {
+    ClusterSpec other = cluster;
+    other.gpu = r.gpu_mix[i].gpu;
+    StepTime st = estimate_step_time(basis, d.setup, d.layout, other, k);
+    if (st.tokens_per_s < step.tokens_per_s) {
+      step = st;
+      cluster = other;
+    }
+  }
+  result["perf"] = step_time_to_json(step);
   result["perf"]["assumptions"] = perf_assumptions(k, cluster);
   if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
   result["warnings"] = r.warnings;
@@ -208,10 +273,6 @@ Json estimate_result(const EstimateRequest& r) {
 std::string estimate(std::string_view request_text) {
   return guarded([&] {
     const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
-    if (!r.gpu_mix.empty()) {
-      throw Error(ErrorCode::kUnsupported, "/cluster/gpu_mix",
-                  "an estimate takes one kind of GPU; a mix of kinds is searched (search places the stages by memory)");
-    }
     return at_pointer("/training", [&] { return estimate_result(r); });
   });
 }
@@ -248,13 +309,7 @@ std::string search(std::string_view request_text) {
     result["cluster"] = {{"gpus", s.input.cluster.gpus},
                          {"gpus_per_node", s.input.cluster.gpus_per_node},
                          {"inter_node_bandwidth_gb_per_s", s.input.cluster.inter_node_bandwidth_gb_per_s}};
-    if (!s.input.gpu_mix.empty()) {
-      Json mix = Json::array();
-      for (const GpuGroup& g : s.input.gpu_mix) {
-        mix.push_back({{"id", g.gpu.id}, {"count", g.count}, {"memory_total_bytes", g.gpu.memory_total_bytes}});
-      }
-      result["cluster"]["gpu_mix"] = std::move(mix);
-    }
+    if (!s.input.gpu_mix.empty()) result["cluster"]["gpu_mix"] = gpu_mix_to_json(s.input.gpu_mix);
     result["global_batch"] = s.input.global_batch > 0 ? Json(s.input.global_batch) : Json(nullptr);
     result["warnings"] = s.base.warnings;
     return result;

@@ -182,4 +182,19 @@ Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bo
   return j;
 }
 
+Json placement_to_json(const std::vector<StagePlacement>& placement) {
+  Json out = Json::array();
+  for (const StagePlacement& p : placement) {
+    out.push_back({{"rank_kind", p.rank_kind}, {"gpu", p.gpu}, {"stages", p.stages}, {"device_total_bytes", p.device_total_bytes},
+                   {"gpu_memory_bytes", p.gpu_memory_bytes}, {"usage_fraction", p.usage_fraction}});
+  }
+  return out;
+}
+
+Json gpu_mix_to_json(const std::vector<GpuGroup>& mix) {
+  Json out = Json::array();
+  for (const GpuGroup& g : mix) out.push_back({{"id", g.gpu.id}, {"count", g.count}, {"memory_total_bytes", g.gpu.memory_total_bytes}});
+  return out;
+}
+
 }  // namespace memfit

@@ -18,5 +18,8 @@ Json layout_to_json(const ParallelLayout& l);
 /// One entry per rank kind: what it holds, its peaks and breakdown (and timeline).
 Json ranks_to_json(const DistributedEstimate& d, const RuntimeProfile& rt, bool include_timeline);
 Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bool searched);
+/// Mixed clusters: where each rank kind's stages run (place_stages).
+Json placement_to_json(const std::vector<StagePlacement>& placement);
+Json gpu_mix_to_json(const std::vector<GpuGroup>& mix);
 
 }  // namespace memfit

@@ -1,6 +1,8 @@
 // Search result JSON (see search_json.h).
 #include "export/search_json.h"
 
+#include "export/estimate_json.h"
+
 #include "common/units.h"
 #include "training/setup_names.h"
 
@@ -44,14 +46,7 @@ Json candidate_to_json(const Candidate& c) {
                    {"usage_fraction", c.usage_fraction},
                    {"verdict", verdict_name(c.verdict)},
                    {"rank_kind", c.rank_kind}};
-    if (!c.placement.empty()) {
-      Json placement = Json::array();
-      for (const Candidate::Placement& p : c.placement) {
-        placement.push_back({{"rank_kind", p.rank_kind}, {"gpu", p.gpu}, {"stages", p.stages},
-                             {"device_total_bytes", p.device_total_bytes}, {"usage_fraction", p.usage_fraction}});
-      }
-      j["memory"]["placement"] = std::move(placement);
-    }
+    if (!c.placement.empty()) j["memory"]["placement"] = placement_to_json(c.placement);
   } else {
     j["memory"] = nullptr;
   }

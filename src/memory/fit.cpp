@@ -3,6 +3,9 @@
 
 #include "common/error.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace memfit {
 
 const char* verdict_name(Verdict v) {
@@ -41,6 +44,75 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
   };
   r.max_micro_batch = largest_fitting_micro_batch(fits, r.max_micro_batch_capped);
   return r;
+}
+
+namespace {
+// The stage blocks of a mixed cluster in rank order: each block's memory (its smallest kind's)
+// and that kind's group.
+struct Block {
+  std::int64_t memory_bytes;
+  std::size_t group;
+};
+std::vector<Block> stage_blocks(std::int64_t pp, std::int64_t gpus, const std::vector<GpuGroup>& mix) {
+  std::vector<Block> blocks;
+  const std::int64_t size = gpus / std::max<std::int64_t>(1, pp);
+  for (std::int64_t b = 0; b < pp; ++b) {
+    Block block{std::numeric_limits<std::int64_t>::max(), 0};
+    std::int64_t first = 0;
+    for (std::size_t g = 0; g < mix.size(); ++g) {
+      const std::int64_t end = first + mix[g].count;
+      if (first < (b + 1) * size && b * size < end && mix[g].gpu.memory_total_bytes < block.memory_bytes) {
+        block = {mix[g].gpu.memory_total_bytes, g};
+      }
+      first = end;
+    }
+    blocks.push_back(block);
+  }
+  return blocks;
+}
+}  // namespace
+
+std::int64_t largest_stage_block_bytes(std::int64_t pp, std::int64_t gpus, const std::vector<GpuGroup>& mix) {
+  std::int64_t largest = 0;
+  for (const Block& b : stage_blocks(pp, gpus, mix)) largest = std::max(largest, b.memory_bytes);
+  return largest;
+}
+
+MixedFit place_stages(const std::vector<KindDemand>& demands, std::int64_t pp, std::int64_t gpus,
+                      const std::vector<GpuGroup>& mix) {
+  // The blocks, most memory first (stable: rank order among equals).
+  std::vector<Block> blocks = stage_blocks(pp, gpus, mix);
+  std::stable_sort(blocks.begin(), blocks.end(), [](const Block& x, const Block& y) { return x.memory_bytes > y.memory_bytes; });
+  // Every stage, largest demand first (ties: kind order).
+  std::vector<std::pair<std::int64_t, std::size_t>> stages;
+  for (std::size_t k = 0; k < demands.size(); ++k) {
+    for (std::int64_t i = 0; i < demands[k].stages; ++i) stages.emplace_back(demands[k].device_total_bytes, k);
+  }
+  std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first > y.first : x.second < y.second;
+  });
+  MixedFit fit;
+  fit.kinds.resize(demands.size());
+  for (std::size_t k = 0; k < demands.size(); ++k) {
+    fit.kinds[k].rank_kind = demands[k].rank_kind;
+    fit.kinds[k].stages = demands[k].stages;
+    fit.kinds[k].device_total_bytes = demands[k].device_total_bytes;
+    fit.kinds[k].usage_fraction = -1;
+  }
+  for (std::size_t i = 0; i < stages.size() && i < blocks.size(); ++i) {
+    const auto [bytes, k] = stages[i];
+    const std::int64_t memory = blocks[i].memory_bytes;
+    fit.verdict = std::max(fit.verdict, verdict_for(bytes, memory));
+    const double usage = static_cast<double>(bytes) / static_cast<double>(memory);
+    fit.usage_fraction = std::max(fit.usage_fraction, usage);
+    StagePlacement& p = fit.kinds[k];
+    if (usage > p.usage_fraction) {
+      p.gpu = mix[blocks[i].group].gpu.id;
+      p.gpu_memory_bytes = memory;
+      p.usage_fraction = usage;
+    }
+  }
+  return fit;
 }
 
 std::int64_t largest_fitting_micro_batch(const std::function<bool(std::int64_t)>& fits, bool& capped) {

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "hardware/gpu_spec.h"
 #include "memory/timeline.h"
@@ -27,6 +29,35 @@ struct FitReport {
 };
 
 Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes);
+
+/// A cluster that mixes GPU kinds (GpuGroup, in rank order). Ranks follow Megatron's order (tp
+/// innermost, then cp, dp, pp outermost), so pipeline stage blocks are gpus / pp consecutive
+/// ranks, each with the memory of the smallest kind it spans (pp = 1: one block spans them all).
+/// Every stage of every rank kind is placed by memory: the largest device totals on the blocks
+/// with the most memory. That sorted matching minimises the largest usage fraction (exchange
+/// argument: for d1 >= d2 and c1 >= c2, max(d1/c1, d2/c2) <= max(d1/c2, d2/c1)).
+struct KindDemand {
+  std::string rank_kind;
+  std::int64_t stages = 1;               // pipeline stages of this kind
+  std::int64_t device_total_bytes = 0;   // of one of its ranks
+};
+struct StagePlacement {
+  std::string rank_kind;
+  std::string gpu;                       // the GPU kind of its most-used stage's block
+  std::int64_t stages = 0;
+  std::int64_t device_total_bytes = 0;
+  std::int64_t gpu_memory_bytes = 0;     // of its most-used stage's block
+  double usage_fraction = 0;             // of its most-used stage
+};
+struct MixedFit {
+  Verdict verdict = Verdict::kFits;      // the worst stage's
+  double usage_fraction = 0;             // the most-used stage's
+  std::vector<StagePlacement> kinds;     // in the order of `demands`
+};
+MixedFit place_stages(const std::vector<KindDemand>& demands, std::int64_t pp, std::int64_t gpus,
+                      const std::vector<GpuGroup>& mix);
+/// The most memory a stage block of the mix has (a floor above it fits no placement).
+std::int64_t largest_stage_block_bytes(std::int64_t pp, std::int64_t gpus, const std::vector<GpuGroup>& mix);
 
 /// The largest micro-batch in 1 … kMaxMicroBatchSearched for which `fits` holds (doubling, then
 /// bisection: memory never falls as the micro-batch grows); 0 when 1 does not fit. Sets

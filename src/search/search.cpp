@@ -409,7 +409,7 @@ class Searcher {
     PeakSummary peak;
     Verdict verdict = Verdict::kOom;
     double usage_fraction = 0;
-    std::vector<Candidate::Placement> placement;
+    std::vector<StagePlacement> placement;
   };
   std::optional<Assessed> assess(const Structure& s, const TrainingSetup& t) {
     const std::vector<ModelStates>* states = states_of(s);
@@ -433,70 +433,25 @@ class Searcher {
     }
     a.peak = PeakSummary{(*kinds)[top].peak_allocated_bytes, (*kinds)[top].peak_reserved_bytes, (*kinds)[top].device_total_bytes,
                          top, (*kinds)[top].rank_kind};
-    // Every stage on a block of consecutive ranks: the largest demands on the blocks with the
-    // most memory (sorted matching minimises the largest usage fraction; an exchange argument).
+    // Every stage on its own block of GPUs, placed by memory (place_stages).
     const std::int64_t stage_ranks = s.layout.tp * s.layout.dp * s.layout.cp;
-    std::vector<std::pair<std::int64_t, std::size_t>> demands;  // (device total, kind)
-    for (std::size_t k = 0; k < kinds->size(); ++k) {
-      for (std::int64_t i = 0; i < (*kinds)[k].ranks / stage_ranks; ++i) demands.emplace_back((*kinds)[k].device_total_bytes, k);
-    }
-    std::sort(demands.begin(), demands.end(), [](const auto& x, const auto& y) {
-      return x.first != y.first ? x.first > y.first : x.second < y.second;
-    });
-    const std::vector<Block>& blocks = blocks_of(s.layout.pp);
-    a.verdict = Verdict::kFits;
-    a.placement.resize(kinds->size());
-    for (std::size_t k = 0; k < kinds->size(); ++k) {
-      a.placement[k].rank_kind = (*kinds)[k].rank_kind;
-      a.placement[k].stages = (*kinds)[k].ranks / stage_ranks;
-      a.placement[k].usage_fraction = -1;
-    }
-    for (std::size_t i = 0; i < demands.size() && i < blocks.size(); ++i) {
-      const auto [bytes, k] = demands[i];
-      const std::int64_t memory = blocks[i].memory_bytes;
-      a.verdict = std::max(a.verdict, verdict_for(bytes, memory));
-      const double usage = static_cast<double>(bytes) / static_cast<double>(memory);
-      a.usage_fraction = std::max(a.usage_fraction, usage);
-      Candidate::Placement& p = a.placement[k];
-      if (usage > p.usage_fraction) {
-        p.gpu = in_.gpu_mix[blocks[i].group].gpu.id;
-        p.device_total_bytes = bytes;
-        p.usage_fraction = usage;
-      }
-    }
+    std::vector<KindDemand> demands;
+    for (const RankPeak& k : *kinds) demands.push_back({k.rank_kind, k.ranks / stage_ranks, k.device_total_bytes});
+    MixedFit fit = place_stages(demands, s.layout.pp, in_.cluster.gpus, in_.gpu_mix);
+    a.verdict = fit.verdict;
+    a.usage_fraction = fit.usage_fraction;
+    a.placement = std::move(fit.kinds);
     return a;
   }
 
-  // Mixed clusters: a pipeline stage runs on a block of gpus / pp consecutive ranks (tp, cp and
-  // dp inside it, Megatron's rank order), with the memory of the smallest GPU kind it spans.
-  struct Block {
-    std::int64_t memory_bytes = 0;
-    std::size_t group = 0;  // the gpu_mix group of that smallest kind
-  };
-  std::map<std::int64_t, std::vector<Block>> blocks_;  // by pp, most memory first
-  const std::vector<Block>& blocks_of(std::int64_t pp) {
-    auto [it, fresh] = blocks_.try_emplace(pp);
-    if (!fresh) return it->second;
-    const std::int64_t size = in_.cluster.gpus / pp;
-    for (std::int64_t b = 0; b < pp; ++b) {
-      Block block{std::numeric_limits<std::int64_t>::max(), 0};
-      std::int64_t group_first = 0;
-      for (std::size_t g = 0; g < in_.gpu_mix.size(); ++g) {
-        const std::int64_t group_end = group_first + in_.gpu_mix[g].count;
-        const bool overlaps = group_first < (b + 1) * size && b * size < group_end;
-        if (overlaps && in_.gpu_mix[g].gpu.memory_total_bytes < block.memory_bytes) block = {in_.gpu_mix[g].gpu.memory_total_bytes, g};
-        group_first = group_end;
-      }
-      it->second.push_back(block);
-    }
-    std::stable_sort(it->second.begin(), it->second.end(), [](const Block& x, const Block& y) { return x.memory_bytes > y.memory_bytes; });
-    return it->second;
-  }
-
+  std::map<std::int64_t, std::int64_t> largest_block_;  // mixed clusters: by pp
   // The most memory any rank of the structure can have: its GPU's, or on a mixed cluster the
   // largest of its stage blocks (a floor past it is out of memory wherever the stages go).
   std::int64_t largest_memory(const Structure& s) {
-    return in_.gpu_mix.empty() ? in_.cluster.gpu.memory_total_bytes : blocks_of(s.layout.pp).front().memory_bytes;
+    if (in_.gpu_mix.empty()) return in_.cluster.gpu.memory_total_bytes;
+    auto [it, fresh] = largest_block_.try_emplace(s.layout.pp, 0);
+    if (fresh) it->second = largest_stage_block_bytes(s.layout.pp, in_.cluster.gpus, in_.gpu_mix);
+    return it->second;
   }
 
   // The step time on the slowest of the cluster's GPU kinds (every rank waits for it).

@@ -80,15 +80,8 @@ struct Candidate {
   Verdict verdict = Verdict::kOom;
   double usage_fraction = 0;         // mixed clusters: the largest over the placed stages
   std::string method;                // "ZeRO-3 + TP + PP"
-  /// Mixed clusters: each rank kind on the GPUs its stages were placed on (its highest usage).
-  struct Placement {
-    std::string rank_kind;
-    std::string gpu;                 // the GPU kind with the least memory in that stage's block
-    std::int64_t stages = 0;
-    std::int64_t device_total_bytes = 0;
-    double usage_fraction = 0;
-  };
-  std::vector<Placement> placement;
+  /// Mixed clusters: each rank kind on the GPUs its stages were placed on (place_stages).
+  std::vector<StagePlacement> placement;
 };
 
 /// The best candidate of one method family, and the largest micro-batch its layout fits.

@@ -142,6 +142,29 @@ test('a share link restores every input and the chosen method', { skip }, async 
   await again.close();
 });
 
+test('a second GPU kind makes a mixed cluster: the request, the placed stages and the CLI agree; a ragged count errs at its field', { skip }, async () => {
+  const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-8B', seq_len: '8192', gpu: 'H100-80GB', gpus: '8',
+    gpu2: 'A100-40GB', gpus2: '8', framework: 'megatron' }).toString();
+  const page = await open(`${baseUrl}/index.html#${hash}`);
+  await settled(page);
+  assert.equal(await page.inputValue('#gpu2'), 'A100-40GB');
+  const { request, result } = await assertMatchesCli(page);
+  assert.deepEqual(request.cluster.gpu_mix.map((g) => [g.gpu.preset, g.count]), [['H100-80GB', 8], ['A100-40GB', 8]]);
+  assert.ok(result.fit.placement.length >= 1);
+  const detail = await page.textContent('#verdict-detail');
+  for (const p of result.fit.placement) assert.ok(detail.includes(`${p.rank_kind} on ${p.gpu}`), detail);
+  // 4 GPUs of the second kind are half a node of 8: the error sits next to that count.
+  await page.fill('#gpus2', '4');
+  await page.waitForFunction(() => document.querySelector('#err-gpus2').textContent !== '');
+  assert.match(await page.textContent('#err-gpus2'), /gpu_mix\/1\/count.*whole number of nodes/);
+  await page.fill('#gpus2', '8');
+  await settled(page);
+  assert.equal(await page.textContent('#err-gpus2'), '');
+  assert.deepEqual(page.unexpected, []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('pasted configs: errors next to the field with code and pointer, the page keeps working, names stay text', { skip }, async () => {
   const page = await open(`${baseUrl}/index.html`);
   await settled(page);

@@ -461,7 +461,7 @@ TEST_CASE("a mixed cluster places stages by memory on their own GPUs and runs at
     std::int64_t most = 0;
     double worst = 0;
     for (std::size_t k = 0; k < kinds.size(); ++k) {
-      const Candidate::Placement& p = c->placement[k];
+      const StagePlacement& p = c->placement[k];
       CHECK(p.rank_kind == kinds[k].rank_kind);
       CHECK(p.device_total_bytes == kinds[k].device_total_bytes);
       const std::int64_t memory = p.gpu == big.id ? big.memory_total_bytes : small.memory_total_bytes;
@@ -480,7 +480,7 @@ TEST_CASE("a mixed cluster places stages by memory on their own GPUs and runs at
     } else {
       staged = true;
       // Half the stages sit on each kind; the most-loaded stage gets the larger GPU.
-      for (const Candidate::Placement& p : c->placement) {
+      for (const StagePlacement& p : c->placement) {
         if (p.device_total_bytes == most && p.rank_kind == c->rank_kind && p.stages == 1) CHECK(p.gpu == big.id);
       }
     }
@@ -537,7 +537,46 @@ TEST_CASE("mixed-cluster request errors name the field", "[search][mix][errors]"
   CHECK(err({{"gpu_mix", json::array({{{"gpu", h100}}, {{"gpu", a100}, {"count", 8}}})}})["path"] == "/cluster/gpu_mix/0/count");
   CHECK(err({{"gpu_mix", json::array({{{"gpu", {{"preset", "B999"}}}, {"count", 8}}, {{"gpu", a100}, {"count", 8}}})}})["path"] ==
         "/cluster/gpu_mix/0/gpu/preset");
-  const json est = err({{"gpu_mix", mix}}, api::estimate);
-  CHECK(est["code"] == "unsupported");
-  CHECK(est["path"] == "/cluster/gpu_mix");
+}
+
+TEST_CASE("an estimate on a mixed cluster checks each placed stage against its own GPUs", "[mix][api]") {
+  const json h100 = {{"preset", "H100-80GB"}}, a100 = {{"preset", "A100-40GB"}};
+  json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+              {"training", {{"seq_len", 8192}, {"micro_batch", 1}}},
+              {"cluster", {{"gpu_mix", {{{"gpu", h100}, {"count", 8}}, {{"gpu", a100}, {"count", 8}}}}}},
+              {"parallel", {{"tp", 4}, {"pp", 4}}}};
+  const json r = call(api::estimate, req);
+  REQUIRE(r["ok"] == true);
+  const json& res = r["result"];
+  const json& placement = res["fit"]["placement"];
+  REQUIRE(placement.size() == res["ranks"].size());
+  double worst = 0;
+  for (std::size_t k = 0; k < placement.size(); ++k) {
+    const json& p = placement[k];
+    CHECK(p["rank_kind"] == res["ranks"][k]["kind"]);
+    CHECK(p["device_total_bytes"] == res["ranks"][k]["device_total_bytes"]);
+    const std::int64_t memory = p["gpu"] == "H100-80GB" ? res["cluster"]["gpu_mix"][0]["memory_total_bytes"].get<std::int64_t>()
+                                                        : res["cluster"]["gpu_mix"][1]["memory_total_bytes"].get<std::int64_t>();
+    CHECK(p["gpu_memory_bytes"] == memory);
+    CHECK(p["usage_fraction"].get<double>() == Approx(p["device_total_bytes"].get<double>() / static_cast<double>(memory)));
+    worst = std::max(worst, p["usage_fraction"].get<double>());
+  }
+  CHECK(res["fit"]["usage_fraction"].get<double>() == Approx(worst));
+  // Two stages on each kind: the two largest demands on the H100s.
+  std::int64_t on_big = 0;
+  for (const json& p : placement) on_big += p["gpu"] == "H100-80GB" ? 1 : 0;
+  CHECK(on_big >= 1);
+  // The pace is the A100's: the same layout on 16 A100s runs at the same tokens/s.
+  json plain = req;
+  plain["cluster"] = {{"gpu", a100}, {"gpus", 16}};
+  const json a = call(api::estimate, plain);
+  REQUIRE(a["ok"] == true);
+  CHECK(res["perf"]["tokens_per_s"] == a["result"]["perf"]["tokens_per_s"]);
+  // The largest micro-batch keeps every placed stage within its GPUs: one more does not fit.
+  const std::int64_t max_mb = res["fit"]["max_micro_batch"].get<std::int64_t>();
+  REQUIRE(max_mb >= 1);
+  req["training"]["micro_batch"] = max_mb + 1;
+  CHECK(call(api::estimate, req)["result"]["fit"]["verdict"] == "oom");
+  req["training"]["micro_batch"] = max_mb;
+  CHECK(call(api::estimate, req)["result"]["fit"]["verdict"] != "oom");
 }

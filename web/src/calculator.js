@@ -11,7 +11,8 @@
   const ERROR_SLOTS = [
     ['/model', 'err-config'], ['/training/seq_len', 'err-seq_len'], ['/training/micro_batch', 'err-micro_batch'],
     ['/training/grad_accum', 'err-grad_accum'], ['/training', 'err-training'], ['/cluster/gpus_per_node', 'err-per_node'],
-    ['/cluster/gpus', 'err-gpus'], ['/cluster/gpu/memory_gib', 'err-gpu_mem'], ['/cluster', 'err-cluster'],
+    ['/cluster/gpus', 'err-gpus'], ['/cluster/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/0/count', 'err-gpus'],
+    ['/cluster/gpu_mix/0/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/1/count', 'err-gpus2'], ['/cluster', 'err-cluster'],
   ];
   // Resolved training fields shown as the "default" choice of a select.
   const RESOLVED = { precision: 'precision', optimizer: 'optimizer', attention: 'attention', loss: 'loss', compile: 'compile' };
@@ -62,11 +63,15 @@
         o.value = p.id;
         return o;
       }));
-      this.$('gpu').replaceChildren(...this.presets.gpus.map((g) => {
+      const gpuOptions = () => this.presets.gpus.map((g) => {
         const o = el('option', `${g.name} · ${g.memory_nominal_gb} GB`);
         o.value = g.id;
         return o;
-      }));
+      });
+      this.$('gpu').replaceChildren(...gpuOptions());
+      const none = el('option', 'none');
+      none.value = '';
+      this.$('gpu2').replaceChildren(none, ...gpuOptions());
       for (const select of this.root.querySelectorAll('select[data-default]')) {
         const o = el('option', 'default');
         o.value = '';
@@ -376,9 +381,13 @@
       const badge = this.$('verdict');
       badge.textContent = fit.verdict === 'oom' ? 'OOM' : fit.verdict;
       badge.className = `badge ${fit.verdict}`;
-      this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.gib(fit.gpu_memory_bytes)} on ${e.gpu.name}` +
+      // A mixed cluster compares each placed stage with its own GPUs: the most-used one is shown.
+      const placed = fit.placement || [];
+      const worst = placed.reduce((w, p) => (!w || p.usage_fraction > w.usage_fraction ? p : w), null);
+      this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.gib(fit.gpu_memory_bytes)} on ${worst ? worst.gpu : e.gpu.name}` +
         ` · device total (nvidia-smi); peak allocated ${format.gib(e.peak_allocated_bytes)}, reserved ${format.gib(e.peak_reserved_bytes)}` +
-        (e.rank_kind !== 'all ranks' ? ` · most-loaded rank: ${e.rank_kind}` : '');
+        (e.rank_kind !== 'all ranks' ? ` · most-loaded rank: ${e.rank_kind}` : '') +
+        (placed.length ? ` · placed: ${placed.map((p) => `${p.rank_kind} on ${p.gpu} (${format.percent(p.usage_fraction)})`).join(', ')}` : '');
       this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
       this.$('throughput').textContent = `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
       this.$('step-time').textContent = format.seconds(e.perf.step_time_s);

@@ -8,7 +8,7 @@
     framework: 'hf_trainer', method: 'full', lora_rank: '16', lora_targets: 'all-linear',
     precision: '', optimizer: '', micro_batch: '', grad_accum: '', seq_len: '4096',
     ckpt: '', attention: '', loss: '', compile: '',
-    gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', pick: '',
+    gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', gpu2: '', gpus2: '8', pick: '',
   });
   const KEYS = Object.keys(DEFAULTS);
 
@@ -59,10 +59,15 @@
     Object.assign(training, chosen);
     const gpu = { preset: state.gpu };
     if (state.gpu_mem !== '') gpu.memory_gib = number(state.gpu_mem);
+    // A second kind of GPU makes a mixed cluster: the first kind's GPUs come first in rank order.
+    const cluster = state.gpu2
+      ? { gpu_mix: [{ gpu, count: number(state.gpus) }, { gpu: { preset: state.gpu2 }, count: number(state.gpus2) }],
+        gpus_per_node: number(state.per_node) }
+      : { gpu, gpus: number(state.gpus), gpus_per_node: number(state.per_node) };
     const request = {
       model: configText ? { config: '@CONFIG@' } : { preset: state.model },
       training,
-      cluster: { gpu, gpus: number(state.gpus), gpus_per_node: number(state.per_node) },
+      cluster,
       ...rest,
     };
     const text = JSON.stringify(request);
