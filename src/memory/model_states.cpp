@@ -336,4 +336,22 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   return m;
 }
 
+const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                                        const RankShard& shard) {
+  const DistributedBehaviour& b = shard.behaviour;
+  key_.assign({static_cast<std::int64_t>(t.offload), static_cast<std::int64_t>(t.amp_weights), static_cast<std::int64_t>(t.method),
+               shard.embedding, shard.head, shard.tp, shard.ep, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
+               shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
+               b.pp_defers_grad_sync, b.reduce_in_fp32});
+  if (t.method == Method::kFreeze) {
+    for (const LayerRange& r : shard.layers) key_.insert(key_.end(), {r.first, r.count});
+    key_.push_back(shard.layers.empty());
+  } else {
+    for (const LayerGroup& g : inv.groups) key_.push_back(shard.held(g.first_layer, g.layer_count));
+  }
+  auto it = memo_.find(key_);
+  if (it == memo_.end()) it = memo_.emplace(key_, compute_model_states(arch, inv, t, shard)).first;
+  return it->second;
+}
+
 }  // namespace memfit

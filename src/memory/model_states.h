@@ -4,6 +4,8 @@
 // (foreach sqrt copy), bitsandbytes 8-bit/4-bit layouts, PEFT adapter dtypes (docs/memory_model.md).
 #pragma once
 #include <cstdint>
+#include <map>
+#include <vector>
 
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
@@ -62,6 +64,7 @@ struct ModelStates {
   std::int64_t ddp_bucket_bytes = 0;
   /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer).
   bool gradients_at_init = false;
+  bool operator==(const ModelStates&) const = default;
 };
 
 /// The part of the model one rank holds, and how data-parallel ranks shard it.
@@ -93,5 +96,22 @@ std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem);
 /// States of one rank; the default shard is the whole model on one GPU.
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                  const TrainingSetup& t, const RankShard& shard = {});
+
+/// compute_model_states remembered by what it reads of the shard: its flags, degrees and
+/// behaviours, and its layers as the count held of each inventory group (the layers themselves
+/// under freeze, which trains the last k). Shards that hold the same — e.g. the stages of
+/// layouts that differ only in their interleaving — share one computation. The key holds the
+/// setup's offload, AMP weight handling and method; one memo serves one model and otherwise one
+/// setup (the search's: its layouts vary only those fields of the setup).
+class ModelStatesMemo {
+ public:
+  const ModelStates& get(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                         const RankShard& shard);
+  std::size_t size() const { return memo_.size(); }
+
+ private:
+  std::map<std::vector<std::int64_t>, ModelStates> memo_;
+  std::vector<std::int64_t> key_;  // reused
+};
 
 }  // namespace memfit

@@ -17,15 +17,27 @@ struct GroupActs {
   std::int64_t saved_bytes = 0;       // one layer, this micro-batch
   std::int64_t kept_bytes = 0;        // what forward leaves alive per layer (saved or checkpoint; mean)
   bool recomputed = false;            // some of its layers are recomputed in backward
-  std::size_t inventory_group = 0;    // the inventory's layer group it cuts
   bool trains = false;                // its base weights train (its last layer's)
+};
+
+// Per-token activations of a layer group, by (inventory group, whether its weights train): the
+// same for every cut of the group in one layout (a stage's model chunks, every rank kind).
+struct ActsMemo {
+  struct Entry {
+    std::size_t inventory_group;
+    bool trains;
+    LayerActivations acts;
+  };
+  std::vector<Entry> entries;
 };
 
 class Replay {
  public:
   // `states`: this rank's model states when already known (rank_model_states), else computed.
+  // `memo`: the layout's layer activations, shared by its rank kinds' replays.
   Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt,
-         const RankContext& rank, bool record_timeline = true, const ModelStates* states = nullptr)
+         const RankContext& rank, bool record_timeline = true, const ModelStates* states = nullptr,
+         ActsMemo* memo = nullptr)
       : a_(a), t_(t), rt_(rt), rank_(rank), record_timeline_(record_timeline),
         owned_states_(states ? std::nullopt : std::optional<ModelStates>(compute_model_states(a, inv, t, rank.shard))),
         states_(states ? *states : *owned_states_) {
@@ -46,6 +58,8 @@ class Replay {
     }
     const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
     groups_.reserve(rank.kind.layers.size() * inv.groups.size());
+    ActsMemo own;
+    ActsMemo& acts = memo ? *memo : own;
     for (const LayerRange& r : rank.kind.layers) {
       for (std::size_t gi = 0; gi < inv.groups.size(); ++gi) {
         const LayerGroup& g = inv.groups[gi];
@@ -55,18 +69,20 @@ class Replay {
         GroupActs ga;
         ga.first_layer = lo;
         ga.layers = hi - lo;
-        ga.inventory_group = gi;
         ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
-        // A stage's model chunks (interleaved schedule) cut the same inventory group several
-        // times: its per-token activations are the same for every cut that trains alike.
-        const GroupActs* same = nullptr;
-        for (const GroupActs& prev : groups_) {
-          if (prev.inventory_group == gi && prev.trains == ga.trains) same = &prev;
+        // Every cut of an inventory group that trains alike has the same per-token activations
+        // (a stage's model chunks, the layout's other rank kinds).
+        const LayerActivations* same = nullptr;
+        for (const ActsMemo::Entry& e : acts.entries) {
+          if (e.inventory_group == gi && e.trains == ga.trains) same = &e.acts;
         }
-        ga.acts = same ? same->acts
-                       : layer_activations(a, unchecked ? *unchecked : t, g.moe,
-                                           g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains,
-                                           rank.split);
+        if (same) {
+          ga.acts = *same;
+        } else {
+          ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
+                                      g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, rank.split);
+          acts.entries.push_back({gi, ga.trains, ga.acts});
+        }
         ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                      checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
                                                  positions, "activation bytes"), "activation bytes");
@@ -285,11 +301,12 @@ class Replay {
     if (tl) tl->push_back({phase, label.render(), layer, b});
     // Stored activations: what forward leaves for backward (backward's transient gradients are
     // not "activation memory" in the papers' sense).
+    const std::int64_t total = b.total(), best_total = best.total();  // once (the writes below may alias)
     if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
-    compute_pool_peak_ = std::max(compute_pool_peak_, b.total() - b.side_stream_bytes);
+    compute_pool_peak_ = std::max(compute_pool_peak_, total - b.side_stream_bytes);
     side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
-    cached_peak_ = std::max(cached_peak_, b.total() + b.cached_unusable_bytes);
-    if (b.total() > best.total()) {
+    cached_peak_ = std::max(cached_peak_, total + b.cached_unusable_bytes);
+    if (total > best_total) {
       best = b;
       *at = PeakEvent{phase, label, layer};
     }
@@ -590,11 +607,13 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
 }
 
 std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                           const TrainingSetup& t, const ParallelLayout& l) {
+                                           const TrainingSetup& t, const ParallelLayout& l, ModelStatesMemo* memo) {
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<ModelStates> out;
-  for (const RankContext& rank : plan_ranks(l, arch, setup)) out.push_back(compute_model_states(arch, inv, setup, rank.shard));
+  for (const RankContext& rank : plan_ranks(l, arch, setup)) {
+    out.push_back(memo ? memo->get(arch, inv, setup, rank.shard) : compute_model_states(arch, inv, setup, rank.shard));
+  }
   return out;
 }
 
@@ -607,9 +626,10 @@ void for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& in
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
   if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
+  ActsMemo acts;  // the rank kinds share the layout's layer activations
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
-    f(k, ranks[k], Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known).peaks());
+    f(k, ranks[k], Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known, &acts).peaks());
   }
 }
 }  // namespace
@@ -691,8 +711,9 @@ std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitec
 }
 
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                                              const TrainingSetup& t, const ParallelLayout& l) {
-  return unless_beyond_exact([&] { return rank_model_states(arch, inv, t, l); });
+                                                              const TrainingSetup& t, const ParallelLayout& l,
+                                                              ModelStatesMemo* memo) {
+  return unless_beyond_exact([&] { return rank_model_states(arch, inv, t, l, memo); });
 }
 
 std::optional<std::int64_t> try_device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,

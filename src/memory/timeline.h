@@ -160,8 +160,10 @@ std::vector<RankPeak> estimate_rank_peaks(const ModelArchitecture& arch, const T
 /// The model states of each rank kind of `l`, in plan_ranks order. They depend on neither the
 /// micro-batch, the accumulation, sequence parallelism nor checkpointing, so layouts that differ
 /// only in those share them (the search computes them once per such group).
+/// `memo`: shares compute_model_states across layouts (ModelStatesMemo's contract).
 std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                           const TrainingSetup& t, const ParallelLayout& l);
+                                           const TrainingSetup& t, const ParallelLayout& l,
+                                           ModelStatesMemo* memo = nullptr);
 
 /// The search's entry points: the same results, with sizes past the 2^53 bound returned as
 /// nullopt (the search reads them as out of memory) instead of the out_of_range error, so that
@@ -174,7 +176,8 @@ std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitec
                                                              const TrainingSetup& t, const ParallelLayout& l,
                                                              const RuntimeProfile& rt, const std::vector<ModelStates>* states);
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                                              const TrainingSetup& t, const ParallelLayout& l);
+                                                              const TrainingSetup& t, const ParallelLayout& l,
+                                                              ModelStatesMemo* memo = nullptr);
 
 /// A lower bound on the device total of the most-loaded rank of `l`, whatever the micro-batch
 /// and the activations: the steady step's optimizer moment holds every rank's weights,

@@ -176,14 +176,10 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   return b;
 }
 
-StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l,
-                            const ClusterSpec& c, const PerfConstants& k) {
-  StepTime st;
+StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
+                       const PerfConstants& k) {
   const GpuSpec& g = c.gpu;
   const double tp = static_cast<double>(l.tp), cp = static_cast<double>(l.cp);
-  const double m = static_cast<double>(std::max<std::int64_t>(1, t.grad_accum));
-  const double v = static_cast<double>(l.vpp);
-  const double p = static_cast<double>(l.pp);
   const double seq = static_cast<double>(t.seq_len);
   const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
@@ -201,9 +197,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
   const Link tp_link = link_for(l.tp, c, k);
   const Link cp_link = link_for(l.tp * l.cp, c, k);
-  const Link dp_link = link_for(l.tp * l.cp * l.dp, c, k);
   const Link ep_link = link_for(l.tp * std::max<std::int64_t>(l.ep, 1), c, k);
-  const Link pp_link = link_for(l.tp * l.cp * l.dp * l.pp, c, k);
 
   // Recomputation multipliers on the forward of a block.
   double recompute_all = 0, recompute_attention = 0, recompute_mm = 0;
@@ -282,9 +276,6 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     costs = heap_costs.data();
   }
   for (std::size_t gi = 0; gi < b.layers.size(); ++gi) costs[gi] = layer_cost(b.layers[gi]);
-  struct StageCost {
-    double compute_s = 0, recompute_s = 0, bwd_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, trainable = 0, params = 0;
-  };
   auto add_layers = [&](StageCost& sc, std::int64_t first, std::int64_t last) {
     for (std::size_t gi = 0; gi < b.layers.size(); ++gi) {
       const PerfLayer& pl = b.layers[gi];
@@ -327,8 +318,11 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     return sc;
   };
   // The first stage holds the most layers of an even split; the last adds the head and loss.
-  StageCost first_stage = stage_cost(0);
-  StageCost last_stage = l.pp > 1 ? stage_cost(l.pp - 1) : first_stage;
+  StageCosts out;
+  StageCost& first_stage = out.first;
+  StageCost& last_stage = out.last;
+  first_stage = stage_cost(0);
+  last_stage = l.pp > 1 ? stage_cost(l.pp - 1) : first_stage;
   // Output layer and loss on the last stage; embeddings on the first.
   {
     StageCost& last = last_stage;
@@ -346,6 +340,27 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     if (b.head_trains) first.trainable += b.embedding_params;
     first.params += b.embedding_params / tp;
   }
+  return out;
+}
+
+StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l,
+                            const ClusterSpec& c, const PerfConstants& k, const StageCosts* known) {
+  StepTime st;
+  const GpuSpec& g = c.gpu;
+  const double tp = static_cast<double>(l.tp), cp = static_cast<double>(l.cp);
+  const double m = static_cast<double>(std::max<std::int64_t>(1, t.grad_accum));
+  const double v = static_cast<double>(l.vpp);
+  const double p = static_cast<double>(l.pp);
+  const double seq = static_cast<double>(t.seq_len);
+  const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
+  const double act_bytes = static_cast<double>(activation_bytes(t.precision));
+  const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
+  const double sp_div = l.sequence_parallel ? tp : 1.0;
+  const Link dp_link = link_for(l.tp * l.cp * l.dp, c, k);
+  const Link pp_link = link_for(l.tp * l.cp * l.dp * l.pp, c, k);
+  const StageCosts costs = known ? *known : stage_costs(b, t, l, c, k);
+  const StageCost& first_stage = costs.first;
+  const StageCost& last_stage = costs.last;
   const auto total = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
   const StageCost& sc = l.pp > 1 && total(first_stage) > total(last_stage) ? first_stage : last_stage;
   const double per_mb = sc.compute_s + sc.tp_s + sc.cp_s + sc.ep_s;

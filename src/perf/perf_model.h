@@ -129,9 +129,25 @@ struct StepTime {
   double mfu = 0;                    // over the GPU's dense 16-bit peak
 };
 
+/// One micro-batch through one pipeline stage: compute (forward, backward, recompute), the
+/// tensor, context and expert parallel collectives not hidden behind it, and the stage's
+/// trainable and held parameters (per tp rank).
+struct StageCost {
+  double compute_s = 0, recompute_s = 0, bwd_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, trainable = 0, params = 0;
+};
+/// The first and last stages' costs (one stage: `last` holds the whole model): the part of a step
+/// time that depends on neither dp, the sharding stage, the offload nor the accumulation, so the
+/// search computes it once for the layouts that differ only in those.
+struct StageCosts {
+  StageCost first, last;
+};
+StageCosts stage_costs(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
+                       const PerfConstants& k = {});
+
 /// Step time of `t` on layout `l` (degrees, sharding, schedule, behaviours) over cluster `c`.
+/// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).
 StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
-                            const ClusterSpec& c, const PerfConstants& k = {});
+                            const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr);
 
 /// An upper bound on the tokens/s of layout `l` at every micro-batch from 1 to t.micro_batch,
 /// with any gradient accumulation: a step takes at least grad_accum x per_micro_batch_s (the

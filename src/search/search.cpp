@@ -82,6 +82,7 @@ struct Structure {
   std::int64_t oom_from = std::numeric_limits<std::int64_t>::max();
   std::int64_t tight_from = std::numeric_limits<std::int64_t>::max();
   std::uint32_t floor_group = 0;      // structures that differ only in sequence parallelism and checkpointing
+  std::uint32_t speed_group = 0;      // structures that differ only in sharding and offload (stage costs)
   bool probed = false;
   double bound = 0;                   // upper bound of its candidates' tokens/s (fastest objective)
   std::int64_t least_bytes = -1;      // device total at its smallest micro-batch, once estimated
@@ -184,6 +185,15 @@ class Searcher {
   // per-micro-batch time they rest on is independent of the sharding stage and the offload
   // (those change the data-parallel, offload and optimizer terms only).
   std::map<std::pair<bool, Checkpointing>, double> bounds_;
+  // Speed groups of this (tp, pp, cp, vpp, ep) by (sequence parallel, checkpointing), and the
+  // stage costs of each group's micro-batches on each GPU kind, computed on first use (the step
+  // times of its structures share them; kept only for up to kMaxCachedStageCosts values).
+  std::map<std::pair<bool, Checkpointing>, std::uint32_t> speed_groups_;
+  static constexpr std::size_t kMaxCachedStageCosts = 16;
+  std::size_t speed_group_count_ = 0;
+  std::vector<std::int64_t> stage_slot_;       // by speed group: its first cache entry, or -1
+  std::vector<StageCosts> stage_cache_;        // n_mb x GPU kinds entries per slot
+  std::vector<std::uint8_t> stage_known_;
   // Device-total floors by floor group (-1: not computed yet); the group of the structures
   // enumerated last and the key it was opened for.
   std::vector<std::int64_t> floors_;
@@ -192,6 +202,7 @@ class Searcher {
   // (computed, nullopt past the 2^53 bound) by floor group.
   std::vector<std::pair<bool, std::optional<std::vector<ModelStates>>>> group_states_;
   bool beyond_candidate_bound_ = false;
+  ModelStatesMemo states_memo_;  // floor groups whose ranks hold the same shards share their states
   std::map<std::int64_t, std::uint32_t> floor_groups_;  // of this (tp, pp, cp, vpp, ep), by (sharding, offload)
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
@@ -262,6 +273,7 @@ class Searcher {
           for (std::int64_t vpp : vpps) {
             for (std::int64_t ep : eps) {
               bounds_.clear();  // the speed bounds of this (tp, pp, cp, vpp, ep)
+              speed_groups_.clear();
               floor_groups_.clear();
               for (Sharding sh : shardings) {
                 if (dp * cp == 1 && sh != Sharding::kNone && in_.space.sharding.empty()) continue;  // nothing to shard over
@@ -341,6 +353,9 @@ class Searcher {
       group_states_.emplace_back();
     }
     s.floor_group = group->second;
+    const auto [speed, new_speed] = speed_groups_.try_emplace({sp, ck}, static_cast<std::uint32_t>(speed_group_count_));
+    if (new_speed) ++speed_group_count_;
+    s.speed_group = speed->second;
     if (s.count > 0 && in_.objective == Objective::kFastest) {
       auto [it, fresh] = bounds_.try_emplace({sp, ck}, 0.0);
       if (fresh) {
@@ -385,7 +400,7 @@ class Searcher {
     Candidate cand;
     cand.layout = s.layout;
     cand.setup = setup_of(c);
-    cand.perf = step_time(cand.setup, s.layout);
+    cand.perf = step_time(c);
     cand.method = families_[s.family];
     cand.memory_known = true;
     cand.device_total_bytes = a->peak.device_total_bytes;
@@ -455,13 +470,37 @@ class Searcher {
   }
 
   // The step time on the slowest of the cluster's GPU kinds (every rank waits for it).
-  StepTime step_time(const TrainingSetup& t, const ParallelLayout& l) const {
-    StepTime slowest = estimate_step_time(basis_, t, l, clusters_[0], perfs_[0]);
-    for (std::size_t i = 1; i < clusters_.size(); ++i) {
-      StepTime st = estimate_step_time(basis_, t, l, clusters_[i], perfs_[i]);
-      if (st.tokens_per_s < slowest.tokens_per_s) slowest = st;
+  StepTime step_time(const Timed& c) {
+    const Structure& s = structures_[c.structure];
+    const TrainingSetup& t = scratch_setup(c);
+    StepTime slowest;
+    for (std::size_t i = 0; i < clusters_.size(); ++i) {
+      StepTime st = estimate_step_time(basis_, t, s.layout, clusters_[i], perfs_[i], stage_costs_of(s, c, i));
+      if (i == 0 || st.tokens_per_s < slowest.tokens_per_s) slowest = st;
     }
     return slowest;
+  }
+
+  // The stage costs of a candidate on GPU kind `kind`, shared by its speed group (null: not
+  // cached, when the space has too many micro-batch values).
+  const StageCosts* stage_costs_of(const Structure& s, const Timed& c, std::size_t kind) {
+    const std::size_t per_slot = micro_batches_.size() * clusters_.size();
+    if (per_slot > kMaxCachedStageCosts) return nullptr;
+    if (stage_slot_.empty()) stage_slot_.assign(speed_group_count_, -1);
+    std::int64_t& slot = stage_slot_[s.speed_group];
+    if (slot < 0) {
+      slot = static_cast<std::int64_t>(stage_cache_.size());
+      stage_cache_.resize(stage_cache_.size() + per_slot);
+      stage_known_.resize(stage_known_.size() + per_slot, 0);
+    }
+    const auto mb = static_cast<std::size_t>(
+        std::lower_bound(micro_batches_.begin(), micro_batches_.end(), static_cast<std::int64_t>(c.micro_batch)) - micro_batches_.begin());
+    const std::size_t at = static_cast<std::size_t>(slot) + mb * clusters_.size() + kind;
+    if (!stage_known_[at]) {
+      stage_cache_[at] = stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
+      stage_known_[at] = 1;
+    }
+    return &stage_cache_[at];
   }
 
   // The model states of the structure's floor group, computed on first use; null past the 2^53
@@ -469,7 +508,7 @@ class Searcher {
   const std::vector<ModelStates>* states_of(const Structure& s) {
     auto& [known, states] = group_states_[s.floor_group];
     if (!known) {
-      states = try_rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout);
+      states = try_rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout, &states_memo_);
       known = true;
     }
     return states ? &*states : nullptr;
@@ -534,7 +573,7 @@ class Searcher {
 
   double tokens_per_s(const Timed& c) {
     ++r_.timed;
-    return step_time(scratch_setup(c), structures_[c.structure].layout).tokens_per_s;
+    return step_time(c).tokens_per_s;
   }
 
   // setup_of without the copy (the LoRA target list): valid until the next call.

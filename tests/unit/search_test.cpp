@@ -580,3 +580,108 @@ TEST_CASE("an estimate on a mixed cluster checks each placed stage against its o
   req["training"]["micro_batch"] = max_mb;
   CHECK(call(api::estimate, req)["result"]["fit"]["verdict"] != "oom");
 }
+
+// The search reuses a speed group's stage costs across sharding stages, offloads, data-parallel
+// degrees and accumulations: they must not depend on those, and a step time from known stage
+// costs must equal one computed whole.
+TEST_CASE("stage costs depend on neither dp, sharding, offload nor accumulation", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-70B-Instruct");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const ClusterSpec c = cluster("H100-80GB", 512);
+  auto same = [](const StageCost& x, const StageCost& y) {
+    return x.compute_s == y.compute_s && x.recompute_s == y.recompute_s && x.bwd_s == y.bwd_s && x.tp_s == y.tp_s &&
+           x.cp_s == y.cp_s && x.ep_s == y.ep_s && x.trainable == y.trainable && x.params == y.params;
+  };
+  for (const Checkpointing ck : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}) {
+    for (const std::int64_t pp : {1, 4}) {
+      for (const bool sp : {false, true}) {
+        TrainingSetup t = bf16(2, 8192);
+        t.checkpointing = ck;
+        const PerfBasis basis = build_perf_basis(a, inv, t);
+        ParallelLayout l;
+        l.tp = 8;
+        l.pp = pp;
+        l.vpp = pp > 1 ? 2 : 1;
+        l.schedule = pp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+        l.cp = 2;
+        l.sequence_parallel = sp;
+        l.dp = 512 / (8 * pp * 2);
+        const StageCosts base = stage_costs(basis, t, l, c);
+        for (const Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero3}) {
+          for (const Offload off : {Offload::kNone, Offload::kOptimizer}) {
+            for (const std::int64_t ga : {4, 16}) {
+              ParallelLayout v = l;
+              v.sharding = sh;
+              v.dp = l.dp / 2;  // another data-parallel degree (the stage costs do not read it)
+              TrainingSetup u = t;
+              u.offload = off;
+              u.grad_accum = ga;
+              const StageCosts other = stage_costs(basis, u, v, c);
+              CHECK(same(other.first, base.first));
+              CHECK(same(other.last, base.last));
+              const StepTime whole = estimate_step_time(basis, u, v, c);
+              const StepTime reused = estimate_step_time(basis, u, v, c, {}, &base);
+              CHECK(whole.step_s == reused.step_s);
+              CHECK(whole.tokens_per_s == reused.tokens_per_s);
+              CHECK(whole.communication_total_s == reused.communication_total_s);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The search shares model states between layouts whose ranks hold the same shards
+// (ModelStatesMemo): across a search-like variety of layouts, one memo must give exactly what
+// computing each rank's states directly gives — dense, MoE with dense first layers, freeze and
+// LoRA, with and without AMP.
+TEST_CASE("model states remembered by shard equal the states computed directly", "[search][memo]") {
+  struct Case {
+    const char* model;
+    Method method;
+    Precision precision;
+    std::int64_t gpus;
+  };
+  for (const Case& k : {Case{"meta-llama/Llama-3.1-70B-Instruct", Method::kFull, Precision::kBf16, 64},
+                        Case{"meta-llama/Llama-3.1-70B-Instruct", Method::kFreeze, Precision::kAmpBf16, 64},
+                        Case{"deepseek-ai/DeepSeek-V3", Method::kFull, Precision::kAmpBf16, 256},
+                        Case{"Qwen/Qwen3-8B", Method::kLora, Precision::kBf16, 16}}) {
+    const ModelArchitecture a = preset(k.model);
+    const TensorInventory inv = build_tensor_inventory(a);
+    TrainingSetup t = bf16(1, 4096);
+    t.method = k.method;
+    t.precision = k.precision;
+    t.freeze_trainable_layers = 3;
+    ModelStatesMemo memo;
+    std::size_t layouts = 0;
+    const std::int64_t layers = a.num_layers;
+    for (const std::int64_t tp : {1, 4}) {
+      for (const std::int64_t pp : {1, 2, 4}) {
+        for (const std::int64_t vpp : {1, 2, 4}) {
+          if (vpp > 1 && (pp == 1 || layers % (pp * vpp) != 0)) continue;
+          for (const Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero3}) {
+            for (const Offload off : {Offload::kNone, Offload::kOptimizer}) {
+              ParallelLayout l;
+              l.tp = tp;
+              l.pp = pp;
+              l.vpp = vpp;
+              l.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+              l.dp = k.gpus / (tp * pp);
+              l.ep = a.is_moe() ? 8 : 1;
+              l.sharding = sh;
+              TrainingSetup u = t;
+              u.offload = off;
+              if (check_layout(l, a, u)) continue;
+              INFO(k.model << " tp " << tp << " pp " << pp << " vpp " << vpp << " sharding " << static_cast<int>(sh));
+              CHECK(rank_model_states(a, inv, u, l, &memo) == rank_model_states(a, inv, u, l));
+              ++layouts;
+            }
+          }
+        }
+      }
+    }
+    CHECK(layouts > 20);
+    CHECK(memo.size() < layouts * 3);  // some layouts shared their ranks' states
+  }
+}
