@@ -27,7 +27,7 @@ Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_byt
 
 FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                      const ParallelLayout& layout, const GpuSpec& gpu, std::int64_t device_total_bytes,
-                     const RuntimeProfile& rt, bool search, const std::vector<ModelStates>* states) {
+                     const RuntimeProfile& rt, bool search) {
   FitReport r;
   r.verdict = verdict_for(device_total_bytes, gpu.memory_total_bytes);
   r.usage_fraction = static_cast<double>(device_total_bytes) / static_cast<double>(gpu.memory_total_bytes);
@@ -36,7 +36,7 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
     TrainingSetup probe = t;
     probe.micro_batch = mb;
     try {
-      return estimate_peak(arch, inv, probe, layout, rt, states).device_total_bytes <= gpu.memory_total_bytes;
+      return estimate_peak(arch, inv, probe, layout, rt).device_total_bytes <= gpu.memory_total_bytes;
     } catch (const Error& err) {
       if (err.code() == ErrorCode::kOutOfRange) return false;  // sizes past the 2^53 bound
       throw;

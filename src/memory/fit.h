@@ -66,11 +66,8 @@ std::int64_t largest_fitting_micro_batch(const std::function<bool(std::int64_t)>
 
 /// Verdict of the most-loaded rank's device total and, with `search`, the largest micro-batch
 /// whose most-loaded rank fits (binary search: the estimate never falls as the micro-batch grows).
-/// `states`: the layout's rank_model_states when the caller has them (they do not depend on the
-/// micro-batch).
 FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                      const ParallelLayout& layout, const GpuSpec& gpu, std::int64_t device_total_bytes,
-                     const RuntimeProfile& rt = {}, bool search = true,
-                     const std::vector<ModelStates>* states = nullptr);
+                     const RuntimeProfile& rt = {}, bool search = true);
 
 }  // namespace memfit

@@ -274,10 +274,13 @@ class Replay {
   struct Peaks {
     std::int64_t allocated_bytes = 0, reserved_bytes = 0, device_total_bytes = 0, nccl_bytes = 0;
   };
-  // The peaks of run() without a timeline, without building an Estimate (the search's question).
-  Peaks peaks() const {
+  // The peaks of run() without a timeline, without building an Estimate or keeping the peak's
+  // breakdown (the search's question).
+  Peaks peaks() {
+    totals_only_ = true;
     PeakEvent at;
-    return peaks_over(step(/*states_live=*/true, /*grads_live=*/t_.grad_accum > 1, nullptr, &at).total());
+    step(/*states_live=*/true, /*grads_live=*/t_.grad_accum > 1, nullptr, &at);
+    return peaks_over(step_peak_);
   }
 
  private:
@@ -301,12 +304,14 @@ class Replay {
     if (tl) tl->push_back({phase, label.render(), layer, b});
     // Stored activations: what forward leaves for backward (backward's transient gradients are
     // not "activation memory" in the papers' sense).
-    const std::int64_t total = b.total(), best_total = best.total();  // once (the writes below may alias)
+    const std::int64_t total = b.total();  // once (the writes below may alias b)
     if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
     compute_pool_peak_ = std::max(compute_pool_peak_, total - b.side_stream_bytes);
     side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
     cached_peak_ = std::max(cached_peak_, total + b.cached_unusable_bytes);
-    if (total > best_total) {
+    if (total > step_peak_) {
+      step_peak_ = total;
+      if (totals_only_) return;  // peaks(): the bytes alone
       best = b;
       *at = PeakEvent{phase, label, layer};
     }
@@ -335,6 +340,7 @@ class Replay {
 
   Breakdown step(bool states_live, bool grads_live, std::vector<TimelineEvent>* tl, PeakEvent* at_peak) const {
     PeakEvent& at = *at_peak;
+    step_peak_ = 0;
     const bool in_backward_step = t_.optimizer_in_backward;
     const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
     const DistributedBehaviour& beh = rank_.behaviour();
@@ -511,6 +517,8 @@ class Replay {
   std::int64_t comm_layer_ = 0;       // attention collectives' staging in one layer's forward
   mutable std::int64_t act_peak_ = 0;
   mutable std::int64_t compute_pool_peak_ = 0, side_pool_peak_ = 0, cached_peak_ = 0;
+  mutable std::int64_t step_peak_ = 0;  // the largest total of this step's events so far
+  bool totals_only_ = false;            // peaks(): no breakdown or label of the peak kept
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::vector<GroupActs> groups_;
 };
@@ -611,7 +619,9 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<ModelStates> out;
-  for (const RankContext& rank : plan_ranks(l, arch, setup)) {
+  const std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
+  out.reserve(ranks.size());
+  for (const RankContext& rank : ranks) {
     out.push_back(memo ? memo->get(arch, inv, setup, rank.shard) : compute_model_states(arch, inv, setup, rank.shard));
   }
   return out;

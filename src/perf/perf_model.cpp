@@ -358,7 +358,8 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double sp_div = l.sequence_parallel ? tp : 1.0;
   const Link dp_link = link_for(l.tp * l.cp * l.dp, c, k);
   const Link pp_link = link_for(l.tp * l.cp * l.dp * l.pp, c, k);
-  const StageCosts costs = known ? *known : stage_costs(b, t, l, c, k);
+  StageCosts computed;
+  const StageCosts& costs = known ? *known : (computed = stage_costs(b, t, l, c, k));
   const StageCost& first_stage = costs.first;
   const StageCost& last_stage = costs.last;
   const auto total = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };

@@ -2,6 +2,7 @@
 #include "search/search.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -184,11 +185,12 @@ class Searcher {
   // Speed bounds by (sequence parallel, checkpointing) within one (tp, pp, cp, vpp, ep): the
   // per-micro-batch time they rest on is independent of the sharding stage and the offload
   // (those change the data-parallel, offload and optimizer terms only).
-  std::map<std::pair<bool, Checkpointing>, double> bounds_;
+  // Indexed by sp x 3 + checkpointing (by_speed_key); a negative bound: not computed yet.
+  std::array<double, 6> bounds_{};
   // Speed groups of this (tp, pp, cp, vpp, ep) by (sequence parallel, checkpointing), and the
   // stage costs of each group's micro-batches on each GPU kind, computed on first use (the step
   // times of its structures share them; kept only for up to kMaxCachedStageCosts values).
-  std::map<std::pair<bool, Checkpointing>, std::uint32_t> speed_groups_;
+  std::array<std::int64_t, 6> speed_groups_{};  // -1: not opened yet
   static constexpr std::size_t kMaxCachedStageCosts = 16;
   std::size_t speed_group_count_ = 0;
   std::vector<std::int64_t> stage_slot_;       // by speed group: its first cache entry, or -1
@@ -203,7 +205,7 @@ class Searcher {
   std::vector<std::pair<bool, std::optional<std::vector<ModelStates>>>> group_states_;
   bool beyond_candidate_bound_ = false;
   ModelStatesMemo states_memo_;  // floor groups whose ranks hold the same shards share their states
-  std::map<std::int64_t, std::uint32_t> floor_groups_;  // of this (tp, pp, cp, vpp, ep), by (sharding, offload)
+  std::array<std::int64_t, 16> floor_groups_{};  // of this (tp, pp, cp, vpp, ep), by sharding x 4 + offload; -1: none
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
 
@@ -272,9 +274,9 @@ class Searcher {
           if (!in_.space.sequence_parallel.empty()) sps = allowed<bool>(sps, in_.space.sequence_parallel);
           for (std::int64_t vpp : vpps) {
             for (std::int64_t ep : eps) {
-              bounds_.clear();  // the speed bounds of this (tp, pp, cp, vpp, ep)
-              speed_groups_.clear();
-              floor_groups_.clear();
+              bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
+              speed_groups_.fill(-1);
+              floor_groups_.fill(-1);
               for (Sharding sh : shardings) {
                 if (dp * cp == 1 && sh != Sharding::kNone && in_.space.sharding.empty()) continue;  // nothing to shard over
                 for (bool sp : sps) {
@@ -346,31 +348,32 @@ class Searcher {
     }
     s.count = static_cast<std::uint32_t>(timed_.size()) - s.first;
     // One floor group per (tp, pp, cp, vpp, ep, sharding, offload).
-    const auto [group, fresh] = floor_groups_.try_emplace(static_cast<std::int64_t>(sh) * 8 + static_cast<std::int64_t>(off),
-                                                          static_cast<std::uint32_t>(floors_.size()));
-    if (fresh) {
+    std::int64_t& group = floor_groups_[static_cast<std::size_t>(sh) * 4 + static_cast<std::size_t>(off)];
+    if (group < 0) {
+      group = static_cast<std::int64_t>(floors_.size());
       floors_.push_back(-1);
       group_states_.emplace_back();
     }
-    s.floor_group = group->second;
-    const auto [speed, new_speed] = speed_groups_.try_emplace({sp, ck}, static_cast<std::uint32_t>(speed_group_count_));
-    if (new_speed) ++speed_group_count_;
-    s.speed_group = speed->second;
+    s.floor_group = static_cast<std::uint32_t>(group);
+    const std::size_t speed_key = static_cast<std::size_t>(sp) * 3 + static_cast<std::size_t>(ck);
+    std::int64_t& speed = speed_groups_[speed_key];
+    if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
+    s.speed_group = static_cast<std::uint32_t>(speed);
     if (s.count > 0 && in_.objective == Objective::kFastest) {
-      auto [it, fresh] = bounds_.try_emplace({sp, ck}, 0.0);
-      if (fresh) {
+      double& bound = bounds_[speed_key];
+      if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
         // The slowest kind sets the pace: the least of the kinds' bounds bounds it.
-        it->second = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0]);
+        bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0]);
         for (std::size_t i = 1; i < clusters_.size(); ++i) {
-          it->second = std::min(it->second, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i]));
+          bound = std::min(bound, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i]));
         }
         ++r_.bounded;
       }
-      s.bound = it->second;
+      s.bound = bound;
     }
-    structures_.push_back(s);
+    structures_.push_back(std::move(s));
   }
 
   TrainingSetup setup_of(const Timed& c) const {
@@ -473,10 +476,10 @@ class Searcher {
   StepTime step_time(const Timed& c) {
     const Structure& s = structures_[c.structure];
     const TrainingSetup& t = scratch_setup(c);
-    StepTime slowest;
-    for (std::size_t i = 0; i < clusters_.size(); ++i) {
+    StepTime slowest = estimate_step_time(basis_, t, s.layout, clusters_[0], perfs_[0], stage_costs_of(s, c, 0));
+    for (std::size_t i = 1; i < clusters_.size(); ++i) {
       StepTime st = estimate_step_time(basis_, t, s.layout, clusters_[i], perfs_[i], stage_costs_of(s, c, i));
-      if (i == 0 || st.tokens_per_s < slowest.tokens_per_s) slowest = st;
+      if (st.tokens_per_s < slowest.tokens_per_s) slowest = st;
     }
     return slowest;
   }
@@ -768,26 +771,18 @@ class Searcher {
       if (family_best_[f]) {
         const Candidate& c = *family_best_[f];
         m.best = c;
-        if (in_.gpu_mix.empty()) {
-          // The probes share the layout's model states (null past the 2^53 bound: the probe
-          // computes them and reads the error as out of memory).
-          const auto states = try_rank_model_states(*in_.arch, *in_.inv, c.setup, c.layout);
-          const FitReport fr = assess_fit(*in_.arch, *in_.inv, c.setup, c.layout, in_.cluster.gpu, c.device_total_bytes,
-                                          in_.runtime, true, states ? &*states : nullptr);
-          m.max_micro_batch = fr.max_micro_batch;
-          m.max_micro_batch_capped = fr.max_micro_batch_capped;
-        } else {
-          // Mixed cluster: every stage placed by memory must fit its own GPUs.
-          const Structure& s = structures_[family_best_structure_[f]];
-          TrainingSetup probe = c.setup;
-          m.max_micro_batch = largest_fitting_micro_batch(
-              [&](std::int64_t mb) {
-                probe.micro_batch = mb;
-                const std::optional<Assessed> a = assess(s, probe);
-                return a && a->verdict != Verdict::kOom;
-              },
-              m.max_micro_batch_capped);
-        }
+        // Its largest micro-batch at its accumulation: every one up to its own fits (memory grows
+        // with the micro-batch); above it, estimates that share the layout's model states.
+        const Structure& s = structures_[family_best_structure_[f]];
+        TrainingSetup probe = c.setup;
+        m.max_micro_batch = largest_fitting_micro_batch(
+            [&](std::int64_t mb) {
+              if (mb <= c.setup.micro_batch) return true;
+              probe.micro_batch = mb;
+              const std::optional<Assessed> a = assess(s, probe);
+              return a && a->verdict != Verdict::kOom;
+            },
+            m.max_micro_batch_capped);
       } else {
         m.closest = family_closest_[f];
       }
