@@ -173,6 +173,7 @@ class Searcher {
   SearchResult r_;
   std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key
   std::vector<Structure> structures_;
+  std::vector<std::uint32_t> structure_family_;  // structures_[i].family, packed
   std::vector<Timed> timed_;
   std::vector<std::string> families_;
   std::vector<std::optional<Candidate>> family_best_;
@@ -374,6 +375,7 @@ class Searcher {
       s.bound = bound;
     }
     structures_.push_back(std::move(s));
+    structure_family_.push_back(static_cast<std::uint32_t>(family));
   }
 
   TrainingSetup setup_of(const Timed& c) const {
@@ -610,7 +612,7 @@ class Searcher {
     std::vector<std::vector<WalkEntry>> by_family(families_.size());
     const bool top_known = r_.top.size() >= static_cast<std::size_t>(in_.top);
     for (const WalkEntry& e : heap) {
-      const std::size_t fam = structures_[e.structure].family;
+      const std::size_t fam = structure_family_[e.structure];  // packed: the walk's entries are in no order
       if (top_known && comfortable_[fam]) {
         r_.not_needed += size_of(e);
       } else {
