@@ -186,7 +186,7 @@ class Searcher {
   // Speed bounds by (sequence parallel, checkpointing) within one (tp, pp, cp, vpp, ep): the
   // per-micro-batch time they rest on is independent of the sharding stage and the offload
   // (those change the data-parallel, offload and optimizer terms only).
-  // Indexed by sp x 3 + checkpointing (by_speed_key); a negative bound: not computed yet.
+  // Indexed by sp x 3 + checkpointing (add_structure's speed_key); negative: not computed yet.
   std::array<double, 6> bounds_{};
   // Speed groups of this (tp, pp, cp, vpp, ep) by (sequence parallel, checkpointing), and the
   // stage costs of each group's micro-batches on each GPU kind, computed on first use (the step
@@ -200,9 +200,8 @@ class Searcher {
   // Device-total floors by floor group (-1: not computed yet); the group of the structures
   // enumerated last and the key it was opened for.
   std::vector<std::int64_t> floors_;
-  // Model states of each rank kind by floor group (empty: not computed yet): the floor and every
-  // replay of the group's structures read them.
-  // (computed, nullopt past the 2^53 bound) by floor group.
+  // Model states of each rank kind by floor group, as (computed yet, the states or nullopt past
+  // the 2^53 bound): the floor and every replay of the group's structures read them.
   std::vector<std::pair<bool, std::optional<std::vector<ModelStates>>>> group_states_;
   bool beyond_candidate_bound_ = false;
   ModelStatesMemo states_memo_;  // floor groups whose ranks hold the same shards share their states
