@@ -93,7 +93,11 @@ FrameworkProfile torchtune() {
                   s.loss = LossKernel::kStandard;  // chunked output loss arrived with PR #1390
                   s.loss_shift_copy = true;
                   s.loss_input_held = true;
-                }}};
+                }},
+               {202408, "compile: True compiles the model only; the loss runs eager",
+                "pytorch/torchtune recipes/lora_finetune_single_device.py @0217d44c2 (utils.wrap_compile(model)); "
+                "PR #1296 (merged 2024-08-10) compiled model and loss together",
+                [](TrainingSetup& s) { s.compile_loss = false; }}};
   // training.shard_model: fully_shard per layer and the root, reshard_after_forward=True, no
   // MixedPrecisionPolicy (the model is bf16): gradients reduced in bf16.
   p.dist.ddp_bucket_copy = false;
