@@ -79,7 +79,7 @@ void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
 }
 
 TrainingSetup read_training(const Json& j, const std::string& path, const FrameworkProfile*& profile,
-                            std::int64_t num_layers) {
+                            std::int64_t num_layers, std::int64_t& yyyymm) {
   const FieldReader f(j, path);
   reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
@@ -95,7 +95,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                   "framework '" + key->substr(0, 64) + "' is not one of: " + list);
     }
   }
-  std::int64_t yyyymm = 0;
+  yyyymm = 0;
   if (auto v = f.get_string({"framework_version"})) {
     const bool shaped = v->size() == 7 && (*v)[4] == '-' &&
                         std::all_of(v->begin(), v->end(), [](char c) { return (c >= '0' && c <= '9') || c == '-'; });
@@ -416,8 +416,9 @@ EstimateRequest read_estimate_request(const Json& req) {
   const Json* training = f.find({"training"});
   static const Json kEmpty = Json::object();
   if (training && !training->is_object()) throw Error(ErrorCode::kInvalidType, "/training", "training must be an object");
+  std::int64_t framework_yyyymm = 0;
   r.training = read_training(training ? *training : kEmpty, "/training", r.framework,
-                             r.model.arch.num_layers + r.model.arch.num_encoder_layers);
+                             r.model.arch.num_layers + r.model.arch.num_encoder_layers, framework_yyyymm);
 
   const Json* cluster = f.find({"cluster"});
   if (!cluster) throw Error(ErrorCode::kMissingField, "/cluster", "missing required field cluster (at least {\"gpu\": {\"preset\": id}})");
@@ -449,6 +450,7 @@ EstimateRequest read_estimate_request(const Json& req) {
     r.gpus = c.int_or({"gpus"}, 1, kMaxGpus, 1);
   }
   r.gpus_per_node = c.int_or({"gpus_per_node"}, 1, 1024, std::min<std::int64_t>(8, r.gpus));
+  if (r.framework->recipe) r.framework->recipe(r.training, r.gpus > 1, framework_yyyymm);
   // A node holds one kind of GPU: each group of a mix fills whole nodes.
   for (std::size_t i = 0; i < r.gpu_mix.size(); ++i) {
     if (r.gpu_mix[i].count % r.gpus_per_node != 0) {

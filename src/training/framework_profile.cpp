@@ -98,6 +98,16 @@ FrameworkProfile torchtune() {
                 "pytorch/torchtune recipes/lora_finetune_single_device.py @0217d44c2 (utils.wrap_compile(model)); "
                 "PR #1296 (merged 2024-08-10) compiled model and loss together",
                 [](TrainingSetup& s) { s.compile_loss = false; }}};
+  // Since PR #1512 (2024-09-07) only lora_finetune_single_device assigns training.compile_loss's
+  // result; full_finetune_single_device and the distributed recipes discard it, so a loss other
+  // than CEWithChunkedOutputLoss (compiled in place) runs eager.
+  p.recipe = [](TrainingSetup& s, bool distributed, std::int64_t yyyymm) {
+    const bool discards = yyyymm == 0 || yyyymm >= 202409;
+    if (discards && s.loss != LossKernel::kChunked && (distributed || !is_lora_like(s.method))) s.compile_loss = false;
+  };
+  p.sources.push_back("pytorch/torchtune @1814feb17: recipes/full_finetune_single_device.py, full_finetune_distributed.py, "
+                      "lora_finetune_distributed.py (training.compile_loss(self._loss_fn), result unused); "
+                      "lora_finetune_single_device.py (self._loss_fn = training.compile_loss(...)); torchtune/training/_compile.py");
   // training.shard_model: fully_shard per layer and the root, reshard_after_forward=True, no
   // MixedPrecisionPolicy (the model is bf16): gradients reduced in bf16.
   p.dist.ddp_bucket_copy = false;

@@ -36,6 +36,10 @@ struct FrameworkProfile {
   DistributedBehaviour dist;         // its distributed code's memory behaviours
   std::vector<std::string> sources;  // repository @ revision: file, one per default
   std::vector<DatedBehaviour> history;
+  /// Defaults that depend on which of the framework's recipes runs — by the method and whether
+  /// the run spans GPUs — as of `yyyymm` (0: the current code); applied once the cluster is
+  /// known. Null: none.
+  void (*recipe)(TrainingSetup& t, bool distributed, std::int64_t yyyymm) = nullptr;
 };
 
 /// The profile's defaults as of `yyyymm` (e.g. 202404); 0 means the current code.

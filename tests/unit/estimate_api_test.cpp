@@ -232,3 +232,35 @@ TEST_CASE("framework_version applies the framework's dated behaviour", "[api][es
     expect_error(req, "invalid_value", "/training/framework_version");
   }
 }
+
+// torchtune's recipes since PR #1512 (2024-09-07): only lora_finetune_single_device keeps the
+// compiled loss (the others discard training.compile_loss's result), and a chunked loss is
+// compiled in place everywhere.
+TEST_CASE("torchtune compiles a standard loss only in its single-device LoRA recipe since 2024-09", "[api][estimate][frameworks]") {
+  // The logits and loss bytes at the loss backward, from the timeline.
+  auto loss_backward = [](const char* method, const char* version, const char* loss, int gpus = 1) {
+    json req = base_request();
+    req["cluster"]["gpus"] = gpus;
+    req["training"]["framework"] = "torchtune";
+    req["training"]["method"] = method;
+    req["training"]["loss"] = loss;
+    req["training"]["compile"] = true;
+    req["training"]["framework_version"] = version;
+    const json r = estimate(req);
+    REQUIRE(r["ok"] == true);
+    for (const json& e : r["result"]["timeline"]) {
+      if (e["label"] == "loss backward") return e["logits_loss_bytes"].get<long long>();
+    }
+    FAIL("no loss backward event");
+    return 0LL;
+  };
+  const long long logits = 2 * 1024 * 128256;
+  // Full fine-tuning: compiled in 2024-08 (saved fp32 input + its gradient), eager since (saved
+  // log-probabilities, the nll gradient and the log-softmax gradient, fp32).
+  CHECK(loss_backward("full", "2024-08", "standard") == 8 * logits);
+  CHECK(loss_backward("full", "2024-11", "standard") == 12 * logits);
+  // LoRA on one GPU keeps its compiled loss; a chunked loss is compiled in place either way.
+  CHECK(loss_backward("lora", "2024-11", "standard") == 8 * logits);
+  CHECK(loss_backward("lora", "2024-11", "standard", 2) == 12 * logits);  // the distributed LoRA recipe
+  CHECK(loss_backward("full", "2024-11", "chunked") == loss_backward("full", "2024-08", "chunked"));
+}
