@@ -173,7 +173,9 @@ class Replay {
   // cached: at the loss backward, the freed 16-bit logits' block stays in the allocator's cache
   // and is too small for the fp32 gradient buffers of the same shape, which take new segments
   // (the caching allocator serves a request only from a free block at least its size).
-  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0, cached = 0; };
+  // grad: the logits' gradient as the output layer's backward reads it, in the logits dtype (a
+  // fused kernel materialises one chunk of it at a time).
+  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0, cached = 0, grad = 0; };
   LossBytes loss_bytes() const {
     // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
     const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, rank_.split.tp));
@@ -185,6 +187,7 @@ class Replay {
       return checked_mul(checked_mul(tokens, v, "logit bytes"), bytes_per_v, "logit bytes");
     };
     LossBytes l;
+    l.grad = tv(t_.loss == LossKernel::kFused ? std::min(T, rt_.fused_loss_chunk_tokens) : T, e);
     // A loop that keeps its (upcast) logits referenced holds them through the whole backward.
     if (t_.loss_input_held && t_.loss == LossKernel::kStandard) l.held = tv(T, sm);
     switch (t_.loss) {
@@ -422,10 +425,11 @@ class Replay {
     b.weights_bytes += last_kept;
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
     b.temporaries_bytes = states_.amp_weight_cast_bytes;
+    LossBytes loss;
     if (rank_.kind.head) {
       const std::int64_t head_input = checked_mul(tokens_, ceil_div(8 * a_.hidden_size, seq_div_), "activation bytes");
       b.activations_bytes = all_kept + head_input + offload_window_;
-      const LossBytes loss = loss_bytes();
+      loss = loss_bytes();
       b.logits_loss_bytes = loss.forward;
       b.weights_bytes += head_unit;
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
@@ -445,6 +449,14 @@ class Replay {
     const bool grads_full = grads_live || grads_persistent;
     b.gradients_bytes = in_backward_step ? states_.head_gradient_bytes
                                          : (grads_full ? states_.gradients_bytes : states_.head_gradient_bytes);
+    if (rank_.kind.head) {
+      // The output layer's backward: the logits' gradient (every chunk's: the loss backward runs
+      // before any output projection's) meets the output layer's weight gradient and its input.
+      Breakdown head = b;
+      head.logits_loss_bytes = checked_add(loss.held, loss.grad, "logit bytes");
+      head.weights_bytes += head_unit;
+      note(&at, tl, best, head, "backward", {"output layer backward"}, -1);
+    }
     b.weights_bytes -= last_kept;  // the top block is gathered again below
     std::int64_t below = all_kept;
     for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {

@@ -249,3 +249,38 @@ TEST_CASE("chunked and fused losses bound the logits", "[memory][timeline]") {
   CHECK(e.peak_label == "loss backward");
   CHECK(e.at_peak.logits_loss_bytes == 12LL * 8192 * 128256);
 }
+
+TEST_CASE("the output layer's backward holds the logits' gradient with the output layer's weight gradient", "[memory][timeline]") {
+  // Llama-3.2-1B, tied: a trained head's gradient is the embedding table's (v x h). With a chunked
+  // compiled loss and the optimizer in backward, the output layer's backward holds every chunk's
+  // bf16 logits gradient (the loss backward runs before any output projection's) and the head's
+  // weight gradient.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  TrainingSetup t;
+  t.precision = Precision::kBf16;
+  t.seq_len = 8192;
+  t.checkpointing = Checkpointing::kFull;
+  t.loss = LossKernel::kChunked;
+  t.compile = true;
+  t.optimizer_in_backward = true;
+  const Estimate e = run(a, t);
+  const TimelineEvent* loss = nullptr;
+  const TimelineEvent* head = nullptr;
+  for (const TimelineEvent& ev : e.timeline) {
+    if (ev.label == "loss backward") loss = &ev;
+    if (ev.label == "output layer backward") head = &ev;
+  }
+  REQUIRE(loss);
+  REQUIRE(head);
+  const std::int64_t logits = 8192LL * 128256;
+  CHECK(head->live.logits_loss_bytes == 2 * logits);  // the gradient in bf16; nothing else held
+  CHECK(head->live.gradients_bytes == e.states.head_gradient_bytes);
+  CHECK(e.states.head_gradient_bytes > 0);
+  CHECK(head->live.total() - loss->live.total() ==
+        e.states.head_gradient_bytes + 2 * logits - loss->live.logits_loss_bytes);  // the rest unchanged
+  // A fused kernel never materialises the whole gradient: one chunk of it.
+  t.loss = LossKernel::kFused;
+  for (const TimelineEvent& ev : run(a, t).timeline) {
+    if (ev.label == "output layer backward") CHECK(ev.live.logits_loss_bytes == 2LL * RuntimeProfile{}.fused_loss_chunk_tokens * 128256);
+  }
+}
