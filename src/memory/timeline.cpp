@@ -449,10 +449,16 @@ class Replay {
     const bool grads_full = grads_live || grads_persistent;
     b.gradients_bytes = in_backward_step ? states_.head_gradient_bytes
                                          : (grads_full ? states_.gradients_bytes : states_.head_gradient_bytes);
+    // A tied output layer's gradient contribution to the shared table waits in autograd's input
+    // buffer for the embedding's, from the output layer's backward to the embedding backward
+    // (the table's accumulation node runs once both have arrived).
+    const std::int64_t tied_held =
+        rank_.kind.head && rank_.kind.embedding && a_.tie_word_embeddings ? states_.embedding_grad_bytes : 0;
     if (rank_.kind.head) {
       // The output layer's backward: the logits' gradient (every chunk's: the loss backward runs
       // before any output projection's) meets the output layer's weight gradient and its input.
       Breakdown head = b;
+      head.gradients_bytes += tied_held;
       head.logits_loss_bytes = checked_add(loss.held, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
       note(&at, tl, best, head, "backward", {"output layer backward"}, -1);
@@ -482,6 +488,7 @@ class Replay {
       top.gradients_bytes += states_.reduce_layer_bytes;
       top.side_stream_bytes += zero3 ? states_.reduce_layer_bytes : 0;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
+      top.gradients_bytes += tied_held;
       note(&at, tl, best, top, "backward", {"layer ", g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1);
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
       Breakdown bottom = top;
@@ -493,11 +500,14 @@ class Replay {
       }
       bottom.activations_bytes = below + g.kept_bytes + recompute + flowing + offload_window_;
       note(&at, tl, best, bottom, "backward", {"layer ", g.first_layer}, g.first_layer);
-      b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes;
+      b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes - tied_held;
       b.side_stream_bytes = 0;
       if (progressive) b.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
     }
-    b.gradients_bytes = in_backward_step ? 0 : states_.gradients_bytes;
+    // At the embedding backward the table's two contributions meet (the held one, the dense
+    // one below); on a first micro-batch the table's gradient is not assigned yet, so the held
+    // contribution stands in for it within gradients_bytes.
+    b.gradients_bytes = in_backward_step ? tied_held : states_.gradients_bytes + (grads_full ? tied_held : 0);
     b.activations_bytes = in_flight + model_level;
     if (rank_.kind.embedding) {
       b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
