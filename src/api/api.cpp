@@ -170,19 +170,6 @@ std::string inspect(std::string_view request_text) {
 
 namespace {
 
-// A mixed cluster: the stages of every rank kind (name, GPUs of the kind, device total of one)
-// placed by memory on their own GPUs.
-struct KindTotal {
-  const std::string& name;
-  std::int64_t ranks, device_total_bytes;
-};
-MixedFit mixed_fit(const EstimateRequest& r, const ParallelLayout& l, const std::vector<KindTotal>& kinds) {
-  std::vector<KindDemand> demands;
-  const std::int64_t stage_ranks = l.tp * l.dp * l.cp;
-  for (const KindTotal& k : kinds) demands.push_back({k.name, k.ranks / stage_ranks, k.device_total_bytes});
-  return place_stages(demands, l.pp, r.gpus, r.gpu_mix);
-}
-
 // The verdict and largest micro-batch of a mixed cluster, as assess_fit gives them for one kind
 // of GPU.
 FitReport assess_mixed_fit(const EstimateRequest& r, const DistributedEstimate& d, const MixedFit& placed, const RuntimeProfile& rt) {
@@ -194,11 +181,9 @@ FitReport assess_mixed_fit(const EstimateRequest& r, const DistributedEstimate& 
   fit.max_micro_batch = largest_fitting_micro_batch(
       [&](std::int64_t mb) {
         probe.micro_batch = mb;
-        const auto peaks = try_estimate_rank_peaks(r.model.arch, *r.model.inventory, probe, d.layout, rt, nullptr);
-        if (!peaks) return false;  // sizes past the 2^53 bound
-        std::vector<KindTotal> kinds;
-        for (const RankPeak& k : *peaks) kinds.push_back({k.rank_kind, k.ranks, k.device_total_bytes});
-        return mixed_fit(r, d.layout, kinds).verdict != Verdict::kOom;
+        const auto kinds = try_estimate_rank_peaks(r.model.arch, *r.model.inventory, probe, d.layout, rt, nullptr);
+        if (!kinds) return false;  // sizes past the 2^53 bound
+        return place_stages(*kinds, d.layout, r.gpus, r.gpu_mix).verdict != Verdict::kOom;
       },
       fit.max_micro_batch_capped);
   return fit;
@@ -212,9 +197,13 @@ Json estimate_result(const EstimateRequest& r) {
   const Estimate& e = d.peak();
   std::optional<MixedFit> placed;
   if (!r.gpu_mix.empty()) {
-    std::vector<KindTotal> kinds;
-    for (const RankEstimate& k : d.ranks) kinds.push_back({k.context.kind.name, k.context.kind.ranks, k.estimate.device_total_bytes});
-    placed = mixed_fit(r, d.layout, kinds);
+    // Every stage of the layout on its own GPUs, placed by memory.
+    std::vector<RankPeak> kinds;
+    for (const RankEstimate& k : d.ranks) {
+      const Estimate& ke = k.estimate;
+      kinds.push_back({ke.peak_allocated_bytes, ke.peak_reserved_bytes, ke.device_total_bytes, k.context.kind.ranks, k.context.kind.name});
+    }
+    placed = place_stages(kinds, d.layout, r.gpus, r.gpu_mix);
   }
   const FitReport fit = placed ? assess_mixed_fit(r, d, *placed, rt)
                                : assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e.device_total_bytes, rt,

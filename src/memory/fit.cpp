@@ -78,25 +78,26 @@ std::int64_t largest_stage_block_bytes(std::int64_t pp, std::int64_t gpus, const
   return largest;
 }
 
-MixedFit place_stages(const std::vector<KindDemand>& demands, std::int64_t pp, std::int64_t gpus,
+MixedFit place_stages(const std::vector<RankPeak>& kinds, const ParallelLayout& l, std::int64_t gpus,
                       const std::vector<GpuGroup>& mix) {
   // The blocks, most memory first (stable: rank order among equals).
-  std::vector<Block> blocks = stage_blocks(pp, gpus, mix);
+  std::vector<Block> blocks = stage_blocks(l.pp, gpus, mix);
   std::stable_sort(blocks.begin(), blocks.end(), [](const Block& x, const Block& y) { return x.memory_bytes > y.memory_bytes; });
   // Every stage, largest demand first (ties: kind order).
+  const std::int64_t stage_ranks = std::max<std::int64_t>(1, l.tp * l.dp * l.cp);
   std::vector<std::pair<std::int64_t, std::size_t>> stages;
-  for (std::size_t k = 0; k < demands.size(); ++k) {
-    for (std::int64_t i = 0; i < demands[k].stages; ++i) stages.emplace_back(demands[k].device_total_bytes, k);
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    for (std::int64_t i = 0; i < kinds[k].ranks / stage_ranks; ++i) stages.emplace_back(kinds[k].device_total_bytes, k);
   }
   std::sort(stages.begin(), stages.end(), [](const auto& x, const auto& y) {
     return x.first != y.first ? x.first > y.first : x.second < y.second;
   });
   MixedFit fit;
-  fit.kinds.resize(demands.size());
-  for (std::size_t k = 0; k < demands.size(); ++k) {
-    fit.kinds[k].rank_kind = demands[k].rank_kind;
-    fit.kinds[k].stages = demands[k].stages;
-    fit.kinds[k].device_total_bytes = demands[k].device_total_bytes;
+  fit.kinds.resize(kinds.size());
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    fit.kinds[k].rank_kind = kinds[k].rank_kind;
+    fit.kinds[k].stages = kinds[k].ranks / stage_ranks;
+    fit.kinds[k].device_total_bytes = kinds[k].device_total_bytes;
     fit.kinds[k].usage_fraction = -1;
   }
   for (std::size_t i = 0; i < stages.size() && i < blocks.size(); ++i) {

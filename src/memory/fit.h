@@ -36,11 +36,6 @@ Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_byt
 /// Every stage of every rank kind is placed by memory: the largest device totals on the blocks
 /// with the most memory. That sorted matching minimises the largest usage fraction (exchange
 /// argument: for d1 >= d2 and c1 >= c2, max(d1/c1, d2/c2) <= max(d1/c2, d2/c1)).
-struct KindDemand {
-  std::string rank_kind;
-  std::int64_t stages = 1;               // pipeline stages of this kind
-  std::int64_t device_total_bytes = 0;   // of one of its ranks
-};
 struct StagePlacement {
   std::string rank_kind;
   std::string gpu;                       // the GPU kind of its most-used stage's block
@@ -52,9 +47,11 @@ struct StagePlacement {
 struct MixedFit {
   Verdict verdict = Verdict::kFits;      // the worst stage's
   double usage_fraction = 0;             // the most-used stage's
-  std::vector<StagePlacement> kinds;     // in the order of `demands`
+  std::vector<StagePlacement> kinds;     // in the order of the rank kinds
 };
-MixedFit place_stages(const std::vector<KindDemand>& demands, std::int64_t pp, std::int64_t gpus,
+/// `kinds`: each rank kind of `l` with its GPUs and one rank's device total (estimate_rank_peaks);
+/// a kind spans ranks / (tp x dp x cp) stages.
+MixedFit place_stages(const std::vector<RankPeak>& kinds, const ParallelLayout& l, std::int64_t gpus,
                       const std::vector<GpuGroup>& mix);
 /// The most memory a stage block of the mix has (a floor above it fits no placement).
 std::int64_t largest_stage_block_bytes(std::int64_t pp, std::int64_t gpus, const std::vector<GpuGroup>& mix);

@@ -452,11 +452,8 @@ class Searcher {
     }
     a.peak = PeakSummary{(*kinds)[top].peak_allocated_bytes, (*kinds)[top].peak_reserved_bytes, (*kinds)[top].device_total_bytes,
                          top, (*kinds)[top].rank_kind};
-    // Every stage on its own block of GPUs, placed by memory (place_stages).
-    const std::int64_t stage_ranks = s.layout.tp * s.layout.dp * s.layout.cp;
-    std::vector<KindDemand> demands;
-    for (const RankPeak& k : *kinds) demands.push_back({k.rank_kind, k.ranks / stage_ranks, k.device_total_bytes});
-    MixedFit fit = place_stages(demands, s.layout.pp, in_.cluster.gpus, in_.gpu_mix);
+    // Every stage on its own block of GPUs, placed by memory.
+    MixedFit fit = place_stages(*kinds, s.layout, in_.cluster.gpus, in_.gpu_mix);
     a.verdict = fit.verdict;
     a.usage_fraction = fit.usage_fraction;
     a.placement = std::move(fit.kinds);
