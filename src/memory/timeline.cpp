@@ -218,7 +218,12 @@ class Replay {
         // copy is transient and its log-probs (sm·v) stay; the logits themselves are not saved
         // and are dropped before backward. Compiled: the chunk function saves its own input,
         // the logits, and nothing else.
-        if (t_.compile && t_.compile_loss) {
+        if (t_.compile && t_.compile_loss && t_.compile_fuses_chunk_upcast) {
+          // The upcast inside the compiled function is read in registers, never stored; the
+          // chunk's backward kernel writes its gradient in the logits dtype.
+          l.forward = tv(T, e);
+          l.backward = tv(T, e) + tv(c, e);
+        } else if (t_.compile && t_.compile_loss) {
           l.forward = tv(T, e) + tv(c, up);
           l.backward = tv(T, e) + tv(c, 2 * e);
         } else {

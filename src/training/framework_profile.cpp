@@ -82,6 +82,9 @@ FrameworkProfile torchtune() {
   t.loss = LossKernel::kChunked;                 // 8 output chunks, each logits.float() -> CE
   t.loss_chunks = 8;
   t.logits_upcast = true;
+  t.compile_fuses_chunk_upcast = true;           // compile_loss compiles compute_cross_entropy, which
+                                                 // upcasts each chunk (logits.float()) inside; the
+                                                 // unchunked output is upcast by the model, outside
   t.adapters_fp32 = false;                       // LoRALinear adapters in the model dtype
   t.kbit_prep_fp32 = false;                      // QLoRA: torchao NF4 base, the rest stays bf16
   t.lora_rank = 8;

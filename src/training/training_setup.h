@@ -54,6 +54,7 @@ struct TrainingSetup {
   bool compile = false;                      // torch.compile: fused elementwise ops save less
   bool compile_loss = true;                  // ... and the loss is compiled too (not: per-block compile)
   bool compile_fuses_upcast = false;         // the compiled loss takes the 16-bit logits and upcasts inside the kernel
+  bool compile_fuses_chunk_upcast = false;   // a chunked loss's compiled chunk function upcasts inside the kernel
   /// fp8 linears save their inputs as fp8 (Transformer Engine); torchao's Float8Linear saves the
   /// high-precision input and weight and casts again in backward
   /// (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args.forward).

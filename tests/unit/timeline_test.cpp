@@ -255,18 +255,54 @@ TEST_CASE("chunked and fused losses bound the logits", "[memory][timeline]") {
   CHECK(e.at_peak.logits_loss_bytes == 12LL * 8192 * 128256);
 }
 
-TEST_CASE("the output layer's backward holds the logits' gradient with the output layer's weight gradient", "[memory][timeline]") {
-  // Llama-3.2-1B, tied: a trained head's gradient is the embedding table's (v x h). With a chunked
-  // compiled loss and the optimizer in backward, the output layer's backward holds every chunk's
-  // bf16 logits gradient (the loss backward runs before any output projection's) and the head's
-  // weight gradient.
-  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+// Llama-3.2-1B (tied, vocabulary 128,256) in bf16 at 8192 tokens, fully checkpointed, with a
+// compiled chunked loss.
+namespace {
+TrainingSetup compiled_chunked_1b() {
   TrainingSetup t;
   t.precision = Precision::kBf16;
   t.seq_len = 8192;
   t.checkpointing = Checkpointing::kFull;
   t.loss = LossKernel::kChunked;
   t.compile = true;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("a compiled chunked loss that upcasts inside the compiled function stores no fp32 chunk", "[memory][timeline]") {
+  // torchtune's CEWithChunkedOutputLoss: compile_loss compiles compute_cross_entropy, i.e.
+  // cross_entropy(chunk.float()). Forward: only the 8 bf16 logit chunks; the loss backward: the
+  // chunks plus one chunk's bf16 gradient. With the upcast outside the compiled function the fp32
+  // copy of one chunk is stored in the forward.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  TrainingSetup t = compiled_chunked_1b();
+  t.loss_chunks = 8;
+  t.logits_upcast = true;
+  t.compile_fuses_chunk_upcast = true;
+  const std::int64_t logits = 8192LL * 128256;
+  auto logits_at = [&](const Estimate& e, const char* label) {
+    for (const TimelineEvent& ev : e.timeline)
+      if (ev.label == label) return ev.live.logits_loss_bytes;
+    FAIL("no event " << label);
+    return std::int64_t{0};
+  };
+  const Estimate fused = run(a, t);
+  CHECK(logits_at(fused, "logits and cross-entropy") == 2 * logits);
+  CHECK(logits_at(fused, "loss backward") == 2 * logits + 2 * logits / 8);
+  t.compile_fuses_chunk_upcast = false;
+  const Estimate outside = run(a, t);
+  CHECK(logits_at(outside, "logits and cross-entropy") == 2 * logits + 4 * logits / 8);
+  CHECK(logits_at(outside, "loss backward") == 2 * logits + 4 * logits / 8);
+  CHECK(fused.peak_allocated_bytes <= outside.peak_allocated_bytes);
+}
+
+TEST_CASE("the output layer's backward holds the logits' gradient with the output layer's weight gradient", "[memory][timeline]") {
+  // Llama-3.2-1B, tied: a trained head's gradient is the embedding table's (v x h). With a chunked
+  // compiled loss and the optimizer in backward, the output layer's backward holds every chunk's
+  // bf16 logits gradient (the loss backward runs before any output projection's) and the head's
+  // weight gradient.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.2-1B-Instruct");
+  TrainingSetup t = compiled_chunked_1b();
   t.optimizer_in_backward = true;
   const Estimate e = run(a, t);
   const TimelineEvent* loss = nullptr;
