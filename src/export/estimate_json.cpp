@@ -143,6 +143,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"reduce_in_fp32", b.reduce_in_fp32},
            {"cp_gather_kv", b.cp_gather_kv},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
+           {"loss_parallel_decomposed", b.loss_parallel_decomposed},
            {"vocab_multiple", b.vocab_multiple}}}};
   if (!l.stage_layers.empty()) j["stage_layers"] = l.stage_layers;
   return j;

@@ -175,7 +175,8 @@ class Replay {
   // (the caching allocator serves a request only from a free block at least its size).
   // grad: the logits' gradient as the output layer's backward reads it, in the logits dtype (a
   // fused kernel materialises one chunk of it at a time).
-  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0, cached = 0, grad = 0; };
+  // logits: the output projection's output, every chunk's (not materialised by a fused kernel).
+  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0, cached = 0, grad = 0, logits = 0; };
   LossBytes loss_bytes() const {
     // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
     const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, rank_.split.tp));
@@ -187,12 +188,22 @@ class Replay {
       return checked_mul(checked_mul(tokens, v, "logit bytes"), bytes_per_v, "logit bytes");
     };
     LossBytes l;
+    l.logits = t_.loss == LossKernel::kFused ? 0 : tv(T, e);
     l.grad = tv(t_.loss == LossKernel::kFused ? std::min(T, rt_.fused_loss_chunk_tokens) : T, e);
     // A loop that keeps its (upcast) logits referenced holds them through the whole backward.
     if (t_.loss_input_held && t_.loss == LossKernel::kStandard) l.held = tv(T, sm);
     switch (t_.loss) {
       case LossKernel::kStandard:
-        if (t_.loss_softmax_in_place) {
+        if (rank_.split.tp > 1 && rank_.behaviour().loss_parallel_decomposed && !(t_.compile && t_.compile_loss)) {
+          // torch loss_parallel (DTensor): the log-softmax runs as the decomposition with an
+          // all-reduce inserted, in fp32: the fp32 input, the shifted logits and exp(shifted) or
+          // the result live together; the result is saved. Backward (the nll and log-softmax
+          // backward fused): zeros_like(result), exp(result), their sum and the product with
+          // the loss gradient, beside the saved result.
+          l.forward = tv(T, e + (e == 4 ? 0 : 4) + 8);
+          l.backward = tv(T, 4 * sm);
+          if (up > 0 && t_.logits_freed_before_backward) l.cached = tv(T, e);
+        } else if (t_.loss_softmax_in_place) {
           // Megatron vocab_parallel_cross_entropy: logits.float() is the one fp32 copy; max,
           // exp and normalisation run in place and it is saved as the softmax, which backward
           // turns into the gradient in place before the cast back to the logits dtype.
@@ -432,16 +443,30 @@ class Replay {
     b.temporaries_bytes = states_.amp_weight_cast_bytes;
     LossBytes loss;
     if (rank_.kind.head) {
-      const std::int64_t head_input = checked_mul(tokens_, ceil_div(8 * a_.hidden_size, seq_div_), "activation bytes");
+      // The final norm's saved tensors (6h) and the output projection's input (2h); DTensor
+      // sequence parallelism all-gathers the latter before the matmul, which saves it whole.
+      const std::int64_t head_linear_div = rank_.split.gathered_linear_inputs ? 1 : seq_div_;
+      const std::int64_t head_input = checked_mul(
+          tokens_, ceil_div(6 * a_.hidden_size, seq_div_) + ceil_div(2 * a_.hidden_size, head_linear_div), "activation bytes");
       b.activations_bytes = all_kept + head_input + offload_window_;
       loss = loss_bytes();
+      // A head unit of its own is resharded after its forward (FSDP2 post-forward hook): gathered
+      // while the output projection writes the logits, not through the loss, unless a fused
+      // kernel computes the projection inside the loss.
+      const std::int64_t head_in_loss = t_.loss == LossKernel::kFused ? head_unit : 0;
+      if (head_unit > 0 && head_in_loss == 0) {
+        Breakdown projection = b;
+        projection.weights_bytes += head_unit;
+        projection.logits_loss_bytes = loss.logits;
+        note(&at, tl, best, projection, "forward", {"output layer"}, -1);
+      }
       b.logits_loss_bytes = loss.forward;
-      b.weights_bytes += head_unit;
+      b.weights_bytes += head_in_loss;
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
       b.logits_loss_bytes = loss.backward + loss.held;
       b.cached_unusable_bytes = loss.cached;
       note(&at, tl, best, b, "backward", {"loss backward"}, -1);
-      b.weights_bytes -= head_unit;
+      b.weights_bytes -= head_in_loss;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
     } else {

@@ -63,6 +63,9 @@ struct DistributedBehaviour {
   /// Sequence parallel keeps the all-gathered inputs of column-parallel linears for backward
   /// (DTensor tensor parallelism) rather than the local shard (Megatron).
   bool sp_saves_gathered_inputs = false;
+  /// Under tp > 1 the vocabulary-parallel cross-entropy runs as DTensor's decomposed
+  /// log-softmax and nll backward (torch loss_parallel): more fp32 temporaries than one kernel.
+  bool loss_parallel_decomposed = false;
   /// Megatron pads the vocabulary to a multiple of this times tp (make-vocab-size-divisible-by).
   std::int64_t vocab_multiple = 1;
 };

@@ -157,6 +157,7 @@ FrameworkProfile torchtitan() {
   p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
   p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input
+  p.dist.loss_parallel_decomposed = true;        // train.py: loss_parallel() context under tp > 1
   p.history = {{202504, "torch.compile covers the transformer blocks only, not the loss",
                 "pytorch/torchtitan PR #1033 (merged 2025-04-01): build_loss_fn compiles the loss when training.compile is "
                 "set (PR #1608, 2025-08, made model and loss separate compile components, both on by default)",
@@ -164,6 +165,8 @@ FrameworkProfile torchtitan() {
   p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
                "pytorch/torchtitan @ 9dec370: torchtitan/parallelisms/parallelize_llama.py (apply_fsdp)",
                "pytorch/pytorch @ 0123248a: torch/distributed/tensor/experimental/_attention.py (all-gather K/V)",
+               "pytorch/pytorch @ 02eef6b8: torch/distributed/tensor/parallel/loss.py (_log_softmax, "
+               "_nll_loss_and_log_softmax_backward)",
                "pytorch/pytorch: torch/distributed/pipelining/stage.py (backward_maybe_with_nosync)",
                "pytorch/ao: torchao/float8/float8_linear.py (matmul_with_hp_or_float8_args saves input_hp)",
                "pytorch/torchtitan @ b5bcd76c: torchtitan/components/loss.py (pred.float())",

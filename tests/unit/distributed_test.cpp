@@ -346,6 +346,83 @@ TEST_CASE("logits freed before backward leave a cached block that reserved memor
   CHECK(freed.peak_reserved_bytes - kept.peak_reserved_bytes >= 2 * 8192LL * 128256 - (64LL << 20));
 }
 
+namespace {
+// The live bytes of the named event in a distributed estimate's headline timeline.
+const TimelineEvent& event(const Estimate& e, const char* label) {
+  for (const TimelineEvent& ev : e.timeline)
+    if (ev.label == label) return ev;
+  FAIL("no event " << label);
+  return e.timeline.front();
+}
+}  // namespace
+
+TEST_CASE("DTensor loss parallelism runs the log-softmax decomposed: 14 bytes per logit forward, 16 backward",
+          "[distributed][tp][loss]") {
+  // Llama-3.1-8B, tp 4 with sequence parallelism, bf16 logits upcast: each rank holds
+  // tokens x 128256 / 4 logits. torch loss_parallel: the bf16 logits, their fp32 copy, the shifted
+  // copy and exp(shifted) (then the result) forward; backward the saved result, zeros_like, exp,
+  // their sum and the product (torch/distributed/tensor/parallel/loss.py).
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16(1, 4096);
+  t.checkpointing = Checkpointing::kFull;
+  t.logits_upcast = true;
+  ParallelLayout l;
+  l.tp = 4;
+  l.sequence_parallel = true;
+  const std::int64_t logits = 4096LL * 128256 / 4;
+  const Estimate kernel = run(a, t, l).peak();
+  CHECK(event(kernel, "logits and cross-entropy").live.logits_loss_bytes == 10 * logits);
+  CHECK(event(kernel, "loss backward").live.logits_loss_bytes == 12 * logits);
+  l.behaviour.loss_parallel_decomposed = true;
+  const Estimate decomposed = run(a, t, l).peak();
+  CHECK(event(decomposed, "logits and cross-entropy").live.logits_loss_bytes == 14 * logits);
+  CHECK(event(decomposed, "loss backward").live.logits_loss_bytes == 16 * logits);
+  // Only the vocabulary-parallel loss is decomposed: on one rank the loss is one kernel.
+  ParallelLayout one;
+  one.behaviour.loss_parallel_decomposed = true;
+  CHECK(event(run(a, t, one).peak(), "loss backward").live.logits_loss_bytes == 12 * 4 * logits);
+}
+
+TEST_CASE("DTensor sequence parallelism keeps the output projection's gathered input", "[distributed][tp][sp]") {
+  // The final norm's saved tensors (6h per token) stay split by tp; the output projection's
+  // input (2h) is all-gathered before the matmul, which saves it whole.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16(1, 4096);
+  t.checkpointing = Checkpointing::kFull;
+  ParallelLayout l;
+  l.tp = 4;
+  l.sequence_parallel = true;
+  const std::int64_t local = event(run(a, t, l).peak(), "logits and cross-entropy").live.activations_bytes;
+  l.behaviour.sp_saves_gathered_inputs = true;
+  const std::int64_t gathered = event(run(a, t, l).peak(), "logits and cross-entropy").live.activations_bytes;
+  CHECK(gathered - local == 4096LL * 2 * 4096 * 3 / 4);
+}
+
+TEST_CASE("a head unit of its own is gathered for the output projection, not through the loss", "[distributed][zero]") {
+  // FSDP2 reshards a unit after its forward: the head's weight (v x h, bf16) is gathered while
+  // the output projection writes the logits and again in its backward; a fused loss computes the
+  // projection inside the loss, so there it stays gathered through the loss.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = full_bf16(1, 4096);
+  t.checkpointing = Checkpointing::kFull;
+  ParallelLayout l;
+  l.dp = 8;
+  l.sharding = Sharding::kZero3;
+  l.behaviour.root_unit_gathered = false;
+  const Estimate e = run(a, t, l).peak();
+  REQUIRE(e.states.gather_head_bytes > 0);
+  const TimelineEvent& projection = event(e, "output layer");
+  const TimelineEvent& loss = event(e, "logits and cross-entropy");
+  CHECK(projection.live.weights_bytes - loss.live.weights_bytes == e.states.gather_head_bytes);
+  CHECK(projection.live.logits_loss_bytes == 2 * 4096LL * 128256);
+  CHECK(event(e, "loss backward").live.weights_bytes == loss.live.weights_bytes);
+  CHECK(event(e, "output layer backward").live.weights_bytes == projection.live.weights_bytes);
+  t.loss = LossKernel::kFused;
+  const Estimate fused = run(a, t, l).peak();
+  for (const TimelineEvent& ev : fused.timeline) CHECK(ev.label != "output layer");
+  CHECK(event(fused, "logits and cross-entropy").live.weights_bytes == projection.live.weights_bytes);
+}
+
 TEST_CASE("a reference accounting's rule points at the request field", "[distributed][reference]") {
   const json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
                     {"training", {{"framework", "megatron"}, {"seq_len", 8192}}},
