@@ -354,6 +354,19 @@ const TimelineEvent& event(const Estimate& e, const char* label) {
   FAIL("no event " << label);
   return e.timeline.front();
 }
+// One 4096-token sequence, fully checkpointed, bf16.
+TrainingSetup checkpointed_4k() {
+  TrainingSetup t = full_bf16(1, 4096);
+  t.checkpointing = Checkpointing::kFull;
+  return t;
+}
+// tp 4 with sequence parallelism.
+ParallelLayout tp4_sp() {
+  ParallelLayout l;
+  l.tp = 4;
+  l.sequence_parallel = true;
+  return l;
+}
 }  // namespace
 
 TEST_CASE("DTensor loss parallelism runs the log-softmax decomposed: 14 bytes per logit forward, 16 backward",
@@ -363,12 +376,9 @@ TEST_CASE("DTensor loss parallelism runs the log-softmax decomposed: 14 bytes pe
   // copy and exp(shifted) (then the result) forward; backward the saved result, zeros_like, exp,
   // their sum and the product (torch/distributed/tensor/parallel/loss.py).
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  TrainingSetup t = full_bf16(1, 4096);
-  t.checkpointing = Checkpointing::kFull;
+  TrainingSetup t = checkpointed_4k();
   t.logits_upcast = true;
-  ParallelLayout l;
-  l.tp = 4;
-  l.sequence_parallel = true;
+  ParallelLayout l = tp4_sp();
   const std::int64_t logits = 4096LL * 128256 / 4;
   const Estimate kernel = run(a, t, l).peak();
   CHECK(event(kernel, "logits and cross-entropy").live.logits_loss_bytes == 10 * logits);
@@ -387,11 +397,8 @@ TEST_CASE("DTensor sequence parallelism keeps the output projection's gathered i
   // The final norm's saved tensors (6h per token) stay split by tp; the output projection's
   // input (2h) is all-gathered before the matmul, which saves it whole.
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  TrainingSetup t = full_bf16(1, 4096);
-  t.checkpointing = Checkpointing::kFull;
-  ParallelLayout l;
-  l.tp = 4;
-  l.sequence_parallel = true;
+  const TrainingSetup t = checkpointed_4k();
+  ParallelLayout l = tp4_sp();
   const std::int64_t local = event(run(a, t, l).peak(), "logits and cross-entropy").live.activations_bytes;
   l.behaviour.sp_saves_gathered_inputs = true;
   const std::int64_t gathered = event(run(a, t, l).peak(), "logits and cross-entropy").live.activations_bytes;
@@ -403,8 +410,7 @@ TEST_CASE("a head unit of its own is gathered for the output projection, not thr
   // the output projection writes the logits and again in its backward; a fused loss computes the
   // projection inside the loss, so there it stays gathered through the loss.
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  TrainingSetup t = full_bf16(1, 4096);
-  t.checkpointing = Checkpointing::kFull;
+  TrainingSetup t = checkpointed_4k();
   ParallelLayout l;
   l.dp = 8;
   l.sharding = Sharding::kZero3;
