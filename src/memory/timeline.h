@@ -99,6 +99,8 @@ struct RankContext {
   const DistributedBehaviour& behaviour() const { return shard.behaviour; }
 };
 
+/// NCCL communicators a rank of `l` holds: one per parallel group of more than one rank.
+std::int64_t communicator_count(const ParallelLayout& l);
 /// The context of every rank kind of `l` (a single GPU gives one plain context).
 std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t);
 /// The training setup as the distributed code runs it (FSDP mixed precision gathers 16-bit).
