@@ -591,7 +591,6 @@ Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv
 }
 
 namespace {
-
 // FSDP with a 16-bit mixed-precision policy gathers 16-bit parameters: no autocast copies.
 bool gathers_16bit_params(const ParallelLayout& l, const TrainingSetup& t) {
   return l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
