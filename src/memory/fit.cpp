@@ -1,10 +1,10 @@
 // Verdict and largest micro-batch (see fit.h).
 #include "memory/fit.h"
 
-#include "common/error.h"
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace memfit {
 
@@ -35,12 +35,8 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
   auto fits = [&](std::int64_t mb) {
     TrainingSetup probe = t;
     probe.micro_batch = mb;
-    try {
-      return estimate_peak(arch, inv, probe, layout, rt).device_total_bytes <= gpu.memory_total_bytes;
-    } catch (const Error& err) {
-      if (err.code() == ErrorCode::kOutOfRange) return false;  // sizes past the 2^53 bound
-      throw;
-    }
+    const std::optional<PeakSummary> peak = try_estimate_peak(arch, inv, probe, layout, rt, nullptr);  // nullopt past 2^53
+    return peak && peak->device_total_bytes <= gpu.memory_total_bytes;
   };
   r.max_micro_batch = largest_fitting_micro_batch(fits, r.max_micro_batch_capped);
   return r;
