@@ -1,7 +1,6 @@
 // Verdict and largest micro-batch (see fit.h).
 #include "memory/fit.h"
 
-
 #include <algorithm>
 #include <limits>
 #include <optional>
