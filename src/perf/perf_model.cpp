@@ -35,6 +35,15 @@ constexpr double kFlashBackwardRatio = 2.5;
 // Eager attention writes the scores, the softmax (and its fp32 upcast in most models) and reads
 // them back: ~12 bytes per score in the forward, twice that in the backward.
 constexpr double kEagerScoreBytes = 12;
+// fp8 linears with dynamic tensorwise scaling that keep their high-precision inputs (torchao
+// Float8Linear @eab345c, float8/float8_linear.py matmul_with_hp_or_float8_args and
+// float8_scaling_utils.hp_tensor_to_float8_dynamic): each cast reads the 16-bit tensor for its
+// amax, reads it again and writes the fp8 copy, 2 + 2 + 1 = 5 bytes per element. Forward: the
+// input (and the weight, per micro-batch). Backward: grad_output twice (for grad_input and, along
+// the other dimension, for grad_weight), the input again, the weight again, and the two
+// grad_weight operands re-laid out for _scaled_mm (read 1 + write 1 each). Transformer Engine
+// fuses its casts into the neighbouring kernels (delayed scaling): no extra traffic counted.
+constexpr double kFp8CastBytes = 5, kFp8RelayoutBytes = 2;
 // Activations a layer saves per token, for activation-offload traffic: 34 x hidden bytes
 // (Korthikanti et al. 2022, Table 2, no recomputation, without the a*s/h attention term).
 constexpr double kSavedBytesPerHidden = 34;
@@ -104,6 +113,12 @@ double matmul_efficiency_for(const GpuSpec& gpu) {
   return 0.80;
 }
 
+double attention_efficiency_for(const GpuSpec& gpu) {
+  const std::string& id = gpu.id;
+  if (id.rfind("H100", 0) == 0 || id == "H200" || id == "H20" || id == "GH200") return 0.35;
+  return 0.5;
+}
+
 PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t) {
   PerfBasis b;
   b.num_layers = a.num_layers + a.num_encoder_layers;
@@ -140,6 +155,10 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       if (!s.linear_weight) continue;
       const double per_token_copies = s.kind == ModuleKind::kExpert ? static_cast<double>(a.moe.top_k) : static_cast<double>(s.copies);
       active_linear += n * per_token_copies;
+      if (s.shape.size() == 2) {  // [out, in]
+        pl.linear_out_width += static_cast<double>(s.shape[0]) * per_token_copies;
+        pl.linear_in_width += static_cast<double>(s.shape[1]) * per_token_copies;
+      }
       if (lora && lora_targets_role(t, s) && s.shape.size() == 2) {
         const double one = r * static_cast<double>(s.shape[0] + s.shape[1]);
         adapter_params += one * static_cast<double>(s.copies);
@@ -185,6 +204,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const double mm_eff = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(g);
   const double mm_peak = peak_tflops(g, t.precision, true) * mm_eff;
+  const double attn_eff = k.flash_attention_efficiency > 0 ? k.flash_attention_efficiency : attention_efficiency_for(g);
   const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
@@ -192,6 +212,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
                      : b.sliding_window > 0 ? std::min(static_cast<double>(b.sliding_window), seq / 2)
                                             : seq / 2;
   const bool flash = t.attention != AttentionKernel::kEager;
+  const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
 
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
@@ -223,7 +244,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / tp;
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
-      attn_fwd = attn_flops / (attn_peak * k.flash_attention_efficiency);
+      attn_fwd = attn_flops / (attn_peak * attn_eff);
       attn_bwd = kFlashBackwardRatio * attn_fwd;
     } else {
       // Eager attention materialises every score of the s x s matrix (the mask included).
@@ -234,8 +255,15 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     }
     const double wide = t.compile ? pl.elementwise_wide_fwd_compiled : pl.elementwise_wide_fwd;
     const double split = t.compile ? pl.elementwise_split_fwd_compiled : pl.elementwise_split_fwd;
-    const double elem_fwd = tokens * (wide / sp_div + split / tp) * elem_scale / hbm;
-    const double elem_bwd = kBackwardElementwiseRatio * elem_fwd;
+    double elem_fwd = tokens * (wide / sp_div + split / tp) * elem_scale / hbm;
+    double elem_bwd = kBackwardElementwiseRatio * elem_fwd;
+    if (fp8_casts) {
+      const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
+      elem_fwd += (tokens * pl.linear_in_width / tp + weights) * kFp8CastBytes / hbm;
+      elem_bwd += (tokens * (pl.linear_in_width * (kFp8CastBytes + kFp8RelayoutBytes) +
+                             pl.linear_out_width * (2 * kFp8CastBytes + kFp8RelayoutBytes)) / tp +
+                   weights * kFp8CastBytes) / hbm;
+    }
     const double fwd = mm_fwd + attn_fwd + elem_fwd;
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
     lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + recompute_mm * mm_fwd;
@@ -487,7 +515,8 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   const double mm = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(c.gpu);
   std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (measured maximum achievable matmul FLOPS)", 100 * mm);
   out.emplace_back(buf);
-  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * k.flash_attention_efficiency);
+  const double attn = k.flash_attention_efficiency > 0 ? k.flash_attention_efficiency : attention_efficiency_for(c.gpu);
+  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * attn);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "elementwise kernels memory-bound at %.0f %% of HBM bandwidth; torch.compile fuses each chain", 100 * k.memory_efficiency);
   out.emplace_back(buf);

@@ -41,9 +41,13 @@ struct PerfConstants {
   /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 60.1 %. 0: by GPU architecture
   /// (matmul_efficiency_for), 0.80 for GPUs without a measurement.
   double matmul_efficiency = 0;
-  /// FlashAttention-2 reaches 50–73 % of the A100 peak in the forward pass and 40–63 % in the
-  /// backward (Dao 2023, §4.1, Fig. 5–6): 0.5 for the whole fused attention (sdpa, flash).
-  double flash_attention_efficiency = 0.5;
+  /// Fraction of the 16-bit peak the fused attention kernel (sdpa, flash: FlashAttention-2)
+  /// sustains over forward and backward. 0: by GPU architecture (attention_efficiency_for):
+  /// 0.5 where FlashAttention-2 was built for the GPU (Dao 2023, §4.1, Fig. 5–6: 50–73 % of the
+  /// A100 peak forward, 40–63 % backward), 0.35 on Hopper, where it lacks the asynchronous
+  /// (TMA, WGMMA) instructions (Shah et al. 2024, FlashAttention-3, abstract: "only 35 %
+  /// utilization on the H100 GPU"; Dao 2023 §4.1: up to 335 TFLOP/s forward + backward on H100).
+  double flash_attention_efficiency = 0;
   /// Fraction of HBM bandwidth that memory-bound elementwise kernels sustain (STREAM-like copy
   /// kernels reach 85–92 % of the datasheet bandwidth on A100/H100; 0.85 taken).
   double memory_efficiency = 0.85;
@@ -60,6 +64,8 @@ struct PerfConstants {
 
 /// 0.80 unless the MAMF table above has a measurement for the GPU's architecture.
 double matmul_efficiency_for(const GpuSpec& gpu);
+/// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).
+double attention_efficiency_for(const GpuSpec& gpu);
 
 /// What the step-time model needs of one layer group, per token (built once per model + setup).
 struct PerfLayer {
@@ -74,6 +80,9 @@ struct PerfLayer {
   /// (split by tp only under sequence parallelism), `split` the part on heads and MLP width.
   double elementwise_wide_fwd = 0, elementwise_split_fwd = 0;
   double elementwise_wide_fwd_compiled = 0, elementwise_split_fwd_compiled = 0;
+  /// Widths a token passes through the layer's linears: sum of in-features and of out-features
+  /// (MoE: top-k experts), for the fp8 cast traffic of dynamically scaled linears.
+  double linear_in_width = 0, linear_out_width = 0;
   std::int64_t first_layer = 0;
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)

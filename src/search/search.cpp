@@ -128,6 +128,7 @@ class Searcher {
     for (const ClusterSpec& c : clusters_) {
       perfs_.push_back(in.perf);
       if (perfs_.back().matmul_efficiency <= 0) perfs_.back().matmul_efficiency = matmul_efficiency_for(c.gpu);
+      if (perfs_.back().flash_attention_efficiency <= 0) perfs_.back().flash_attention_efficiency = attention_efficiency_for(c.gpu);
     }
   }
 
@@ -168,7 +169,7 @@ class Searcher {
   const SearchInput& in_;
   PerfBasis basis_;
   std::vector<ClusterSpec> clusters_;  // the cluster as each of its GPU kinds (one unless mixed)
-  std::vector<PerfConstants> perfs_;   // in_.perf with the matmul efficiency of each kind
+  std::vector<PerfConstants> perfs_;   // in_.perf with the matmul and attention efficiencies of each kind
   TrainingSetup scratch_;  // see scratch_setup
   SearchResult r_;
   std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key

@@ -130,6 +130,53 @@ TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
   CHECK(estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8)).comm.tp_s == 0);
 }
 
+TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ParallelLayout l;
+  CHECK(attention_efficiency_for(*presets::find_gpu("H100-80GB")) == 0.35);
+  CHECK(attention_efficiency_for(*presets::find_gpu("H200")) == 0.35);
+  CHECK(attention_efficiency_for(*presets::find_gpu("A100-80GB")) == 0.5);
+  for (const char* gpu : {"H100-80GB", "A100-80GB"}) {
+    const ClusterSpec c = cluster(gpu, 1);
+    PerfConstants k;
+    const double by_gpu = estimate_step_time(b, t, l, c, k).compute_s;
+    k.flash_attention_efficiency = attention_efficiency_for(c.gpu);
+    CHECK(estimate_step_time(b, t, l, c, k).compute_s == by_gpu);
+    // Forward + backward (2.5x) attention FLOPs: causal context s/2, 32 heads x (128 + 128).
+    const double attn_flops = 3.5 * 8192.0 * 32 * (2.0 * 32 * 256) * (8192 / 2.0);
+    k.flash_attention_efficiency = 0.7;
+    const double faster = estimate_step_time(b, t, l, c, k).compute_s;
+    const double peak = c.gpu.dense_tflops_bf16 * 1e12;
+    CHECK(by_gpu - faster == Approx(attn_flops / peak * (1 / attention_efficiency_for(c.gpu) - 1 / 0.7)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("torchao's dynamically scaled fp8 casts cost HBM traffic; Transformer Engine's fused casts do not", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  t.precision = Precision::kFp8;
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  REQUIRE(b.layers.size() == 1);
+  // Per token: in-features q k v o gate up down = 6 x 4096 + 14336; out-features
+  // 4096 + 2 x 1024 + 4096 + 2 x 14336 + 4096.
+  CHECK(b.layers[0].linear_in_width == 6 * 4096 + 14336);
+  CHECK(b.layers[0].linear_out_width == 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096);
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const ParallelLayout l;
+  t.fp8_saves_fp8_inputs = true;  // Transformer Engine
+  const double fused = estimate_step_time(b, t, l, c).compute_s;
+  t.fp8_saves_fp8_inputs = false;  // torchao Float8Linear
+  const double dynamic = estimate_step_time(b, t, l, c).compute_s;
+  // 5 B per cast element (amax read, cast read + fp8 write): input forward; grad_output twice,
+  // input again and weight again backward; 2 B per element to re-lay out the grad_weight operands.
+  const double in = b.layers[0].linear_in_width, out = b.layers[0].linear_out_width;
+  const double per_layer = 8192.0 * (5 * in + 7 * in + 12 * out) + 10 * b.layers[0].dense_params;
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  CHECK(dynamic - fused == Approx(32 * per_layer / hbm).epsilon(1e-9));
+}
+
 TEST_CASE("the pruned search finds the best layout that estimating every candidate finds", "[search]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TensorInventory inv = build_tensor_inventory(a);
