@@ -144,6 +144,8 @@ Json layout_to_json(const ParallelLayout& l) {
            {"cp_gather_kv", b.cp_gather_kv},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},
+           {"grads_in_param_chunks", b.grads_in_param_chunks},
+           {"gather_replaces_shard", b.gather_replaces_shard},
            {"vocab_multiple", b.vocab_multiple}}}};
   if (!l.stage_layers.empty()) j["stage_layers"] = l.stage_layers;
   return j;

@@ -281,6 +281,16 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.head_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.head_gradient_bytes) * ratio);
   }
   if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = 0;
+  if (z == Sharding::kZero3 && shard.behaviour.gather_replaces_shard && div[0] > 1) {
+    const auto others = [&](std::int64_t b) { return b / div[0] * (div[0] - 1) + b % div[0] * (div[0] - 1) / div[0]; };
+    m.gather_layer_bytes = others(m.gather_layer_bytes);
+    m.gather_root_bytes = others(m.gather_root_bytes);
+    m.gather_head_bytes = others(m.gather_head_bytes);
+  }
+  if (shard.behaviour.grads_in_param_chunks) {
+    m.gradients_bytes = m.layer_gradient_bytes = m.head_gradient_bytes = m.reduce_layer_bytes = 0;
+    m.largest_layer_gradient_bytes = 0;
+  }
   if (z != Sharding::kZero3) m.gather_layer_bytes = m.gather_root_bytes = m.gather_head_bytes = 0;
   const bool pipelined = !(shard.embedding && shard.head);
   if (z == Sharding::kZero3 && pipelined && shard.behaviour.pp_defers_grad_sync) {

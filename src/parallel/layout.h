@@ -66,6 +66,13 @@ struct DistributedBehaviour {
   /// Under tp > 1 the vocabulary-parallel cross-entropy runs as DTensor's decomposed
   /// log-softmax and nll backward (torch loss_parallel): more fp32 temporaries than one kernel.
   bool loss_parallel_decomposed = false;
+  /// Colossal-AI Gemini writes each 16-bit gradient into its parameter's chunk and
+  /// reduce-scatters the chunk in place (gemini_ddp.py grad_handle, chunk.py reduce): gradients
+  /// have no storage of their own.
+  bool grads_in_param_chunks = false;
+  /// ZeRO-3: gathering a unit frees its local shard, which the gathered copy contains (Gemini
+  /// Chunk.__gather: cuda_shard = None), so a gathered unit adds (n - 1) / n of its bytes.
+  bool gather_replaces_shard = false;
   /// Megatron pads the vocabulary to a multiple of this times tp (make-vocab-size-divisible-by).
   std::int64_t vocab_multiple = 1;
 };

@@ -11,6 +11,7 @@
 #include "memory/timeline.h"
 #include "parallel/layout.h"
 #include "presets/registry.h"
+#include "training/framework_profile.h"
 
 using nlohmann::json;
 using namespace memfit;
@@ -532,4 +533,33 @@ TEST_CASE("generated layouts: valid ones estimate, every peak covers its breakdo
   }
   CHECK(estimated > 100);
   CHECK(rejected > 10);
+}
+
+TEST_CASE("Colossal-AI Gemini: gradients live in the parameter chunks and a gathered chunk replaces its shard",
+          "[distributed][zero]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const FrameworkProfile& gemini = framework_profile(Framework::kColossalai);
+  TrainingSetup t = framework_defaults(gemini, 0);
+  t.seq_len = 512;
+  RankShard shard;
+  shard.sharding = Sharding::kZero3;
+  shard.dense_shard = shard.expert_shard = shard.data_parallel = 4;
+  shard.behaviour = gemini.dist;
+  const ModelStates m = compute_model_states(a, inv, t, shard);
+  CHECK(m.gradients_bytes == 0);
+  CHECK(m.layer_gradient_bytes == 0);
+  CHECK(m.reduce_layer_bytes == 0);
+  // fp16 chunks sharded 1/4; fp32 master copy and both Adam moments in the optimizer, 1/4.
+  const std::int64_t params = inv.total_params;
+  CHECK(m.weights_bytes == Approx(2.0 * static_cast<double>(params) / 4).epsilon(1e-6));
+  CHECK(m.optimizer_states_bytes == Approx(12.0 * static_cast<double>(params) / 4).epsilon(1e-6));
+  // One block gathered for compute adds the other three quarters of its fp16 bytes.
+  const double block_fp16 = 2.0 * static_cast<double>(inv.groups[0].params_per_layer());
+  CHECK(static_cast<double>(m.gather_layer_bytes) == Approx(block_fp16 * 3 / 4).epsilon(1e-6));
+  // Chunks stay gathered from their forward to their backward (placement policy "cuda").
+  CHECK_FALSE(gemini.dist.reshard_after_forward);
+  shard.behaviour = DistributedBehaviour{};  // FSDP: the shard stays beside the gathered unit
+  CHECK(static_cast<double>(compute_model_states(a, inv, t, shard).gather_layer_bytes) ==
+        Approx(block_fp16).epsilon(1e-6));
 }
