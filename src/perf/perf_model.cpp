@@ -119,6 +119,13 @@ double attention_efficiency_for(const GpuSpec& gpu) {
   return 0.5;
 }
 
+PerfConstants resolved_for(const PerfConstants& k, const GpuSpec& gpu) {
+  PerfConstants r = k;
+  if (r.matmul_efficiency <= 0) r.matmul_efficiency = matmul_efficiency_for(gpu);
+  if (r.flash_attention_efficiency <= 0) r.flash_attention_efficiency = attention_efficiency_for(gpu);
+  return r;
+}
+
 PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t) {
   PerfBasis b;
   b.num_layers = a.num_layers + a.num_encoder_layers;
@@ -202,9 +209,10 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const double seq = static_cast<double>(t.seq_len);
   const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
-  const double mm_eff = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(g);
+  const PerfConstants by_gpu = resolved_for(k, g);
+  const double mm_eff = by_gpu.matmul_efficiency;
   const double mm_peak = peak_tflops(g, t.precision, true) * mm_eff;
-  const double attn_eff = k.flash_attention_efficiency > 0 ? k.flash_attention_efficiency : attention_efficiency_for(g);
+  const double attn_eff = by_gpu.flash_attention_efficiency;
   const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
@@ -512,11 +520,10 @@ double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {
   char buf[256];
   std::vector<std::string> out;
-  const double mm = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(c.gpu);
-  std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (measured maximum achievable matmul FLOPS)", 100 * mm);
+  const PerfConstants by_gpu = resolved_for(k, c.gpu);
+  std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (measured maximum achievable matmul FLOPS)", 100 * by_gpu.matmul_efficiency);
   out.emplace_back(buf);
-  const double attn = k.flash_attention_efficiency > 0 ? k.flash_attention_efficiency : attention_efficiency_for(c.gpu);
-  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * attn);
+  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * by_gpu.flash_attention_efficiency);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "elementwise kernels memory-bound at %.0f %% of HBM bandwidth; torch.compile fuses each chain", 100 * k.memory_efficiency);
   out.emplace_back(buf);

@@ -66,6 +66,8 @@ struct PerfConstants {
 double matmul_efficiency_for(const GpuSpec& gpu);
 /// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).
 double attention_efficiency_for(const GpuSpec& gpu);
+/// `k` with its by-GPU fields (0: matmul and attention efficiency) resolved for `gpu`.
+PerfConstants resolved_for(const PerfConstants& k, const GpuSpec& gpu);
 
 /// What the step-time model needs of one layer group, per token (built once per model + setup).
 struct PerfLayer {

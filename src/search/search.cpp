@@ -125,11 +125,7 @@ class Searcher {
         clusters_.back().gpu = g.gpu;
       }
     }
-    for (const ClusterSpec& c : clusters_) {
-      perfs_.push_back(in.perf);
-      if (perfs_.back().matmul_efficiency <= 0) perfs_.back().matmul_efficiency = matmul_efficiency_for(c.gpu);
-      if (perfs_.back().flash_attention_efficiency <= 0) perfs_.back().flash_attention_efficiency = attention_efficiency_for(c.gpu);
-    }
+    for (const ClusterSpec& c : clusters_) perfs_.push_back(resolved_for(in.perf, c.gpu));
   }
 
   // nullopt: the space holds more than max_candidates candidates (no exception: see run_search).
