@@ -16,7 +16,8 @@ const std::vector<std::string> kSupported = {
     "gpt2",   "opt",     "bloom",     "gpt_neox", "gptj",        "falcon",     "llama",
     "mistral", "mixtral", "qwen",     "qwen2",    "qwen2_moe",   "qwen3",      "qwen3_moe",
     "gemma",  "gemma2",  "gemma3_text", "phi",    "phi3",        "stablelm",   "starcoder2",
-    "deepseek_v2", "deepseek_v3", "t5", "mt5",    "bert"};
+    "deepseek_v2", "deepseek_v3", "t5", "mt5",    "bert",        "gpt_neo",    "codegen",
+    "gpt_bigcode", "biogpt"};
 
 std::string joined_supported() {
   std::string s;
@@ -200,6 +201,60 @@ void parse_gptj(const FieldReader& f, ModelArchitecture& a) {
   a.attention.rotary_dim = f.int_or({"rotary_dim"}, 0, a.attention.head_dim, a.attention.head_dim);
   a.lm_head_bias = true;  // GPTJForCausalLM: nn.Linear(n_embd, vocab_size) with bias
   a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, false);
+}
+
+// EleutherAI GPT-Neo (modeling_gpt_neo.py): learned positions, q/k/v without bias and a biased
+// out_proj, LayerNorm before each sub-block, c_fc/c_proj MLP with bias. Its eager attention
+// casts q and k to fp32 before QK^T. Local layers mask a window but still form the full score
+// matrix in eager attention, so the window changes no memory here.
+void parse_gpt_neo(const FieldReader& f, ModelArchitecture& a) {
+  read_dims(f, a, {"hidden_size", "n_embd"}, {"num_layers", "n_layer", "num_hidden_layers"},
+            {"num_heads", "n_head", "num_attention_heads"});
+  a.max_position_embeddings = f.int_or({"max_position_embeddings", "n_positions"}, 1, L::kMaxPositions, 2048);
+  a.position = PositionKind::kLearned;
+  a.learned_position_rows = a.max_position_embeddings;
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.attention.qkv_bias = false;
+  a.attention.o_bias = true;
+  a.attention.upcast_qk = true;
+  a.mlp.intermediate_size = f.int_or({"intermediate_size"}, 1, L::kMaxIntermediate, 4 * a.hidden_size);
+  a.mlp.bias = true;
+  a.mlp.activation = f.get_string({"activation_function"}).value_or("gelu_new");
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
+}
+
+// Salesforce CodeGen (modeling_codegen.py): a GPT-J block (attention and MLP in parallel after
+// one LayerNorm, partial rotary) with one fused qkv_proj and out_proj, both without bias, and a
+// biased untied lm_head. Eager attention casts q and k to fp32.
+void parse_codegen(const FieldReader& f, ModelArchitecture& a) {
+  parse_gptj(f, a);
+  a.attention.layout = QkvLayout::kFused;
+  a.attention.upcast_qk = true;
+}
+
+// BigCode GPTBigCode (modeling_gpt_bigcode.py, santacoder / starcoder): the GPT-2 layout with
+// multi-query attention: c_attn projects to h + 2 x head_dim (one shared key/value head).
+void parse_gpt_bigcode(const FieldReader& f, ModelArchitecture& a) {
+  parse_gpt2(f, a);
+  a.mlp.activation = f.get_string({"activation_function"}).value_or("gelu_pytorch_tanh");
+  if (f.bool_or({"multi_query"}, true)) a.attention.num_kv_heads = 1;
+}
+
+// Microsoft BioGPT (modeling_biogpt.py): a pre-norm decoder with BART-style attention (q/k/v/out
+// with bias), fc1/fc2 MLP with bias, learned positions offset by 2 rows, a final LayerNorm and an
+// output_projection without bias, tied to the token embedding by default.
+void parse_biogpt(const FieldReader& f, ModelArchitecture& a) {
+  read_dims(f, a, {"hidden_size"}, {"num_hidden_layers"}, {"num_attention_heads"});
+  a.mlp.intermediate_size = f.require_int({"intermediate_size"}, 1, L::kMaxIntermediate);
+  a.max_position_embeddings = f.int_or({"max_position_embeddings"}, 1, L::kMaxPositions, 1024);
+  a.position = PositionKind::kLearned;
+  a.learned_position_rows = a.max_position_embeddings + 2;  // BioGptLearnedPositionalEmbedding offset
+  a.norm = NormKind::kLayerNorm;
+  a.norm_bias = true;
+  a.attention.qkv_bias = a.attention.o_bias = a.mlp.bias = true;
+  a.mlp.activation = f.get_string({"hidden_act"}).value_or("gelu");
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
 }
 
 void parse_falcon(const FieldReader& f, ModelArchitecture& a, const std::string& original_type) {
@@ -392,6 +447,10 @@ ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
   else if (type == "bloom") parse_bloom(f, a);
   else if (type == "gpt_neox") parse_gpt_neox(f, a);
   else if (type == "gptj") parse_gptj(f, a);
+  else if (type == "gpt_neo") parse_gpt_neo(f, a);
+  else if (type == "codegen") parse_codegen(f, a);
+  else if (type == "gpt_bigcode") parse_gpt_bigcode(f, a);
+  else if (type == "biogpt") parse_biogpt(f, a);
   else if (type == "falcon") parse_falcon(f, a, original_type);
   else if (type == "qwen") parse_qwen1(f, a);
   else if (type == "phi") parse_phi(f, a);
@@ -446,7 +505,7 @@ ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
   // dropout, llama/bloom attention_dropout / hidden_dropout).
   a.attention_dropout = f.get_number({"attn_pdrop", "attention_probs_dropout_prob", "attention_dropout", "dropout_rate"}, 0.0, 1.0)
                             .value_or(0.0);
-  a.hidden_dropout = f.get_number({"resid_pdrop", "hidden_dropout_prob", "hidden_dropout", "dropout", "dropout_rate"}, 0.0, 1.0)
+  a.hidden_dropout = f.get_number({"resid_pdrop", "resid_dropout", "hidden_dropout_prob", "hidden_dropout", "dropout", "dropout_rate"}, 0.0, 1.0)
                          .value_or(0.0);
   a.embedding_dropout = f.get_number({"embd_pdrop", "hidden_dropout_prob", "embed_dropout"}, 0.0, 1.0).value_or(0.0);
   if (a.is_moe() && a.model_type != "deepseek_v2" && a.model_type != "deepseek_v3") {

@@ -72,7 +72,9 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
   const bool core_recomputed = t.checkpointing == Checkpointing::kSelective;
   if (t.attention == AttentionKernel::kEager) {
-    s += e * (heads * d + 2 * heads * dv);           // q, and k/v expanded to every head
+    // q, and k/v expanded to every head; models that take QK^T in fp32 save fp32 q and k.
+    const std::int64_t qk = a.attention.upcast_qk ? 4 : e;
+    s += qk * heads * d + qk * heads * dv + e * heads * dv;
     if (!core_recomputed) {
       // Per score: the softmax output it saves (fp32 in HF eager; the compute dtype when fused,
       // Megatron FusedScaleMaskSoftmax) and the probabilities the V matmul saves (the 16-bit

@@ -32,6 +32,7 @@ struct AttentionSpec {
   bool qk_norm_bias = false;
   std::int64_t rotary_dim = 0;     // dimensions of each head that are rotated (0: no rotary)
   std::int64_t sliding_window = 0; // 0: full attention
+  bool upcast_qk = false;          // eager QK^T in fp32: the score matmul saves fp32 q and k (gpt_neo, codegen)
   // Multi-head latent attention (DeepSeek-V2/V3), used when layout == kLowRank.
   std::int64_t q_lora_rank = 0;    // 0: q is a plain projection
   std::int64_t kv_lora_rank = 0;

@@ -116,6 +116,21 @@ Naming naming_for(const std::string& model_type) {
   } else if (model_type == "gptj") {
     n.embed = "transformer.wte"; n.final_norm = "transformer.ln_f"; n.layer = "transformer.h.{i}.";
     n.norms = {"ln_1"}; n.attn = "attn."; n.o = "out_proj"; n.up = "fc_in"; n.down = "fc_out";
+  } else if (model_type == "gpt_neo") {
+    n.embed = "transformer.wte"; n.position = "transformer.wpe"; n.final_norm = "transformer.ln_f";
+    n.layer = "transformer.h.{i}."; n.norms = {"ln_1", "ln_2"}; n.attn = "attn.attention.";
+    n.o = "out_proj"; n.up = "c_fc"; n.down = "c_proj";
+  } else if (model_type == "codegen") {
+    n.embed = "transformer.wte"; n.final_norm = "transformer.ln_f"; n.layer = "transformer.h.{i}.";
+    n.norms = {"ln_1"}; n.attn = "attn."; n.qkv = "qkv_proj"; n.o = "out_proj"; n.up = "fc_in"; n.down = "fc_out";
+  } else if (model_type == "gpt_bigcode") {
+    n.embed = "transformer.wte"; n.position = "transformer.wpe"; n.final_norm = "transformer.ln_f";
+    n.layer = "transformer.h.{i}."; n.norms = {"ln_1", "ln_2"};
+    n.attn = "attn."; n.qkv = "c_attn"; n.o = "c_proj"; n.up = "c_fc"; n.down = "c_proj";
+  } else if (model_type == "biogpt") {
+    n.embed = "biogpt.embed_tokens"; n.position = "biogpt.embed_positions"; n.final_norm = "biogpt.layer_norm";
+    n.lm_head = "output_projection"; n.layer = "biogpt.layers.{i}.";
+    n.norms = {"self_attn_layer_norm", "final_layer_norm"}; n.o = "out_proj"; n.mlp = ""; n.up = "fc1"; n.down = "fc2";
   } else if (model_type == "falcon") {
     n.embed = "transformer.word_embeddings"; n.final_norm = "transformer.ln_f";
     n.layer = "transformer.h.{i}."; n.attn = "self_attention."; n.qkv = "query_key_value";

@@ -197,3 +197,58 @@ TEST_CASE("opt-350m projects a narrower embedding and has no final norm", "[hf_c
   CHECK(params(cfg) == 50272LL * 512 + 2050LL * 1024 + 2 * 512LL * 1024 + 24 * layer);
   CHECK(params(cfg) == 331196416LL);
 }
+
+TEST_CASE("gpt_neo: learned positions, q/k/v without bias, biased out_proj, fp32 QK^T", "[hf_config]") {
+  // EleutherAI/gpt-neo-1.3B dimensions (intermediate_size null = 4h).
+  const std::string cfg = R"({"model_type":"gpt_neo","vocab_size":50257,"hidden_size":2048,"num_layers":24,
+    "num_heads":16,"intermediate_size":null,"max_position_embeddings":2048,"window_size":256,
+    "attention_types":[[["global","local"],12]],"activation_function":"gelu_new","resid_dropout":0.1})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.attention.upcast_qk);
+  CHECK(a.hidden_dropout == 0.1);
+  // Per layer: ln_1, ln_2 (w,b); q,k,v (no bias); out_proj (bias); c_fc, c_proj (bias).
+  const std::int64_t h = 2048, f = 8192;
+  const std::int64_t layer = 4 * h + 3 * h * h + (h * h + h) + (h * f + f) + (f * h + h);
+  CHECK(params(cfg) == 50257 * h + 2048 * h + 24 * layer + 2 * h);  // wte (tied lm_head), wpe, ln_f
+  CHECK(params(cfg) == 1315575808LL);  // gpt-neo-1.3B: published as "1.3B"
+}
+
+TEST_CASE("codegen: a GPT-J block with a fused bias-free qkv_proj and a biased lm_head", "[hf_config]") {
+  const std::string cfg = R"({"model_type":"codegen","vocab_size":100,"n_embd":16,"n_layer":2,"n_head":4,
+    "rotary_dim":2,"n_inner":null,"n_positions":64})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.parallel_block);
+  CHECK(a.norms_per_layer == 1);
+  CHECK(a.attention.layout == QkvLayout::kFused);
+  CHECK(a.attention.upcast_qk);
+  CHECK(a.attention.rotary_dim == 2);
+  // wte + lm_head(w,b) + per layer: ln_1(w,b), qkv_proj 3h x h, out_proj h x h, fc_in, fc_out (bias) + ln_f
+  const std::int64_t layer = 2 * 16 + 3 * 16 * 16 + 16 * 16 + (16 * 64 + 64) + (64 * 16 + 16);
+  CHECK(params(cfg) == 100 * 16 + (100 * 16 + 100) + 2 * layer + 2 * 16);
+}
+
+TEST_CASE("gpt_bigcode: multi-query c_attn projects to h + 2 head_dim", "[hf_config]") {
+  // bigcode/gpt_bigcode-santacoder dimensions.
+  const std::string cfg = R"({"model_type":"gpt_bigcode","vocab_size":49280,"n_embd":2048,"n_layer":24,
+    "n_head":16,"n_inner":8192,"n_positions":2048,"multi_query":true})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.attention.num_kv_heads == 1);
+  CHECK(a.mlp.activation == "gelu_pytorch_tanh");
+  const std::int64_t h = 2048, f = 8192, qkv = h + 2 * 128;
+  const std::int64_t layer = 4 * h + (h * qkv + qkv) + (h * h + h) + (h * f + f) + (f * h + h);
+  CHECK(params(cfg) == 49280 * h + 2048 * h + 24 * layer + 2 * h);
+  CHECK_FALSE(parse_hf_config_text(R"({"model_type":"gpt_bigcode","vocab_size":10,"n_embd":16,"n_layer":1,
+    "n_head":4,"multi_query":false})").attention.num_kv_heads == 1);
+}
+
+TEST_CASE("biogpt: biased BART-style attention, positions offset by two, tied output projection", "[hf_config]") {
+  // microsoft/biogpt dimensions: h 1024, 24 layers, 16 heads, ffn 4096, vocab 42384, 1024 positions.
+  const std::string cfg = R"({"model_type":"biogpt","vocab_size":42384,"hidden_size":1024,"num_hidden_layers":24,
+    "num_attention_heads":16,"intermediate_size":4096,"max_position_embeddings":1024,"scale_embedding":true})";
+  const ModelArchitecture a = parse_hf_config_text(cfg);
+  CHECK(a.learned_position_rows == 1026);
+  CHECK(a.tie_word_embeddings);
+  const std::int64_t h = 1024, f = 4096;
+  const std::int64_t layer = 4 * h + 4 * (h * h + h) + (h * f + f) + (f * h + h);
+  CHECK(params(cfg) == 42384 * h + 1026 * h + 24 * layer + 2 * h);
+}

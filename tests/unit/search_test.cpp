@@ -390,7 +390,8 @@ TEST_CASE("LLMem Table 3: methods ranked in the measured order where memfit agre
     return r["result"]["best"];
   };
   const std::string dir = std::string(MEMFIT_SOURCE_DIR) + "/tests/validation/llmem/";
-  for (const char* file : {"facebook__opt-1.3b.json", "bigscience__bloom-1b1.json"}) {
+  for (const char* file : {"facebook__opt-1.3b.json", "bigscience__bloom-1b1.json", "EleutherAI__gpt-neo-1.3B.json",
+                           "bigcode__gpt_bigcode-santacoder.json"}) {
     const json model = {{"config", json::parse(read_file(dir + file))}};
     const json dp = best(model, 1), dptp = best(model, 2), tp = best(model, 4);
     REQUIRE(!dp.is_null());

@@ -331,3 +331,19 @@ TEST_CASE("the output layer's backward holds the logits' gradient with the outpu
     if (ev.label == "output layer backward") CHECK(ev.live.logits_loss_bytes == 2LL * RuntimeProfile{}.fused_loss_chunk_tokens * 128256);
   }
 }
+
+TEST_CASE("eager attention of models that take QK^T in fp32 saves fp32 q and k", "[memory][activations]") {
+  ModelArchitecture a = toy();  // h 8: 2 heads of 4 in bf16
+  TrainingSetup t;
+  t.attention = AttentionKernel::kEager;
+  const LayerActivations plain = layer_activations(a, t, false, false, true);
+  a.attention.upcast_qk = true;
+  const LayerActivations upcast = layer_activations(a, t, false, false, true);
+  // q and k (h values each per token) go from 2 to 4 bytes; the scores are unchanged.
+  CHECK(upcast.saved_per_token - plain.saved_per_token == 2 * 2 * a.attention.num_heads * a.attention.head_dim);
+  CHECK(upcast.saved_per_token_per_position == plain.saved_per_token_per_position);
+  t.attention = AttentionKernel::kSdpa;  // fused kernels take q and k as they are
+  const LayerActivations fused_upcast = layer_activations(a, t, false, false, true);
+  a.attention.upcast_qk = false;
+  CHECK(layer_activations(a, t, false, false, true).saved_per_token == fused_upcast.saved_per_token);
+}
