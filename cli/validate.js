@@ -40,6 +40,7 @@ const COUNTER_FIELDS = {
   nvidia_smi: 'device_total_bytes',
   activations: 'activations_peak_bytes',
   model_states: 'model_states_bytes',
+  layer_model_states: 'layer_model_states_bytes',
 };
 
 /// The counters a framework's own logging can report (result.framework.logged_counter).

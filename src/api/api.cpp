@@ -211,6 +211,8 @@ Json estimate_result(const EstimateRequest& r) {
   // The headline is the most-loaded rank kind; every kind is listed under "ranks".
   Json result = estimate_to_json(e, rt, r.include_timeline);
   result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;
+  result["layer_model_states_bytes"] =
+      block_model_states_bytes(r.model.arch, inv, d.setup, d.ranks[d.peak_rank].context.shard);
   result["ranks"] = ranks_to_json(d, rt, r.include_timeline && d.ranks.size() > 1);
   result["parallel"] = layout_to_json(d.layout);
   // Offload: host memory of one node (its GPUs' shards, most-loaded kind as the bound).

@@ -97,6 +97,12 @@ std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem);
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                  const TrainingSetup& t, const RankShard& shard = {});
 
+/// Parameters, gradients and optimizer states of the transformer blocks `shard` holds, without
+/// its embeddings, final norm and head: what analytic per-layer accountings print as one GPU's
+/// model states (Korthikanti et al. 2022, Fig. 1: 18 bytes x 12h^2 x layers / tp).
+std::int64_t block_model_states_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
+                                      const TrainingSetup& t, const RankShard& shard = {});
+
 /// compute_model_states remembered by what it reads of the shard: its flags, degrees and
 /// behaviours, and its layers as the count held of each inventory group (the layers themselves
 /// under freeze, which trains the last k). Shards that hold the same — e.g. the stages of

@@ -41,6 +41,7 @@ function resultOf(loggedCounter = 'max_reserved') {
     device_total_bytes: 4 * GIB,
     activations_peak_bytes: 5 * GIB,
     model_states_bytes: 6 * GIB,
+    layer_model_states_bytes: 7 * GIB,
     framework: { logged_counter: loggedCounter },
   };
 }
@@ -231,10 +232,11 @@ test('every measured_kind compares its own counter', () => {
     nvidia_smi: ['device_total_bytes', 4],
     activations: ['activations_peak_bytes', 5],
     model_states: ['model_states_bytes', 6],
+    layer_model_states: ['layer_model_states_bytes', 7],
   };
   const rows = Object.keys(expected).map((kind) => caseRow({ id: `K-${kind}`, measured_kind: kind }));
   const { report } = run(rows);
-  assert.equal(report.rows.length, 6);
+  assert.equal(report.rows.length, 7);
   for (const row of report.rows) {
     const [field, gib] = expected[row.measured_kind];
     assert.equal(row.counter, field, row.id);
