@@ -146,6 +146,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},
            {"grads_in_param_chunks", b.grads_in_param_chunks},
            {"gather_replaces_shard", b.gather_replaces_shard},
+           {"tp_row_linears", b.tp_row_linears},
            {"vocab_multiple", b.vocab_multiple}}}};
   if (!l.stage_layers.empty()) j["stage_layers"] = l.stage_layers;
   return j;

@@ -21,14 +21,25 @@ std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const Model
   const std::int64_t heads = a.attention.num_heads;
   const std::int64_t kv = a.attention.layout == QkvLayout::kLowRank ? heads : a.attention.num_kv_heads;
   const std::int64_t layers = a.num_layers + a.num_encoder_layers;
-  // Megatron splits attention by heads (ColumnParallelLinear over heads; GQA groups must split
-  // evenly or be replicated: num_query_groups % tp == 0 in arguments.py).
-  if (heads % l.tp != 0) {
+  if (l.behaviour.tp_row_linears) {
+    // Row-split linears slice their inputs: hidden size and MLP width must divide by tp.
+    const std::int64_t ffn = a.is_moe() ? a.moe.expert_intermediate_size : a.mlp.intermediate_size;
+    if (a.hidden_size % l.tp != 0 || ffn % l.tp != 0) {
+      return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the hidden size (" + str(a.hidden_size) +
+                                       ") and the MLP width (" + str(ffn) + ") that row-split linears slice",
+                             false, "tp_divides_linear_inputs"};
+    }
+  } else if (heads % l.tp != 0) {
+    // Megatron splits attention by heads (ColumnParallelLinear over heads; GQA groups must split
+    // evenly or be replicated: num_query_groups % tp == 0 in arguments.py).
     return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the " + str(heads) + " attention heads", false, "tp_divides_heads"};
-  }
-  if (kv % l.tp != 0 && l.tp % kv != 0) {
+  } else if (kv % l.tp != 0 && l.tp % kv != 0) {
     return LayoutViolation{"tp", "tp = " + str(l.tp) + " and the " + str(kv) +
                                      " key/value heads must divide one another", false, "tp_kv_heads"};
+  }
+  if (l.behaviour.tp_row_linears && l.sequence_parallel) {
+    return LayoutViolation{"sequence_parallel", "this framework's tensor parallelism (row-split linears) has no sequence parallelism",
+                           true, "sequence_parallel_unsupported"};
   }
   if (l.sequence_parallel && l.tp == 1) {
     return LayoutViolation{"sequence_parallel", "sequence parallelism splits the tp group's activations: it needs tp > 1", false, "sequence_parallel_needs_tp"};

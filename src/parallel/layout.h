@@ -73,6 +73,12 @@ struct DistributedBehaviour {
   /// ZeRO-3: gathering a unit frees its local shard, which the gathered copy contains (Gemini
   /// Chunk.__gather: cuda_shard = None), so a gathered unit adds (n - 1) / n of its bytes.
   bool gather_replaces_shard = false;
+  /// Colossal-AI ColoTensor 1D tensor parallelism (ComputeSpec TP1D, LLMem's tp_real.py): every
+  /// linear is row-split (its weight on the input dimension); the input is sliced locally, the
+  /// partial output all-reduced in the forward and the input gradient all-gathered in the
+  /// backward. Every tp rank holds and computes the full activations, logits included; the
+  /// linears' input widths must divide by tp, the heads need not.
+  bool tp_row_linears = false;
   /// Megatron pads the vocabulary to a multiple of this times tp (make-vocab-size-divisible-by).
   std::int64_t vocab_multiple = 1;
 };

@@ -165,6 +165,7 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       if (s.shape.size() == 2) {  // [out, in]
         pl.linear_out_width += static_cast<double>(s.shape[0]) * per_token_copies;
         pl.linear_in_width += static_cast<double>(s.shape[1]) * per_token_copies;
+        pl.linear_count += per_token_copies;
       }
       if (lora && lora_targets_role(t, s) && s.shape.size() == 2) {
         const double one = r * static_cast<double>(s.shape[0] + s.shape[1]);
@@ -222,6 +223,10 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const bool flash = t.attention != AttentionKernel::kEager;
   const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
+  // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
+  // elementwise kernels run on whole activations on every tp rank.
+  const bool row_tp = l.behaviour.tp_row_linears && l.tp > 1;
+  const double act_tp = row_tp ? 1.0 : tp;
 
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
   const Link tp_link = link_for(l.tp, c, k);
@@ -249,21 +254,21 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
         (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp * act_bytes;
     const double mm_fwd = std::max(mm_fwd_flops / mm_peak, mm_weight_bytes / hbm);
     const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak;
-    const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / tp;
+    const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
       attn_fwd = attn_flops / (attn_peak * attn_eff);
       attn_bwd = kFlashBackwardRatio * attn_fwd;
     } else {
       // Eager attention materialises every score of the s x s matrix (the mask included).
-      const double scores = tokens * pl.heads / tp * seq;
+      const double scores = tokens * pl.heads / act_tp * seq;
       const double score_bytes = scores * kEagerScoreBytes * elem_scale;
       attn_fwd = attn_flops / (attn_peak * mm_eff) + score_bytes / hbm;
       attn_bwd = 2.0 * attn_fwd;
     }
     const double wide = t.compile ? pl.elementwise_wide_fwd_compiled : pl.elementwise_wide_fwd;
     const double split = t.compile ? pl.elementwise_split_fwd_compiled : pl.elementwise_split_fwd;
-    double elem_fwd = tokens * (wide / sp_div + split / tp) * elem_scale / hbm;
+    double elem_fwd = tokens * (wide / sp_div + split / act_tp) * elem_scale / hbm;
     double elem_bwd = kBackwardElementwiseRatio * elem_fwd;
     if (fp8_casts) {
       const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
@@ -280,7 +285,15 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two
     // in the backward, two more when the forward is recomputed (Shoeybi et al. 2019 §3;
     // Korthikanti et al. 2022 §4.2.2). Not overlapped (no async TP).
-    if (l.tp > 1) {
+    if (row_tp) {
+      // Row-split linears: each all-reduces its partial output in the forward (again when
+      // recomputed) and all-gathers its input gradient in the backward, one collective per
+      // linear (LLMem-patched ColossalAI nn/_ops/linear.py).
+      const double extra = std::max(0.0, pl.linear_count - 1) * tp_link.latency_s;
+      const double fwd_s = all_reduce_s(tokens * pl.linear_out_width * act_bytes, l.tp, tp_link) + extra;
+      const double bwd_s = gather_s(tokens * pl.linear_in_width * act_bytes, l.tp, tp_link) + extra;
+      lc.tp_s = (1 + recompute_all) * fwd_s + bwd_s;
+    } else if (l.tp > 1) {
       const double msg = tokens * static_cast<double>(b.hidden) * act_bytes;
       const double collectives = 4 + 2 * recompute_all;
       lc.tp_s = collectives * all_reduce_s(msg, l.tp, tp_link);
@@ -365,11 +378,20 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double head_fwd_flops = tokens * b.head_flops_fwd / tp;
     const double head_fwd = head_fwd_flops / mm_peak;
     const double head_bwd = head_fwd * (b.head_trains ? 2.0 : 1.0);
-    const double loss_bytes = tokens * static_cast<double>(b.vocab) / tp *
+    const double loss_bytes = tokens * static_cast<double>(b.vocab) / act_tp *
                               (t.compile || t.loss == LossKernel::kFused ? kFusedLossBytesPerLogit : kEagerLossBytesPerLogit);
     const double loss_s = loss_bytes / hbm;
     last.compute_s += head_fwd + head_bwd + loss_s;
     last.bwd_s += head_bwd;
+    if (row_tp) {
+      // The row-split output layer all-reduces whole logits and all-gathers its input gradient;
+      // the column-split embedding all-gathers its output (twice in LLMem's ColossalAI copy:
+      // nn/_ops/embedding.py discards one to_replicate()).
+      const double head_tp = all_reduce_s(tokens * static_cast<double>(b.vocab) * act_bytes, l.tp, tp_link) +
+                             gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
+      last.tp_s += head_tp;
+      (l.pp > 1 ? first_stage : last_stage).tp_s += 2 * gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
+    }
     if (b.head_trains) last.trainable += b.head_params;
     last.params += b.head_params / tp;
     StageCost& first = l.pp > 1 ? first_stage : last_stage;

@@ -85,6 +85,7 @@ struct PerfLayer {
   /// Widths a token passes through the layer's linears: sum of in-features and of out-features
   /// (MoE: top-k experts), for the fp8 cast traffic of dynamically scaled linears.
   double linear_in_width = 0, linear_out_width = 0;
+  double linear_count = 0;             // linears a token passes through (MoE: top-k experts)
   std::int64_t first_layer = 0;
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)

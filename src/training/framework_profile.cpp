@@ -301,10 +301,16 @@ FrameworkProfile colossalai() {
   p.dist.gather_replaces_shard = true;             // Chunk.__gather frees cuda_shard
   p.dist.reduce_in_fp32 = false;
   p.dist.ddp_bucket_copy = false;
+  // ColoTensor 1D TP as LLMem's tp_real.py applies it (init_colo_module, ComputeSpec TP1D):
+  // nn.Linear row mode (weight split on its input dimension, lm_head included), nn.Embedding col
+  // mode; every tp rank holds whole activations and logits.
+  p.dist.tp_row_linears = true;
   p.sources = {"hpcaitech/ColossalAI @ 4f9953be: colossalai/booster/plugin/gemini_plugin.py",
                "hpcaitech/ColossalAI @ 4f9953be: examples/language/llama/benchmark.py (memory report)",
                "taehokim20/LLMem @ 3d289b46: dp_real.py, tp_real.py (GeminiPlugin placement_policy='cuda', model.half())",
-               "taehokim20/LLMem @ 3d289b46: colossalai/zero/gemini/{gemini_ddp.py, gemini_hook.py, placement_policy.py, chunk/chunk.py}"};
+               "taehokim20/LLMem @ 3d289b46: colossalai/zero/gemini/{gemini_ddp.py, gemini_hook.py, placement_policy.py, chunk/chunk.py}",
+               "taehokim20/LLMem @ 3d289b46: colossalai/nn/_ops/linear.py (colo_linear_1drow), nn/_ops/embedding.py, "
+               "nn/parallel/layers/{linear.py, embedding.py} (default modes row / col), zero/gemini/colo_init_context.py"};
   return p;
 }
 

@@ -563,3 +563,33 @@ TEST_CASE("Colossal-AI Gemini: gradients live in the parameter chunks and a gath
   CHECK(static_cast<double>(compute_model_states(a, inv, t, shard).gather_layer_bytes) ==
         Approx(block_fp16).epsilon(1e-6));
 }
+
+TEST_CASE("Colossal-AI 1D TP: row-split linears split weights only, every rank keeps whole activations",
+          "[distributed][tp]") {
+  // A BioGPT-Large-like shape: 25 heads do not split over tp 4, the hidden size 1600 does.
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"biogpt","vocab_size":1000,"hidden_size":1600,
+    "num_hidden_layers":2,"num_attention_heads":25,"intermediate_size":6400})");
+  const FrameworkProfile& gemini = framework_profile(Framework::kColossalai);
+  TrainingSetup t = framework_defaults(gemini, 0);
+  t.seq_len = 512;
+  ParallelLayout l;
+  l.tp = 4;
+  CHECK(check_layout(l, a, t)->code == "tp_divides_heads");  // Megatron splits heads
+  l.behaviour = gemini.dist;
+  CHECK_FALSE(check_layout(l, a, t).has_value());
+  l.tp = 3;  // 1600 is not a multiple of 3
+  CHECK(check_layout(l, a, t)->code == "tp_divides_linear_inputs");
+  l.tp = 2;
+  l.sequence_parallel = true;
+  REQUIRE(check_layout(l, a, t).has_value());
+  CHECK(check_layout(l, a, t)->unsupported);
+  l.sequence_parallel = false;
+  l.tp = 4;
+  const DistributedEstimate split = run(a, t, l);
+  ParallelLayout one;
+  one.behaviour = gemini.dist;
+  const DistributedEstimate whole = run(a, t, one);
+  // Activations (and the logits) are those of one GPU; weights are split four ways.
+  CHECK(split.peak().activations_peak_bytes == whole.peak().activations_peak_bytes);
+  CHECK(split.peak().states.weights_bytes < whole.peak().states.weights_bytes / 3);
+}

@@ -130,6 +130,30 @@ TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
   CHECK(estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8)).comm.tp_s == 0);
 }
 
+TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and split only the matmuls", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  ParallelLayout l;
+  l.tp = 4;
+  const StepTime megatron = estimate_step_time(b, t, l, c);
+  l.behaviour.tp_row_linears = true;
+  const StepTime row = estimate_step_time(b, t, l, c);
+  l.tp = 1;
+  const StepTime one = estimate_step_time(b, t, l, c);
+  // Attention and elementwise kernels run whole on every rank: slower than Megatron's split,
+  // faster than one GPU (the matmuls still split).
+  CHECK(row.compute_s > megatron.compute_s);
+  CHECK(row.compute_s < one.compute_s);
+  // Bandwidth terms per layer: forward all-reduce of every linear's output (2 x out widths), backward
+  // all-gather of every input gradient (in widths); the head adds the all-reduced logits (2v) and
+  // its input gradient (h), the embedding two all-gathers (2h). Megatron: 4 all-reduces of h.
+  const double out_w = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096, in_w = 6 * 4096 + 14336;
+  const double ratio = (32 * (2 * out_w + in_w) + 2 * 128256.0 + 3 * 4096) / (32 * 8 * 4096.0);
+  CHECK(row.comm.tp_s / megatron.comm.tp_s == Approx(ratio).epsilon(0.01));
+}
+
 TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
@@ -391,7 +415,7 @@ TEST_CASE("LLMem Table 3: methods ranked in the measured order where memfit agre
   };
   const std::string dir = std::string(MEMFIT_SOURCE_DIR) + "/tests/validation/llmem/";
   for (const char* file : {"facebook__opt-1.3b.json", "bigscience__bloom-1b1.json", "EleutherAI__gpt-neo-1.3B.json",
-                           "bigcode__gpt_bigcode-santacoder.json"}) {
+                           "bigcode__gpt_bigcode-santacoder.json", "microsoft__BioGPT-Large.json"}) {
     const json model = {{"config", json::parse(read_file(dir + file))}};
     const json dp = best(model, 1), dptp = best(model, 2), tp = best(model, 4);
     REQUIRE(!dp.is_null());
