@@ -432,7 +432,16 @@ bool looks_llama_like(const Json& j) {
 
 const std::vector<std::string>& supported_model_types() { return kSupported; }
 
+namespace {
+ModelArchitecture parse_config(const Json& config, const std::string& base, bool top_level);
+}  // namespace
+
 ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
+  return parse_config(config, base, /*top_level=*/true);
+}
+
+namespace {
+ModelArchitecture parse_config(const Json& config, const std::string& base, bool top_level) {
   const FieldReader f(config, base);
   ModelArchitecture a;
   std::string type = f.get_string({"model_type"}).value_or("");
@@ -441,6 +450,20 @@ ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
   a.model_type = type;
   a.name = f.get_string({"_name_or_path"}).value_or("");
   a.torch_dtype = f.get_string({"torch_dtype", "dtype"}).value_or("");
+
+  // A multimodal wrapper (gemma3, mistral3, llava, ...) nests its language model under
+  // text_config: estimate that, and say what is left out. One level only.
+  const bool known = type == "falcon" || std::find(kSupported.begin(), kSupported.end(), type) != kSupported.end();
+  const Json* text = f.find({"text_config"});
+  if (top_level && !known && text != nullptr && text->is_object() && !looks_llama_like(config)) {
+    ModelArchitecture inner = parse_config(*text, f.path("text_config"), /*top_level=*/false);
+    inner.warnings.insert(inner.warnings.begin(),
+                          "model_type '" + original_type.substr(0, 64) + "' wraps a language model: memfit estimates text_config (model_type '" +
+                              inner.model_type + "'); the vision encoder and projector are not counted");
+    if (inner.name.empty()) inner.name = a.name;
+    if (inner.torch_dtype.empty()) inner.torch_dtype = a.torch_dtype;
+    return inner;
+  }
 
   if (type == "gpt2") parse_gpt2(f, a);
   else if (type == "opt") parse_opt(f, a);
@@ -519,6 +542,8 @@ ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
   }
   return a;
 }
+
+}  // namespace
 
 ModelArchitecture parse_hf_config_text(std::string_view text) {
   return parse_hf_config(parse_json_text(text), "");

@@ -3,6 +3,7 @@
 // below are worked out from the family's transformers module layout, term by term.
 #include <catch2/catch.hpp>
 
+#include "common/error.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
 #include "presets/registry.h"
@@ -251,4 +252,25 @@ TEST_CASE("biogpt: biased BART-style attention, positions offset by two, tied ou
   const std::int64_t h = 1024, f = 4096;
   const std::int64_t layer = 4 * h + 4 * (h * h + h) + (h * f + f) + (f * h + h);
   CHECK(params(cfg) == 42384 * h + 1026 * h + 24 * layer + 2 * h);
+}
+
+TEST_CASE("a multimodal wrapper is estimated by its text_config, with a warning", "[hf_config]") {
+  // google/gemma-3-4b-it layout: model_type gemma3, the language model under text_config.
+  const std::string text = R"({"model_type":"gemma3_text","vocab_size":1000,"hidden_size":64,"num_hidden_layers":2,
+    "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":128})";
+  const ModelArchitecture inner = parse_hf_config_text(text);
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"gemma3","torch_dtype":"bfloat16","text_config":)" + text +
+                                                   R"(,"vision_config":{"model_type":"siglip_vision_model","hidden_size":1152}})");
+  CHECK(a.model_type == "gemma3_text");
+  CHECK(a.torch_dtype == "bfloat16");
+  CHECK(build_tensor_inventory(a).total_params == build_tensor_inventory(inner).total_params);
+  REQUIRE_FALSE(a.warnings.empty());
+  CHECK(a.warnings.front().find("vision encoder") != std::string::npos);
+  // Errors inside the nested config point into it; a wrapper inside a wrapper is not followed.
+  try {
+    parse_hf_config_text(R"({"model_type":"llava","text_config":{"model_type":"llava","text_config":{}}})");
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.path() == "/text_config/model_type");
+  }
 }
