@@ -512,8 +512,15 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
     a.mlp.fused_gate_up = true;
   } else if (looks_llama_like(config)) {
     read_llama_like(f, a);
-    a.warnings.push_back("model_type '" + original_type + "' is not one memfit knows; parsed as a " +
-                         "llama-style decoder (q/k/v/o and gated MLP, RMSNorm): check the parameter count");
+    // Routed experts under the usual keys (mixtral, qwen-moe, deepseek, gpt-oss spellings):
+    // counting a MoE as its dense skeleton would be off by the experts.
+    read_moe_common(f, a, {"num_local_experts", "num_experts", "n_routed_experts"}, {"moe_intermediate_size", "intermediate_size"});
+    a.warnings.push_back("model_type '" + original_type.substr(0, 64) + "' is not one memfit knows; parsed as a " +
+                         "llama-style decoder (q/k/v/o and gated MLP, RMSNorm" +
+                         (a.is_moe() ? ", " + std::to_string(a.moe.num_experts) + " routed experts, top " +
+                                           std::to_string(a.moe.top_k)
+                                     : std::string()) +
+                         "): check the parameter count");
     a.model_type = "generic";
   } else if (original_type.empty()) {
     throw Error(ErrorCode::kMissingField, pointer_append(base, "model_type"),

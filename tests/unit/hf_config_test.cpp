@@ -173,6 +173,22 @@ TEST_CASE("an unknown llama-like model_type parses as a generic decoder with a w
   CHECK(a.model_type == "generic");
   REQUIRE(a.warnings.size() == 1);
   CHECK_THAT(a.warnings[0], Catch::Contains("olmo_future"));
+
+  SECTION("routed experts under the usual keys are counted, not dropped") {
+    // openai/gpt-oss-20b dimensions: 32 experts of width 2880, top 4, q/k/v/o with bias.
+    const std::string cfg = R"({"model_type":"gpt_oss","vocab_size":201088,"hidden_size":2880,
+      "num_hidden_layers":24,"num_attention_heads":64,"num_key_value_heads":8,"head_dim":64,
+      "intermediate_size":2880,"num_local_experts":32,"num_experts_per_tok":4,"attention_bias":true})";
+    const ModelArchitecture m = parse_hf_config_text(cfg);
+    CHECK(m.moe.num_experts == 32);
+    CHECK(m.moe.top_k == 4);
+    CHECK_THAT(m.warnings[0], Catch::Contains("32 routed experts"));
+    const std::int64_t h = 2880;
+    const std::int64_t attn = (h * 4096 + 4096) + 2 * (h * 512 + 512) + (4096 * h + h);
+    const std::int64_t layer = 2 * h + attn + 32 * h + 32 * 3 * h * 2880;
+    // Expert biases and attention sinks (about 0.1 %) are not in the llama layout.
+    CHECK(params(cfg) == 2 * 201088 * h + 24 * layer + h);
+  }
 }
 
 TEST_CASE("encoder-decoder and encoder models build both stacks", "[hf_config][t5]") {
