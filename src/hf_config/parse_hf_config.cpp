@@ -17,7 +17,7 @@ const std::vector<std::string> kSupported = {
     "mistral", "mixtral", "qwen",     "qwen2",    "qwen2_moe",   "qwen3",      "qwen3_moe",
     "gemma",  "gemma2",  "gemma3_text", "phi",    "phi3",        "stablelm",   "starcoder2",
     "deepseek_v2", "deepseek_v3", "t5", "mt5",    "bert",        "gpt_neo",    "codegen",
-    "gpt_bigcode", "biogpt"};
+    "gpt_bigcode", "biogpt",      "llama4_text"};
 
 std::string joined_supported() {
   std::string s;
@@ -257,6 +257,27 @@ void parse_biogpt(const FieldReader& f, ModelArchitecture& a) {
   a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
 }
 
+// Meta Llama 4 text model (modeling_llama4.py): a llama decoder whose MoE layers (every
+// interleave_moe_layer_step-th, or those listed in moe_layers) hold num_local_experts routed
+// experts of width intermediate_size, top num_experts_per_tok, plus one shared expert of the same
+// width; dense layers use intermediate_size_mlp. Its q/k norm is a weightless L2 norm.
+void parse_llama4_text(const FieldReader& f, ModelArchitecture& a) {
+  read_llama_like(f, a, /*need_intermediate=*/false);
+  a.mlp.intermediate_size = f.require_int({"intermediate_size_mlp"}, 1, L::kMaxIntermediate);
+  read_moe_common(f, a, {"num_local_experts"}, {"intermediate_size"});
+  if (!a.is_moe()) return;
+  a.moe.shared_intermediate_size = a.moe.expert_intermediate_size;
+  a.moe.num_shared_experts = 1;
+  if (const Json* listed = f.find({"moe_layers"})) {
+    if (!listed->is_array()) throw Error(ErrorCode::kInvalidType, f.path("moe_layers"), "moe_layers must be an array");
+    for (std::int64_t i = 0; i < a.num_layers; ++i) {
+      bool moe = false;
+      for (const Json& e : *listed) moe = moe || (e.is_number_integer() && e.get<std::int64_t>() == i);
+      if (!moe) a.moe.dense_layers.push_back(i);
+    }
+  }
+}
+
 void parse_falcon(const FieldReader& f, ModelArchitecture& a, const std::string& original_type) {
   a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
   a.hidden_size = f.require_int({"n_embed", "hidden_size"}, 1, L::kMaxHidden);
@@ -474,6 +495,7 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
   else if (type == "codegen") parse_codegen(f, a);
   else if (type == "gpt_bigcode") parse_gpt_bigcode(f, a);
   else if (type == "biogpt") parse_biogpt(f, a);
+  else if (type == "llama4_text") parse_llama4_text(f, a);
   else if (type == "falcon") parse_falcon(f, a, original_type);
   else if (type == "qwen") parse_qwen1(f, a);
   else if (type == "phi") parse_phi(f, a);
@@ -539,7 +561,7 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
                          .value_or(0.0);
   a.embedding_dropout = f.get_number({"embd_pdrop", "hidden_dropout_prob", "embed_dropout"}, 0.0, 1.0).value_or(0.0);
   if (a.is_moe() && a.model_type != "deepseek_v2" && a.model_type != "deepseek_v3") {
-    a.moe.moe_layer_frequency = f.int_or({"decoder_sparse_step"}, 1, L::kMaxLayers, 1);
+    a.moe.moe_layer_frequency = f.int_or({"decoder_sparse_step", "interleave_moe_layer_step"}, 1, L::kMaxLayers, 1);
     read_dense_layer_list(f, a, "mlp_only_layers");
   }
   if (a.attention.num_heads * a.attention.head_dim > L::kMaxHidden * 4) {

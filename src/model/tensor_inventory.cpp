@@ -146,6 +146,8 @@ Naming naming_for(const std::string& model_type) {
     n.qkv = "qkv_proj"; n.gate_up = "gate_up_proj";
   } else if (model_type == "starcoder2") {
     n.up = "c_fc"; n.down = "c_proj";
+  } else if (model_type == "llama4_text") {
+    n.mlp = "feed_forward."; n.router = "router";
   } else if (model_type == "mixtral") {
     n.mlp = "block_sparse_moe."; n.gate = "w1"; n.down = "w2"; n.up = "w3";
   }

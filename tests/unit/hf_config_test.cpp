@@ -290,3 +290,31 @@ TEST_CASE("a multimodal wrapper is estimated by its text_config, with a warning"
     CHECK(e.path() == "/text_config/model_type");
   }
 }
+
+TEST_CASE("llama4_text: interleaved MoE layers with a shared expert, dense layers of their own width", "[hf_config][moe]") {
+  // meta-llama/Llama-4-Scout-17B-16E text dimensions (and Maverick's 128 experts on every other layer).
+  std::string cfg = R"({"model_type":"llama4_text","vocab_size":202048,"hidden_size":5120,"num_hidden_layers":48,
+    "num_attention_heads":40,"num_key_value_heads":8,"head_dim":128,"intermediate_size":8192,
+    "intermediate_size_mlp":16384,"num_local_experts":16,"num_experts_per_tok":1,"interleave_moe_layer_step":1,
+    "tie_word_embeddings":false})";
+  const std::int64_t h = 5120, attn = 2 * h * h + 2 * h * 1024, norms = 2 * h, expert = 3 * h * 8192;
+  const std::int64_t globals = 2 * 202048 * h + h;
+  const std::int64_t scout_layer = norms + attn + 16 * h + 16 * expert + expert;  // router, experts, shared
+  CHECK(params(cfg) == globals + 48 * scout_layer);
+  const TensorInventory scout = build_tensor_inventory(parse_hf_config_text(cfg));
+  // "17B active": attention, one routed and the shared expert per layer, embeddings and head.
+  CHECK(scout.active_params_per_token == globals + 48 * (norms + attn + 16 * h + 2 * expert));
+  CHECK(static_cast<double>(scout.active_params_per_token) == Approx(17.2e9).epsilon(0.01));
+
+  cfg.replace(cfg.find("\"num_local_experts\":16"), 22, "\"num_local_experts\":128");
+  cfg.replace(cfg.find("\"interleave_moe_layer_step\":1"), 29, "\"interleave_moe_layer_step\":2");
+  const ModelArchitecture maverick = parse_hf_config_text(cfg);
+  CHECK_FALSE(maverick.layer_is_moe(0));
+  CHECK(maverick.layer_is_moe(1));
+  const std::int64_t dense_layer = norms + attn + 3 * h * 16384;
+  const std::int64_t moe_layer = norms + attn + 128 * h + 128 * expert + expert;
+  CHECK(params(cfg) == globals + 24 * (dense_layer + moe_layer));  // 400.7B: the published "400B total"
+  // An explicit moe_layers list selects the same layers.
+  const std::string listed = cfg.substr(0, cfg.size() - 1) + R"(,"moe_layers":[1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47]})";
+  CHECK(params(listed) == params(cfg));
+}
