@@ -84,8 +84,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
          {"peak_allocated_gib", to_gib(e.peak_allocated_bytes)},
          {"peak_reserved_gib", to_gib(e.peak_reserved_bytes)},
          {"device_total_gib", to_gib(e.device_total_bytes)},
-         {"model_states_bytes", s.weights_bytes + s.gradients_bytes + s.optimizer_states_bytes +
-                                    s.unmanaged_optimizer_states_bytes},
+         {"model_states_bytes", s.total_bytes()},
          {"activations_peak_bytes", e.activations_peak_bytes},
          {"host_bytes", s.host_bytes},
          {"tokens_per_micro_batch", e.tokens_per_micro_batch},

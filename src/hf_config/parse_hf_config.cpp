@@ -454,14 +454,6 @@ bool looks_llama_like(const Json& j) {
 const std::vector<std::string>& supported_model_types() { return kSupported; }
 
 namespace {
-ModelArchitecture parse_config(const Json& config, const std::string& base, bool top_level);
-}  // namespace
-
-ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
-  return parse_config(config, base, /*top_level=*/true);
-}
-
-namespace {
 ModelArchitecture parse_config(const Json& config, const std::string& base, bool top_level) {
   const FieldReader f(config, base);
   ModelArchitecture a;
@@ -573,6 +565,10 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
 }
 
 }  // namespace
+
+ModelArchitecture parse_hf_config(const Json& config, const std::string& base) {
+  return parse_config(config, base, /*top_level=*/true);
+}
 
 ModelArchitecture parse_hf_config_text(std::string_view text) {
   return parse_hf_config(parse_json_text(text), "");

@@ -350,9 +350,7 @@ std::int64_t block_model_states_bytes(const ModelArchitecture& arch, const Tenso
                                       const TrainingSetup& t, const RankShard& shard) {
   RankShard blocks = shard;
   blocks.embedding = blocks.head = false;
-  const ModelStates s = compute_model_states(arch, inv, t, blocks);
-  return checked_add(checked_add(s.weights_bytes, s.gradients_bytes, "state bytes"),
-                     checked_add(s.optimizer_states_bytes, s.unmanaged_optimizer_states_bytes, "state bytes"), "state bytes");
+  return compute_model_states(arch, inv, t, blocks).total_bytes();
 }
 
 const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,

@@ -7,6 +7,7 @@
 #include <map>
 #include <vector>
 
+#include "common/units.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
 #include "training/training_setup.h"
@@ -65,6 +66,11 @@ struct ModelStates {
   /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer).
   bool gradients_at_init = false;
   bool operator==(const ModelStates&) const = default;
+  /// Weights, gradients and optimizer states, paged ones included (the result's model_states_bytes).
+  std::int64_t total_bytes() const {
+    return checked_add(checked_add(weights_bytes, gradients_bytes, "state bytes"),
+                       checked_add(optimizer_states_bytes, unmanaged_optimizer_states_bytes, "state bytes"), "state bytes");
+  }
 };
 
 /// The part of the model one rank holds, and how data-parallel ranks shard it.
