@@ -7,6 +7,45 @@
 
 namespace memfit {
 
+std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp) {
+  tp = std::max<std::int64_t>(1, tp);
+  const AttentionSpec& at = a.attention;
+  const bool mla = at.layout == QkvLayout::kLowRank;
+  const std::int64_t h = a.hidden_size;
+  const std::int64_t heads = at.num_heads / tp;
+  const std::int64_t kvh = std::max<std::int64_t>(1, (mla ? at.num_heads : at.num_kv_heads) / tp);
+  const std::int64_t d = mla ? at.qk_nope_head_dim + at.qk_rope_head_dim : at.head_dim;
+  const std::int64_t dv = mla ? at.v_head_dim : d;
+  std::vector<BlockMatmul> mms;
+  if (at.layout == QkvLayout::kFused) {
+    mms.push_back({h, heads * d + 2 * kvh * dv});
+  } else {
+    mms.push_back({h, heads * d});
+    mms.push_back({h, kvh * d});
+    mms.push_back({h, kvh * dv});
+  }
+  mms.push_back({heads * dv, h});  // o (row-parallel: a full-width partial sum)
+  auto mlp = [&](std::int64_t full_width, std::int64_t copies) {
+    const std::int64_t w = ceil_div(full_width, tp);
+    for (std::int64_t c = 0; c < copies; ++c) {
+      if (a.mlp.gated && !a.mlp.fused_gate_up) {
+        mms.push_back({h, w});
+        mms.push_back({h, w});
+      } else {
+        mms.push_back({h, a.mlp.gated ? 2 * w : w});
+      }
+      mms.push_back({w, h});
+    }
+  };
+  if (moe) {
+    mlp(a.moe.expert_intermediate_size, a.moe.top_k);
+    if (a.moe.shared_intermediate_size > 0) mlp(a.moe.shared_intermediate_size, 1);
+  } else {
+    mlp(a.mlp.intermediate_size, 1);
+  }
+  return mms;
+}
+
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
                                    bool cross_attention, bool base_trains, const ActivationSplit& split) {
   const std::int64_t h = a.hidden_size;
@@ -150,42 +189,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       if (t.method == Method::kDora) s += (e + ab) * r.out;
     }
   }
-  // torchtitan's op policy (parallelize_llama.py _apply_ac_to_transformer_block, "op"): keep the
-  // outputs of the 1st, 3rd, 5th ... matmul of the block and of the attention kernel (output and
-  // fp32 logsumexp), recompute the rest from the block input. Matmuls in block order: q k v (or
-  // fused qkv) o, then gate up down (or fused gate_up, down); routed experts repeat per copy.
+  // torchtitan's op policy: keep the outputs of the 1st, 3rd, 5th ... matmul of the block and of
+  // the attention kernel (output and fp32 logsumexp), recompute the rest from the block input.
   {
     std::int64_t kept = e * heads * dv + 4 * heads;  // attention output + logsumexp
-    std::int64_t position = 0;                        // of the next matmul in block order
-    auto mm = [&](std::int64_t width) {
-      if (position++ % 2 == 0) kept += e * width;
-    };
-    if (a.attention.layout == QkvLayout::kFused) {
-      mm(heads * d + 2 * kvh * dv);
-    } else {
-      mm(heads * d);
-      mm(kvh * d);
-      mm(kvh * dv);
-    }
-    mm(h);  // o (row-parallel: a full-width partial sum)
-    auto mlp_mms = [&](std::int64_t full_width, std::int64_t copies) {
-      const std::int64_t w = ceil_div(full_width, tp);
-      for (std::int64_t c = 0; c < copies; ++c) {
-        if (a.mlp.gated && !a.mlp.fused_gate_up) {
-          mm(w);
-          mm(w);
-        } else {
-          mm(a.mlp.gated ? 2 * w : w);
-        }
-        mm(h);
-      }
-    };
-    if (moe) {
-      mlp_mms(a.moe.expert_intermediate_size, a.moe.top_k);
-      if (a.moe.shared_intermediate_size > 0) mlp_mms(a.moe.shared_intermediate_size, 1);
-    } else {
-      mlp_mms(f, 1);
-    }
+    const std::vector<BlockMatmul> mms = block_matmuls(a, moe, tp);
+    for (std::size_t i = 0; i < mms.size(); i += 2) kept += e * mms[i].out;
     out.mm_policy_kept_per_token = kept;
   }
   // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.

@@ -4,6 +4,7 @@
 // with sdpa/flash is 16h + 4ad + 4kd + 8f + 4a + 8 bytes per token (docs/memory_model.md).
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "model/architecture.h"
 #include "training/training_setup.h"
@@ -31,6 +32,17 @@ struct ActivationSplit {
   /// (Megatron saves the shard and gathers again in backward).
   bool gathered_linear_inputs = false;
 };
+
+/// One matmul of a transformer block, per token on one rank: its input and output widths.
+struct BlockMatmul {
+  std::int64_t in = 0, out = 0;
+};
+
+/// The block's matmuls in forward order, as torchtitan's op-level checkpointing policy counts
+/// them (parallelize_llama.py _apply_ac_to_transformer_block, "op"): q k v (or a fused qkv), o,
+/// then per MLP copy gate up (or a fused gate_up) and down; routed experts repeat per top-k copy,
+/// a shared expert follows. Widths are split by tp as Megatron's column/row linears split them.
+std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp);
 
 /// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse
 /// MLP; `cross_attention` for T5 decoders.

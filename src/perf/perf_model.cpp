@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "memory/activations.h"
 #include "memory/model_states.h"
 
 namespace memfit {
@@ -189,6 +190,16 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.elementwise_split_fwd = (a.mlp.gated ? kEagerGatedBytes : kPlainActBytes) * ffn + kEagerRotaryBytes * rotated;
     pl.elementwise_wide_fwd_compiled = norms * kCompiledNormBytes * h;
     pl.elementwise_split_fwd_compiled = (a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes) * ffn + kCompiledRotaryBytes * rotated;
+    {
+      const std::vector<BlockMatmul> mms = block_matmuls(a, g.moe, 1);
+      double all = 0, recomputed = 0;
+      for (std::size_t i = 0; i < mms.size(); ++i) {
+        const double flops = static_cast<double>(mms[i].in) * static_cast<double>(mms[i].out);
+        all += flops;
+        if (i % 2 == 1) recomputed += flops;
+      }
+      pl.mm_policy_recomputed_fraction = all > 0 ? recomputed / all : 0;
+    }
     b.layers.push_back(pl);
   }
   const double head_matmul = a.has_lm_head ? static_cast<double>(a.vocab_size) * h : 0;
@@ -233,13 +244,16 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const Link cp_link = link_for(l.tp * l.cp, c, k);
   const Link ep_link = link_for(l.tp * std::max<std::int64_t>(l.ep, 1), c, k);
 
-  // Recomputation multipliers on the forward of a block.
-  double recompute_all = 0, recompute_attention = 0, recompute_mm = 0;
+  // Recomputation multipliers on the forward of a block. torchtitan's op-level policy keeps the
+  // attention kernel's outputs and every other matmul output and recomputes everything else:
+  // the other matmuls and every memory-bound op of the forward.
+  double recompute_all = 0, recompute_attention = 0;
+  bool recompute_mm_policy = false;
   if (t.checkpointing == Checkpointing::kFull) {
     recompute_all = 1;
   } else if (t.checkpointing == Checkpointing::kSelective) {
     if (t.selective_layer_period > 0) recompute_all = 1.0 / static_cast<double>(t.selective_layer_period);
-    else if (t.selective_every_other_mm) recompute_mm = 0.5;
+    else if (t.selective_every_other_mm) recompute_mm_policy = true;
     else recompute_attention = 1;
   }
 
@@ -270,8 +284,13 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double split = t.compile ? pl.elementwise_split_fwd_compiled : pl.elementwise_split_fwd;
     double elem_fwd = tokens * (wide / sp_div + split / act_tp) * elem_scale / hbm;
     double elem_bwd = kBackwardElementwiseRatio * elem_fwd;
+    const double mm_policy = recompute_mm_policy ? pl.mm_policy_recomputed_fraction : 0;
+    // The op policy recomputes the block's memory-bound ops and the casts of recomputed fp8
+    // matmuls' inputs (it keeps their amax: torch.ops.aten.abs/max are on its save list).
+    double recompute_elem = recompute_mm_policy ? elem_fwd : 0;
     if (fp8_casts) {
       const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
+      recompute_elem += mm_policy * tokens * pl.linear_in_width / tp * kFp8CastBytes / hbm;
       elem_fwd += (tokens * pl.linear_in_width / tp + weights) * kFp8CastBytes / hbm;
       elem_bwd += (tokens * (pl.linear_in_width * (kFp8CastBytes + kFp8RelayoutBytes) +
                              pl.linear_out_width * (2 * kFp8CastBytes + kFp8RelayoutBytes)) / tp +
@@ -279,7 +298,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     }
     const double fwd = mm_fwd + attn_fwd + elem_fwd;
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
-    lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + recompute_mm * mm_fwd;
+    lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + mm_policy * mm_fwd + recompute_elem;
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
     // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two

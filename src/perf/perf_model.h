@@ -86,6 +86,9 @@ struct PerfLayer {
   /// (MoE: top-k experts), for the fp8 cast traffic of dynamically scaled linears.
   double linear_in_width = 0, linear_out_width = 0;
   double linear_count = 0;             // linears a token passes through (MoE: top-k experts)
+  /// Share of the block's matmul FLOPs that torchtitan's op-level policy recomputes (the 2nd,
+  /// 4th, ... matmul in forward order, `block_matmuls`).
+  double mm_policy_recomputed_fraction = 0;
   std::int64_t first_layer = 0;
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)

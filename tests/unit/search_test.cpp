@@ -82,6 +82,37 @@ TEST_CASE("recomputation costs time: none < selective < full", "[perf]") {
   CHECK(full.mfu < 1.0);
 }
 
+TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every memory-bound op", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  REQUIRE(b.layers.size() == 1);
+  // Block order q k v o gate up down: the 2nd, 4th and 6th (k, o, up) are recomputed.
+  const double h = 4096, kv = 1024, f = 14336;
+  const double recomputed = h * kv + h * h + h * f;
+  const double all = 2 * h * h + 2 * h * kv + 3 * h * f;
+  CHECK(b.layers[0].mm_policy_recomputed_fraction == Approx(recomputed / all).epsilon(1e-12));
+  // Against the attention-only policy (which recomputes the kernel only), the op policy's extra
+  // time is that matmul share of the forward matmuls plus the eager forward memory traffic
+  // minus the attention forward.
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const ParallelLayout l;
+  t.checkpointing = Checkpointing::kSelective;
+  t.selective_every_other_mm = true;
+  const StepTime op = estimate_step_time(b, t, l, c);
+  t.selective_every_other_mm = false;
+  const StepTime attention = estimate_step_time(b, t, l, c);
+  const double tokens = 8192;
+  const double mm_peak = c.gpu.dense_tflops_bf16 * 1e12 * matmul_efficiency_for(c.gpu);
+  const double mm_fwd = tokens * b.layers[0].matmul_flops_fwd / mm_peak;
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  const double elem_fwd = tokens * (b.layers[0].elementwise_wide_fwd + b.layers[0].elementwise_split_fwd) / hbm;
+  const double attn_fwd = tokens * b.layers[0].attention_flops_fwd_per_ctx * 4096 /
+                          (c.gpu.dense_tflops_bf16 * 1e12 * attention_efficiency_for(c.gpu));
+  CHECK(op.recompute_s - attention.recompute_s ==
+        Approx(32 * (recomputed / all * mm_fwd + elem_fwd - attn_fwd)).epsilon(1e-9));
+}
+
 TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
