@@ -10,10 +10,15 @@
 //     --pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage,
 //     --context-parallel-size, --expert-model-parallel-size, --sequence-parallel,
 //     --use-distributed-optimizer, --recompute-*, --optimizer-cpu-offload).
-//   torchtitan: torchtitan/config/job_config.py @ 2025-06 ([training] local_batch_size,
-//     global_batch_size, seq_len, mixed_precision_param; [parallelism] data_parallel_*_degree,
-//     tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule,
-//     context_parallel_degree, expert_parallel_degree; [activation_checkpoint] mode).
+//   torchtitan: torchtitan/config/job_config.py @ c854924 (2025-10-01) ([model] hf_assets_path,
+//     converters ("quantize.linear.float8", components/quantization/float8.py); [training]
+//     local_batch_size, global_batch_size (accumulation = global / (local x dp)), seq_len,
+//     mixed_precision_param/_reduce; [parallelism] data_parallel_*_degree, tensor_parallel_degree,
+//     pipeline_parallel_degree, pipeline_parallel_schedule, pipeline_parallel_microbatch_size
+//     (microbatches = local_batch_size / it), pipeline_parallel_layers_per_stage,
+//     pipeline_parallel_{first,last}_stage_less_layers, context_parallel_degree,
+//     expert_parallel_degree, fsdp_reshard_after_forward; [activation_checkpoint] mode,
+//     selective_ac_option; [compile] enable).
 //   torchtune: recipes/full_finetune_distributed.py and lora_finetune_distributed.py config keys
 //     (batch_size, gradient_accumulation_steps, enable_activation_checkpointing, dtype,
 //     fsdp_cpu_offload, compile, optimizer_in_bwd) and `tune run --nproc_per_node`.
@@ -211,9 +216,13 @@ LaunchFormat torchtitan(const LaunchInput& in) {
   const std::int64_t shard = l.sharding == Sharding::kZero3 ? l.dense_shard() / std::max<std::int64_t>(1, l.cp) : 1;
   const std::int64_t replicate = l.sharding == Sharding::kZero3 ? std::max<std::int64_t>(1, l.dp / std::max<std::int64_t>(1, shard)) : l.dp;
   t << "[job]\ndump_folder = \"./outputs\"\n\n";
-  t << "[model]\nname = \"llama3\"\nhf_assets_path = \"" << in.model_id << "\"\n\n";
-  t << "[training]\n";
-  t << "local_batch_size = " << in.setup.micro_batch << "\n";
+  t << "[model]\nname = \"llama3\"\nhf_assets_path = \"" << in.model_id << "\"\n";
+  if (in.setup.precision == Precision::kFp8) t << "converters = [\"quantize.linear.float8\"]\n";
+  t << "\n[training]\n";
+  // Under pipeline parallelism torchtitan splits the local batch into microbatches of
+  // pipeline_parallel_microbatch_size; without it, global / (local x dp) steps accumulate.
+  const std::int64_t local = l.pp > 1 ? in.setup.micro_batch * in.setup.grad_accum : in.setup.micro_batch;
+  t << "local_batch_size = " << local << "\n";
   t << "global_batch_size = " << global_batch(in) << "\n";
   t << "seq_len = " << in.setup.seq_len << "\n";
   t << "mixed_precision_param = \"" << (dtype_name(in.setup.precision) == "fp16" ? "float16" : "bfloat16") << "\"\n";
@@ -223,7 +232,16 @@ LaunchFormat torchtitan(const LaunchInput& in) {
   t << "data_parallel_shard_degree = " << shard << "\n";
   t << "tensor_parallel_degree = " << l.tp << "\n";
   t << "pipeline_parallel_degree = " << l.pp << "\n";
-  if (l.pp > 1) t << "pipeline_parallel_schedule = \"" << (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
+  if (l.pp > 1) {
+    t << "pipeline_parallel_schedule = \"" << (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") << "\"\n";
+    t << "pipeline_parallel_microbatch_size = " << in.setup.micro_batch << "\n";
+    if (l.vpp > 1) {
+      // vpp chunks of equal size per rank: no stage gives up layers for the embedding or output.
+      t << "pipeline_parallel_layers_per_stage = " << in.arch->num_layers / (l.pp * l.vpp) << "\n";
+      t << "pipeline_parallel_first_stage_less_layers = 0\n";
+      t << "pipeline_parallel_last_stage_less_layers = 0\n";
+    }
+  }
   t << "context_parallel_degree = " << l.cp << "\n";
   t << "expert_parallel_degree = " << l.ep << "\n";
   t << "fsdp_reshard_after_forward = \"default\"\n\n";
@@ -231,7 +249,6 @@ LaunchFormat torchtitan(const LaunchInput& in) {
   t << "mode = \"" << (in.setup.checkpointing == Checkpointing::kFull ? "full" : in.setup.checkpointing == Checkpointing::kSelective ? "selective" : "none") << "\"\n";
   if (in.setup.checkpointing == Checkpointing::kSelective) t << "selective_ac_option = \"op\"\n";
   t << "\n[compile]\nenable = " << (in.setup.compile ? "true" : "false") << "\n";
-  if (in.setup.precision == Precision::kFp8) t << "\n[model.converters]\n# add \"float8\" to model.converters for fp8 linears\n";
   f.text = t.str();
   if (in.setup.offload == Offload::kParamsOptimizer) f.notes.emplace_back("set [training] enable_cpu_offload = true for FSDP parameter offload");
   if (!l.sequence_parallel && l.tp > 1) f.notes.emplace_back("torchtitan's tensor parallelism always shards the sequence between blocks (sequence parallel)");

@@ -530,6 +530,45 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   CHECK_FALSE(g[1].supported);
   CHECK(g[2].supported);
   CHECK(g[2].text.find("--pipeline-model-parallel-size 4") != std::string::npos);
+  // torchtitan (job_config.py @ c854924): every key is an option of its section; under pipeline
+  // parallelism the local batch holds the step's microbatches (microbatches = local / microbatch
+  // size) and nothing accumulates (global = local x dp); interleaving sets equal stages.
+  in.layout.vpp = 2;
+  in.layout.schedule = PipelineSchedule::kInterleaved;
+  in.setup.precision = Precision::kFp8;
+  const LaunchFormat titan = launch_configs(in)[3];
+  REQUIRE(titan.supported);
+  const std::map<std::string, std::set<std::string>> titan_keys = {
+      {"job", {"dump_folder"}},
+      {"model", {"name", "hf_assets_path", "converters"}},
+      {"training", {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param", "mixed_precision_reduce"}},
+      {"parallelism", {"data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
+                       "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
+                       "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
+                       "pipeline_parallel_last_stage_less_layers", "context_parallel_degree", "expert_parallel_degree",
+                       "fsdp_reshard_after_forward"}},
+      {"activation_checkpoint", {"mode", "selective_ac_option"}},
+      {"compile", {"enable"}}};
+  std::istringstream toml(titan.text);
+  std::string section;
+  std::int64_t titan_options = 0;
+  while (std::getline(toml, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      REQUIRE(titan_keys.count(section) == 1);
+      continue;
+    }
+    const std::string key = line.substr(0, line.find(" = "));
+    CHECK(titan_keys.at(section).count(key) == 1);
+    ++titan_options;
+  }
+  CHECK(titan_options > 20);
+  CHECK(titan.text.find("local_batch_size = 8\n") != std::string::npos);
+  CHECK(titan.text.find("pipeline_parallel_microbatch_size = 2\n") != std::string::npos);
+  CHECK(titan.text.find("global_batch_size = 16\n") != std::string::npos);
+  CHECK(titan.text.find("pipeline_parallel_layers_per_stage = 4\n") != std::string::npos);  // 32 / (4 x 2)
+  CHECK(titan.text.find("converters = [\"quantize.linear.float8\"]") != std::string::npos);
 }
 
 // A cluster of two GPU kinds (cluster.gpu_mix): stages on blocks of consecutive ranks, placed by
