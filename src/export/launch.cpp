@@ -1,15 +1,21 @@
 // Launch configurations (see launch.h). Option names, per framework:
-//   DeepSpeed: docs/_pages/config-json.md (deepspeed.ai/docs/config-json) @ v0.16: train_batch_size,
+//   DeepSpeed: docs/_pages/config-json.md (deepspeed.ai/docs/config-json) @ v0.16.4: train_batch_size,
 //     train_micro_batch_size_per_gpu, gradient_accumulation_steps, bf16/fp16.enabled,
-//     zero_optimization.{stage, offload_optimizer.device, offload_param.device, overlap_comm,
-//     contiguous_gradients}, gradient_clipping.
+//     zero_optimization.{stage, offload_optimizer.device (stages 1-3), offload_param.device (stage
+//     3 only), overlap_comm, contiguous_gradients}, gradient_clipping, tensor_parallel.autotp_size
+//     (runtime/engine.py @ v0.16.4 rejects it with ZeRO stage 3; runtime/config.py checks
+//     train_batch_size against every rank, before the AutoTP groups exist).
 //   accelerate: docs/source/usage_guides/fsdp.md and deepspeed.md, `accelerate config` output
 //     (compute_environment, distributed_type, mixed_precision, num_machines, num_processes,
-//     fsdp_config.fsdp_*, deepspeed_config.*).
-//   Megatron-LM: megatron/training/arguments.py @ core_r0.12 (--tensor-model-parallel-size,
+//     machine_rank, main_process_ip/port, fsdp_config.fsdp_*, deepspeed_config.*; FSDP's
+//     HYBRID_SHARD shards within each node, fsdp_activation_checkpointing wraps whole blocks).
+//   Megatron-LM: megatron/training/arguments.py @ core_v0.14.0 (--tensor-model-parallel-size,
 //     --pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage,
 //     --context-parallel-size, --expert-model-parallel-size, --sequence-parallel,
-//     --use-distributed-optimizer, --recompute-*, --optimizer-cpu-offload).
+//     --use-distributed-optimizer, --use-megatron-fsdp with --data-parallel-sharding-strategy and
+//     --ckpt-format fsdp_dtensor (asserted), --recompute-*, --optimizer-cpu-offload with
+//     --use-precision-aware-optimizer (asserted), --moe-ffn-hidden-size,
+//     --moe-shared-expert-intermediate-size).
 //   torchtitan: torchtitan/config/job_config.py @ c854924 (2025-10-01) ([model] hf_assets_path,
 //     converters ("quantize.linear.float8", components/quantization/float8.py); [training]
 //     local_batch_size, global_batch_size (accumulation = global / (local x dp)), seq_len,
@@ -20,8 +26,10 @@
 //     expert_parallel_degree, fsdp_reshard_after_forward; [activation_checkpoint] mode,
 //     selective_ac_option; [compile] enable).
 //   torchtune: recipes/full_finetune_distributed.py and lora_finetune_distributed.py config keys
-//     (batch_size, gradient_accumulation_steps, enable_activation_checkpointing, dtype,
-//     fsdp_cpu_offload, compile, optimizer_in_bwd) and `tune run --nproc_per_node`.
+//     @ v0.6.1 (batch_size, gradient_accumulation_steps, enable_activation_checkpointing,
+//     enable_activation_offloading, dtype, fsdp_cpu_offload, compile, optimizer_in_bwd (full recipes
+//     only), tensor_parallel_dim (full recipe, with a tensor_parallel_plan)) and `tune run` with
+//     torchrun's --nnodes / --nproc_per_node. The distributed recipes always shard with FSDP.
 #include "export/launch.h"
 
 #include <sstream>
@@ -66,22 +74,36 @@ LaunchFormat deepspeed(const LaunchInput& in) {
     f.notes.emplace_back("DeepSpeed's JSON config does not set pipeline, context or expert parallel degrees (they are built in code); use Megatron-LM or torchtitan");
     return f;
   }
+  const bool offload_opt = in.setup.offload == Offload::kOptimizer || in.setup.offload == Offload::kParamsOptimizer;
+  if ((offload_opt && l.sharding == Sharding::kNone) || (in.setup.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3)) {
+    f.supported = false;
+    f.notes.emplace_back("DeepSpeed offloads the optimizer from ZeRO stage 1 and parameters at stage 3 only; other stages ignore the offload");
+    return f;
+  }
+  if (l.tp > 1 && l.sharding == Sharding::kZero3) {
+    f.supported = false;
+    f.notes.emplace_back("DeepSpeed 0.16 rejects AutoTP (tensor_parallel.autotp_size) with ZeRO stage 3");
+    return f;
+  }
   Json j;
-  j["train_batch_size"] = global_batch(in);
+  // With AutoTP DeepSpeed checks train_batch_size against all ranks before the tensor-parallel
+  // groups exist: left out, it follows from the micro-batch and the accumulation.
+  if (l.tp == 1) j["train_batch_size"] = global_batch(in);
   j["train_micro_batch_size_per_gpu"] = in.setup.micro_batch;
   j["gradient_accumulation_steps"] = in.setup.grad_accum;
   const std::string dt = dtype_name(in.setup.precision);
   j["bf16"] = {{"enabled", dt == "bf16"}};
   j["fp16"] = {{"enabled", dt == "fp16"}};
   Json zero{{"stage", zero_stage(l.sharding)}, {"overlap_comm", true}, {"contiguous_gradients", true}};
-  if (in.setup.offload == Offload::kOptimizer || in.setup.offload == Offload::kParamsOptimizer) {
-    zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
-  }
+  if (offload_opt) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   if (in.setup.offload == Offload::kParamsOptimizer) zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   j["zero_optimization"] = zero;
   if (l.tp > 1) j["tensor_parallel"] = {{"autotp_size", l.tp}};  // DeepSpeed AutoTP (>= 0.16.4)
   j["gradient_clipping"] = 1.0;
   f.text = j.dump(2) + "\n";
+  if (l.tp > 1) {
+    f.notes.emplace_back("AutoTP: train_batch_size is left out (DeepSpeed would count every rank); in DeepSpeed 0.16 shard the model with deepspeed.tp_model_init before deepspeed.initialize");
+  }
   if (in.setup.checkpointing != Checkpointing::kNone) {
     f.notes.emplace_back("activation checkpointing is switched on in the model (model.gradient_checkpointing_enable()), not in this file");
   }
@@ -100,12 +122,28 @@ LaunchFormat accelerate(const LaunchInput& in) {
   const std::string dt = dtype_name(in.setup.precision);
   const bool ds = l.sharding == Sharding::kZero1 || in.setup.offload == Offload::kOptimizer;
   const bool fsdp = !ds && (l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3);
+  const bool hybrid = l.shard_degree > 0 && l.shard_degree < l.dp;
+  if (ds && (l.sharding == Sharding::kNone || (in.setup.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3))) {
+    f.supported = false;
+    f.notes.emplace_back("DeepSpeed offloads the optimizer from ZeRO stage 1 and parameters at stage 3 only; other stages ignore the offload");
+    return f;
+  }
+  if (fsdp && hybrid && l.shard_degree != in.gpus_per_node) {
+    f.supported = false;
+    f.notes.emplace_back("accelerate's FSDP hybrid sharding shards within each node; a shard group of " + std::to_string(l.shard_degree) +
+                         " ranks on nodes of " + std::to_string(in.gpus_per_node) + " GPUs is not an accelerate option");
+    return f;
+  }
   y << "compute_environment: LOCAL_MACHINE\n";
   y << "distributed_type: " << (ds ? "DEEPSPEED" : fsdp ? "FSDP" : l.gpus() > 1 ? "MULTI_GPU" : "NO") << "\n";
   y << "mixed_precision: " << (dt == "fp32" ? "no" : dt) << "\n";
   y << "num_machines: " << nodes(in) << "\n";
   y << "num_processes: " << l.gpus() << "\n";
   y << "machine_rank: 0\n";
+  if (nodes(in) > 1) {
+    y << "main_process_ip: 10.0.0.1\n";
+    y << "main_process_port: 29500\n";
+  }
   y << "main_training_function: main\n";
   if (ds) {
     y << "deepspeed_config:\n";
@@ -114,10 +152,11 @@ LaunchFormat accelerate(const LaunchInput& in) {
     y << "  offload_optimizer_device: " << (in.setup.offload == Offload::kNone ? "none" : "cpu") << "\n";
     y << "  offload_param_device: " << (in.setup.offload == Offload::kParamsOptimizer ? "cpu" : "none") << "\n";
     y << "  zero3_init_flag: " << (l.sharding == Sharding::kZero3 ? "true" : "false") << "\n";
+    if (nodes(in) > 1) y << "  deepspeed_multinode_launcher: standard\n";
   } else if (fsdp) {
-    const bool hybrid = l.shard_degree > 0 && l.shard_degree < l.dp;
     y << "fsdp_config:\n";
-    y << "  fsdp_sharding_strategy: " << (l.sharding == Sharding::kZero2 ? "SHARD_GRAD_OP" : hybrid ? "HYBRID_SHARD" : "FULL_SHARD") << "\n";
+    const char* strategy = l.sharding == Sharding::kZero2 ? (hybrid ? "HYBRID_SHARD_ZERO2" : "SHARD_GRAD_OP") : hybrid ? "HYBRID_SHARD" : "FULL_SHARD";
+    y << "  fsdp_sharding_strategy: " << strategy << "\n";
     y << "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n";
     y << "  fsdp_backward_prefetch: BACKWARD_PRE\n";
     y << "  fsdp_offload_params: " << (in.setup.offload == Offload::kParamsOptimizer ? "true" : "false") << "\n";
@@ -128,6 +167,12 @@ LaunchFormat accelerate(const LaunchInput& in) {
     y << "  fsdp_activation_checkpointing: " << (in.setup.checkpointing == Checkpointing::kNone ? "false" : "true") << "\n";
   }
   f.text = y.str();
+  if (nodes(in) > 1) {
+    f.notes.emplace_back("multi-node: set main_process_ip to the first node's address and machine_rank to each node's index (0 on the first)");
+  }
+  if (fsdp && in.setup.checkpointing == Checkpointing::kSelective) {
+    f.notes.emplace_back("fsdp_activation_checkpointing recomputes whole blocks (full checkpointing); selective checkpointing is set in the model code");
+  }
   f.notes.emplace_back("per-device batch size " + std::to_string(in.setup.micro_batch) + " and gradient_accumulation_steps " +
                        std::to_string(in.setup.grad_accum) + " go to the training script (TrainingArguments)");
   return f;
@@ -150,7 +195,7 @@ LaunchFormat megatron(const LaunchInput& in) {
     arg("group-query-attention");
     arg("num-query-groups", str(a.attention.num_kv_heads));
   }
-  arg("ffn-hidden-size", str(a.is_moe() ? a.moe.expert_intermediate_size : a.mlp.intermediate_size));
+  arg("ffn-hidden-size", str(a.mlp.intermediate_size));
   if (a.mlp.gated) arg("swiglu");
   if (a.norm == NormKind::kRmsNorm) arg("normalization", "RMSNorm");
   if (a.position == PositionKind::kRotary) arg("position-embedding-type", "rope");
@@ -158,6 +203,8 @@ LaunchFormat megatron(const LaunchInput& in) {
   if (a.is_moe()) {
     arg("num-experts", str(a.moe.num_experts));
     arg("moe-router-topk", str(a.moe.top_k));
+    arg("moe-ffn-hidden-size", str(a.moe.expert_intermediate_size));
+    if (a.moe.shared_intermediate_size > 0) arg("moe-shared-expert-intermediate-size", str(a.moe.shared_intermediate_size));
   }
   arg("seq-length", str(in.setup.seq_len));
   arg("max-position-embeddings", str(std::max(in.setup.seq_len, a.max_position_embeddings)));
@@ -169,13 +216,16 @@ LaunchFormat megatron(const LaunchInput& in) {
   if (l.cp > 1) arg("context-parallel-size", str(l.cp));
   if (l.ep > 1) arg("expert-model-parallel-size", str(l.ep));
   if (l.sequence_parallel) arg("sequence-parallel");
-  if (l.sharding == Sharding::kZero1) arg("use-distributed-optimizer");
-  if (l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3) {
-    arg("use-distributed-optimizer");
+  const bool megatron_fsdp = l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3;
+  // The optimizer offload runs on the distributed optimizer's precision-aware path (asserted).
+  if (l.sharding != Sharding::kNone || in.setup.offload == Offload::kOptimizer) arg("use-distributed-optimizer");
+  if (megatron_fsdp) {
     arg("use-megatron-fsdp");
     arg("data-parallel-sharding-strategy", l.sharding == Sharding::kZero2 ? "optim_grads" : "optim_grads_params");
+    arg("ckpt-format", "fsdp_dtensor");
   }
   if (in.setup.offload == Offload::kOptimizer) {
+    arg("use-precision-aware-optimizer");
     arg("optimizer-cpu-offload");
     arg("overlap-cpu-optimizer-d2h-h2d");
   }
@@ -188,13 +238,16 @@ LaunchFormat megatron(const LaunchInput& in) {
     arg("recompute-method", "uniform");
     arg("recompute-num-layers", "1");
   }
-  arg("use-flash-attn");
   s << "  --train-iters 1000\n";
   f.text = s.str();
   if (in.setup.offload == Offload::kParamsOptimizer) {
     f.notes.emplace_back("Megatron-LM offloads optimizer states only: parameter offload has no Megatron option");
   }
   if (in.setup.method != Method::kFull) f.notes.emplace_back("Megatron-LM pretrain_gpt.py trains all weights; LoRA needs NeMo or another recipe");
+  if (megatron_fsdp) f.notes.emplace_back("Megatron FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1: leave it unset");
+  if (a.is_moe() && a.moe.first_dense_layers > 0) {
+    f.notes.emplace_back("the first " + std::to_string(a.moe.first_dense_layers) + " layers are dense: set --moe-layer-freq to match");
+  }
   f.notes.emplace_back("data and tokenizer arguments (--data-path, --tokenizer-type, ...) are left to you");
   return f;
 }
@@ -266,6 +319,16 @@ LaunchFormat torchtune(const LaunchInput& in) {
   }
   const bool lora = is_lora_like(in.setup.method);
   const bool distributed = l.gpus() > 1;
+  if (distributed && l.sharding == Sharding::kNone) {
+    f.supported = false;
+    f.notes.emplace_back("torchtune's distributed recipes always shard with FSDP; a replicated (DDP) layout is not an option");
+    return f;
+  }
+  if (lora && l.tp > 1) {
+    f.supported = false;
+    f.notes.emplace_back("torchtune's LoRA recipe (v0.6.1) has no tensor parallelism");
+    return f;
+  }
   std::string recipe = std::string(lora ? "lora" : "full") + "_finetune_" + (distributed ? "distributed" : "single_device");
   std::ostringstream c;
   c << "tune run";
@@ -279,11 +342,18 @@ LaunchFormat torchtune(const LaunchInput& in) {
   c << " compile=" << (in.setup.compile ? "True" : "False");
   if (distributed && in.setup.offload == Offload::kParamsOptimizer) c << " fsdp_cpu_offload=True";
   if (distributed && l.tp > 1) c << " tensor_parallel_dim=" << l.tp;
-  if (in.setup.optimizer_in_backward) c << " optimizer_in_bwd=True";
+  if (in.setup.offload == Offload::kActivations) c << " enable_activation_offloading=True";
+  if (in.setup.optimizer_in_backward && !lora) c << " optimizer_in_bwd=True clip_grad_norm=null";
   if (lora) c << " model.lora_rank=" << in.setup.lora_rank;
   c << "\n";
   f.text = c.str();
   if (in.setup.offload == Offload::kOptimizer) f.notes.emplace_back("torchtune offloads optimizer states only on one GPU (optimizer=torchao.optim.CPUOffloadOptimizer)");
+  if (distributed && l.tp > 1) f.notes.emplace_back("tensor_parallel_dim needs a tensor_parallel_plan in the config (torchtune ships one for the Llama 3 70B configs)");
+  if (in.setup.optimizer_in_backward && lora) f.notes.emplace_back("optimizer_in_bwd is a full-finetune option; the LoRA recipes step the optimizer after backward");
+  if (in.setup.checkpointing == Checkpointing::kSelective) f.notes.emplace_back("enable_activation_checkpointing checkpoints whole blocks (full); selective is ac_mode/ac_option in the full distributed recipe");
+  if (dtype_name(in.setup.precision) == "fp16") f.notes.emplace_back("torchtune trains in bf16 or fp32, not fp16");
+  if (dtype_name(in.setup.precision) == "bf16") f.notes.emplace_back("torchtune's bf16 keeps no fp32 master weights (pure bf16)");
+  if (nodes(in) > 1) f.notes.emplace_back("multi-node: add torchrun's --rdzv_endpoint and --node_rank per node");
   return f;
 }
 

@@ -506,7 +506,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
                                      "max-position-embeddings", "micro-batch-size", "global-batch-size",
                                      "tensor-model-parallel-size", "pipeline-model-parallel-size", "use-distributed-optimizer",
                                      "use-megatron-fsdp", "data-parallel-sharding-strategy", "bf16", "recompute-granularity",
-                                     "recompute-method", "recompute-num-layers", "use-flash-attn", "train-iters"};
+                                     "recompute-method", "recompute-num-layers", "ckpt-format", "train-iters"};
   std::istringstream args(f[2].text);
   std::string tok;
   std::int64_t flags = 0;
@@ -517,11 +517,45 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   }
   CHECK(flags > 15);
   CHECK(f[2].text.find("--global-batch-size 64") != std::string::npos);
+  // Megatron FSDP asserts the fsdp_dtensor checkpoint format (arguments.py @ core_v0.14.0).
+  CHECK(f[2].text.find("--use-megatron-fsdp") != std::string::npos);
+  CHECK(f[2].text.find("--ckpt-format fsdp_dtensor") != std::string::npos);
   // torchtitan: FSDP over all 8 ranks, full AC.
   CHECK(f[3].text.find("data_parallel_shard_degree = 8") != std::string::npos);
   CHECK(f[3].text.find("mode = \"full\"") != std::string::npos);
   CHECK(f[4].text.find("full_finetune_distributed") != std::string::npos);
   CHECK(f[4].text.find("batch_size=2") != std::string::npos);
+  // Optimizer offload: DeepSpeed and accelerate offload from ZeRO stage 1 only; Megatron's offload
+  // runs on the precision-aware distributed optimizer (both asserted by arguments.py).
+  {
+    LaunchInput off = in;
+    off.layout.sharding = Sharding::kNone;
+    off.setup.offload = Offload::kOptimizer;
+    const std::vector<LaunchFormat> o = launch_configs(off);
+    CHECK_FALSE(o[0].supported);
+    CHECK_FALSE(o[1].supported);
+    for (const char* flag : {"--use-distributed-optimizer", "--use-precision-aware-optimizer", "--optimizer-cpu-offload"}) {
+      CHECK(o[2].text.find(flag) != std::string::npos);
+    }
+    CHECK_FALSE(o[4].supported);  // torchtune's distributed recipes always shard
+    // AutoTP: no train_batch_size (DeepSpeed would check it against every rank); not with ZeRO-3.
+    off.setup.offload = Offload::kNone;
+    off.layout.sharding = Sharding::kZero2;
+    off.layout.dp = 4;
+    off.layout.tp = 2;
+    const json autotp = json::parse(launch_configs(off)[0].text);
+    CHECK_FALSE(autotp.contains("train_batch_size"));
+    CHECK(autotp["tensor_parallel"]["autotp_size"] == 2);
+    off.layout.sharding = Sharding::kZero3;
+    CHECK_FALSE(launch_configs(off)[0].supported);
+    // accelerate's hybrid sharding shards within a node only.
+    off.layout.tp = 1;
+    off.layout.dp = 16;
+    off.layout.shard_degree = 8;
+    CHECK(launch_configs(off)[1].text.find("fsdp_sharding_strategy: HYBRID_SHARD\n") != std::string::npos);
+    off.layout.shard_degree = 4;
+    CHECK_FALSE(launch_configs(off)[1].supported);
+  }
   // Formats that cannot express a layout say so.
   in.layout.dp = 2;
   in.layout.pp = 4;
