@@ -66,6 +66,16 @@ int zero_stage(Sharding s) {
   return 0;
 }
 
+// DeepSpeed offloads the optimizer from ZeRO stage 1 on and parameters at stage 3 only
+// (config-json.md @ v0.16.4); at other stages the offload entries are ignored without a word.
+constexpr const char* kDeepSpeedOffloadStages =
+    "DeepSpeed offloads the optimizer from ZeRO stage 1 and parameters at stage 3 only; other stages ignore the offload";
+bool deepspeed_ignores_offload(const LaunchInput& in) {
+  const Sharding sh = in.layout.sharding;
+  if (in.setup.offload == Offload::kParamsOptimizer) return sh != Sharding::kZero3;
+  return in.setup.offload == Offload::kOptimizer && sh == Sharding::kNone;
+}
+
 LaunchFormat deepspeed(const LaunchInput& in) {
   LaunchFormat f{"deepspeed_json", "ds_config.json", "", true, {}};
   const ParallelLayout& l = in.layout;
@@ -75,9 +85,9 @@ LaunchFormat deepspeed(const LaunchInput& in) {
     return f;
   }
   const bool offload_opt = in.setup.offload == Offload::kOptimizer || in.setup.offload == Offload::kParamsOptimizer;
-  if ((offload_opt && l.sharding == Sharding::kNone) || (in.setup.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3)) {
+  if (deepspeed_ignores_offload(in)) {
     f.supported = false;
-    f.notes.emplace_back("DeepSpeed offloads the optimizer from ZeRO stage 1 and parameters at stage 3 only; other stages ignore the offload");
+    f.notes.emplace_back(kDeepSpeedOffloadStages);
     return f;
   }
   if (l.tp > 1 && l.sharding == Sharding::kZero3) {
@@ -123,9 +133,9 @@ LaunchFormat accelerate(const LaunchInput& in) {
   const bool ds = l.sharding == Sharding::kZero1 || in.setup.offload == Offload::kOptimizer;
   const bool fsdp = !ds && (l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3);
   const bool hybrid = l.shard_degree > 0 && l.shard_degree < l.dp;
-  if (ds && (l.sharding == Sharding::kNone || (in.setup.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3))) {
+  if (ds && deepspeed_ignores_offload(in)) {
     f.supported = false;
-    f.notes.emplace_back("DeepSpeed offloads the optimizer from ZeRO stage 1 and parameters at stage 3 only; other stages ignore the offload");
+    f.notes.emplace_back(kDeepSpeedOffloadStages);
     return f;
   }
   if (fsdp && hybrid && l.shard_degree != in.gpus_per_node) {
