@@ -302,6 +302,7 @@ std::string search(std::string_view request_text) {
                          {"inter_node_bandwidth_gb_per_s", s.input.cluster.inter_node_bandwidth_gb_per_s}};
     if (!s.input.gpu_mix.empty()) result["cluster"]["gpu_mix"] = gpu_mix_to_json(s.input.gpu_mix);
     result["global_batch"] = s.input.global_batch > 0 ? Json(s.input.global_batch) : Json(nullptr);
+    result["tokens_per_step"] = s.input.global_batch > 0 ? Json(s.input.global_batch * s.input.training.seq_len) : Json(nullptr);
     result["warnings"] = s.base.warnings;
     return result;
   });

@@ -532,12 +532,28 @@ SearchRequest read_search_request(const Json& req) {
   if (!search) return s;
   if (!search->is_object()) throw Error(ErrorCode::kInvalidType, "/search", "search must be an object");
   const FieldReader sf(*search, "/search");
-  reject_unknown_keys(sf, {"objective", "top", "global_batch", "space", "launch"});
+  reject_unknown_keys(sf, {"objective", "top", "global_batch", "tokens_per_step", "space", "launch"});
   static constexpr EnumName<Objective> kObjectives[] = {
       {"fastest", Objective::kFastest}, {"least_memory", Objective::kLeastMemory}, {"largest_batch", Objective::kLargestBatch}};
   in.objective = enum_or(sf, "objective", kObjectives, in.objective);
   in.top = sf.int_or({"top"}, 1, kMaxSearchTop, in.top);
   in.global_batch = sf.int_or({"global_batch"}, 1, kMaxMicroBatch * kMaxGradAccum, 0);
+  // The step's size in tokens (as training recipes state it, e.g. 4M tokens): whole sequences of
+  // seq_len, the global batch they make.
+  const std::int64_t seq = in.training.seq_len;
+  if (const std::optional<std::int64_t> given = sf.get_int({"tokens_per_step"}, 1, kMaxMicroBatch * kMaxGradAccum * seq)) {
+    const std::string at = sf.path("tokens_per_step");
+    if (in.global_batch > 0) throw Error(ErrorCode::kInvalidValue, at, "give global_batch or tokens_per_step, not both");
+    const std::int64_t tokens = *given;
+    if (tokens % seq != 0) {
+      const std::int64_t below = tokens / seq;
+      throw Error(ErrorCode::kInvalidValue, at,
+                  "tokens_per_step must be whole sequences of seq_len " + std::to_string(seq) + ": " + std::to_string(tokens) +
+                      " tokens is between " + std::to_string(below) + " and " + std::to_string(below + 1) + " sequences (" +
+                      std::to_string(below * seq) + " or " + std::to_string((below + 1) * seq) + " tokens)");
+    }
+    in.global_batch = tokens / seq;
+  }
   s.with_launch = sf.bool_or({"launch"}, true);
   if (const Json* sp = sf.find({"space"})) {
     if (!sp->is_object()) throw Error(ErrorCode::kInvalidType, "/search/space", "space must be an object");

@@ -91,5 +91,6 @@ export function searchRequestOf(request, r) {
   out.search = { top: r.pick([1, 3, 10]), objective: r.pick(['fastest', 'least_memory', 'largest_batch']) };
   if (r.chance(0.5)) out.search.space = { max_micro_batch: r.pick([1, 2, 4]), pp: [1, 2] };
   if (r.chance(0.3)) out.search.global_batch = r.pick([8, 64, 256]);
+  else if (out.training.seq_len && r.chance(0.2)) out.search.tokens_per_step = r.pick([8, 64]) * out.training.seq_len;
   return out;
 }

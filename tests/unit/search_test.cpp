@@ -427,6 +427,32 @@ TEST_CASE("search request errors name the field", "[search][errors]") {
   CHECK(err({{"space", {{"tp", {2, "x"}}}}})["path"] == "/search/space/tp/1");
   CHECK(err({{"space", {{"sharding", {"zero4"}}}}})["code"] == "invalid_value");
   CHECK(err({{"space", {{"warp", 1}}}})["path"] == "/search/space/warp");
+  // tokens_per_step: whole sequences (of the default seq_len, 2048), and not with global_batch.
+  const json partial = err({{"tokens_per_step", 2048 * 6 + 1}});
+  CHECK(partial["path"] == "/search/tokens_per_step");
+  CHECK(partial["code"] == "invalid_value");
+  CHECK(partial["message"].get<std::string>().find("12288 or 14336 tokens") != std::string::npos);
+  CHECK(err({{"tokens_per_step", 8192}, {"global_batch", 2}})["path"] == "/search/tokens_per_step");
+  CHECK(err({{"tokens_per_step", 0}})["code"] == "out_of_range");
+  CHECK(err({{"tokens_per_step", "4M"}})["code"] == "invalid_type");
+  CHECK(err({{"tokens_per_step", std::int64_t{1} << 62}})["path"] == "/search/tokens_per_step");
+}
+
+TEST_CASE("a step given in tokens searches as the global batch of that many sequences", "[search][api]") {
+  json req = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+              {"training", {{"seq_len", 8192}}},
+              {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 16}}},
+              {"search", {{"top", 3}, {"global_batch", 64}, {"space", {{"max_micro_batch", 2}}}}}};
+  const json by_batch = call(api::search, req);
+  req["search"].erase("global_batch");
+  req["search"]["tokens_per_step"] = 64 * 8192;  // 512Ki tokens
+  const json by_tokens = call(api::search, req);
+  REQUIRE(by_batch["ok"] == true);
+  REQUIRE(by_tokens["ok"] == true);
+  CHECK(by_tokens["result"]["global_batch"] == 64);
+  CHECK(by_tokens["result"]["tokens_per_step"] == 64 * 8192);
+  CHECK(by_tokens["result"]["top"] == by_batch["result"]["top"]);
+  CHECK(by_tokens["result"]["top"][0]["perf"]["tokens_per_step"] == 64 * 8192);
 }
 
 // LLMem Table 3 (Kim et al. 2024; docs/validation.md): on 4 x V100 16 GB the measured order of
