@@ -63,7 +63,7 @@ bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
   return false;
 }
 
-bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) {
+bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept {
   switch (t.method) {
     case Method::kFull: return true;
     case Method::kFreeze: return layer >= 0 && layer >= num_layers - t.freeze_trainable_layers;
@@ -74,7 +74,7 @@ bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_l
   return true;
 }
 
-std::int64_t RankShard::held(std::int64_t first, std::int64_t count) const {
+std::int64_t RankShard::held(std::int64_t first, std::int64_t count) const noexcept {
   if (layers.empty()) return count;
   std::int64_t n = 0;
   for (const LayerRange& r : layers) {

@@ -86,12 +86,12 @@ struct RankShard {
   std::int64_t padded_vocab = 0;    // 0: the model's vocabulary
   DistributedBehaviour behaviour;
   /// How many of layers [first, first + count) this rank holds.
-  std::int64_t held(std::int64_t first, std::int64_t count) const;
+  std::int64_t held(std::int64_t first, std::int64_t count) const noexcept;
 };
 
 /// Whether the base weights of block `layer` (-1: embeddings, final norm, head) train:
 /// full = all, freeze = the last k blocks, lora/qlora/dora = none.
-bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers);
+bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept;
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
 
