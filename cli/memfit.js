@@ -13,6 +13,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 const validation = require('./validate.js');
 
+// A reader that stops early (`memfit search r.json | head`) closes the pipe: end quietly instead
+// of an uncaught EPIPE (which the WASM runtime's handler would rethrow with its whole source).
+process.stdout.on('error', (e) => {
+  if (e.code === 'EPIPE') process.exit(0);
+  throw e;
+});
+
 const USAGE = `usage: memfit <command> [args]
   params <config.json | preset id> [--tensors]   architecture and exact parameter counts
   estimate <request.json>                         peak memory of one training setup

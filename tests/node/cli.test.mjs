@@ -1,7 +1,7 @@
 // `npx memfit ...` from the repository root: JSON out, exit 0; bad input exit 2 with the envelope.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,4 +133,28 @@ test('launch: configs for the request layout; a bad layout names its field', () 
   const bad = memfit('launch', file);
   assert.equal(bad.code, 2);
   assert.equal(JSON.parse(bad.out).error.path, '/parallel');
+});
+
+test('a reader that closes the pipe early ends the CLI quietly', async () => {
+  // As `memfit search r.json | head -c 100`: a result past the pipe's buffer (a 64-GPU search
+  // prints about 240 kB), its first chunk read, then the pipe closed.
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'search.json');
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-8B' },
+    training: { seq_len: 4096 },
+    cluster: { gpu: { preset: 'H100-80GB' }, gpus: 64 },
+  }));
+  const child = spawn(process.execPath, [join(root, 'cli', 'memfit.js'), 'search', file], { cwd: root });
+  let err = '';
+  let read = 0;
+  child.stderr.on('data', (d) => (err += d));
+  child.stdout.once('data', (d) => {
+    read = d.length;
+    child.stdout.destroy();
+  });
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  assert.ok(read > 0);
+  assert.equal(err, '');
+  assert.equal(code, 0);
 });
