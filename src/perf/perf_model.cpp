@@ -104,6 +104,11 @@ double ffn_width(const ModelArchitecture& a, bool moe) {
 
 }  // namespace
 
+double overlapped_exposed_s(double comm_s, double window_s, double slowdown) {
+  if (comm_s <= 0) return 0;
+  return std::max(comm_s - std::max(window_s, 0.0), comm_s * slowdown / (1 + slowdown));
+}
+
 double matmul_efficiency_for(const GpuSpec& gpu) {
   const std::string& id = gpu.id;
   if (id.rfind("A100", 0) == 0) return 0.869;
@@ -322,7 +327,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     if (l.cp > 1) {
       const double kv = static_cast<double>(t.micro_batch) * seq * pl.kv_width / tp * act_bytes;
       const double comm = (2 + recompute_all + recompute_attention) * gather_s(kv, l.cp, cp_link);
-      lc.cp_exposed_s = std::max(0.0, comm - (attn_fwd + attn_bwd));
+      lc.cp_exposed_s = overlapped_exposed_s(comm, attn_fwd + attn_bwd, k.overlap_compute_slowdown);
     }
     // Expert parallel: token dispatch and combine all-to-all in the forward, again in the
     // backward (GShard, Lepikhin et al. 2020).
@@ -466,19 +471,23 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double grad_bytes = trainable_rank * grad_elem;
   const double param16_bytes = sc.params * act_bytes;
   const double overlap_window = sc.bwd_s;  // the last micro-batch's backward hides the reduction
+  // The least share of an overlapped collective's time the step pays (overlapped_exposed_s).
+  const double contention = k.overlap_compute_slowdown / (1 + k.overlap_compute_slowdown);
   if (dpn > 1) {
     const std::int64_t group = l.sharding == Sharding::kNone ? dpn : l.dense_shard();
     double dp_s = 0;
     switch (l.sharding) {
       case Sharding::kNone:
-        dp_s = std::max(0.0, all_reduce_s(grad_bytes, dpn, dp_link) - overlap_window);
+        dp_s = overlapped_exposed_s(all_reduce_s(grad_bytes, dpn, dp_link), overlap_window, k.overlap_compute_slowdown);
         st.communication_total_s += all_reduce_s(grad_bytes, dpn, dp_link);
         break;
       case Sharding::kZero1:
       case Sharding::kZero2: {
         const double rs = gather_s(grad_bytes, group, dp_link);
         const double reductions = l.sharding == Sharding::kZero2 ? m : 1.0;  // ZeRO-2 reduces every micro-batch
-        dp_s = reductions * std::max(0.0, rs - overlap_window) + gather_s(param16_bytes, group, dp_link);
+        dp_s = reductions * overlapped_exposed_s(rs, overlap_window, k.overlap_compute_slowdown) +
+               gather_s(param16_bytes, group, dp_link);
+        if (l.sharding == Sharding::kZero2) st.dp_per_micro_batch_floor_s = rs * contention;
         st.communication_total_s += reductions * rs + gather_s(param16_bytes, group, dp_link);
         break;
       }
@@ -493,7 +502,9 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
         // block's gather of each micro-batch is exposed.
         const double hidden = m * sc.compute_s;
         const double first_unit = ag / std::max(1.0, static_cast<double>(b.num_layers) / p);
-        dp_s = std::max(0.0, total - hidden) + m * first_unit;
+        dp_s = overlapped_exposed_s(total, hidden, k.overlap_compute_slowdown) + m * first_unit;
+        const bool reduce_per_mb = !(l.behaviour.pp_defers_grad_sync && l.pp > 1);
+        st.dp_per_micro_batch_floor_s = (gathers_per_mb * ag + (reduce_per_mb ? rs : 0.0)) * contention + first_unit;
         st.communication_total_s += total;
         break;
       }
@@ -550,12 +561,12 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
 }
 
 double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
-                                const ClusterSpec& c, const PerfConstants& k) {
-  const StepTime st = estimate_step_time(basis, t, l, c, k);
+                                const ClusterSpec& c, const PerfConstants& k, const StageCosts* known) {
+  const StepTime st = estimate_step_time(basis, t, l, c, k, known);
   const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
   // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
   constexpr double kRoundingMargin = 1e-9;
-  return tokens_per_mb / std::max(st.per_micro_batch_s, 1e-12) * (1 + kRoundingMargin);
+  return tokens_per_mb / std::max(st.per_micro_batch_s + st.dp_per_micro_batch_floor_s, 1e-12) * (1 + kRoundingMargin);
 }
 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {
@@ -573,6 +584,8 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   out.emplace_back(buf);
   out.emplace_back("ranks placed tp innermost, then cp, dp, pp: a group is intra-node when it fits in one node");
   out.emplace_back("data-parallel reductions overlap the last backward; ZeRO-3 gathers overlap compute except the first block's");
+  std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);
+  out.emplace_back(buf);
   out.emplace_back("tensor-parallel collectives are not overlapped (no async TP); pipeline bubble (p-1)/v micro-batch slots");
   out.emplace_back("load-balanced experts and stages; no kernel-launch or data-loading overhead");
   return out;

@@ -60,7 +60,19 @@ struct PerfConstants {
   double collective_latency_inter_s = 25e-6;
   /// PCIe achieves ~80 % of its datasheet rate for pinned host copies (cudaMemcpy bandwidth test).
   double host_link_efficiency = 0.8;
+  /// How much longer compute takes while a collective runs beside it: NCCL's kernels hold SMs
+  /// and HBM bandwidth that the matmuls and attention then lack. Lee et al. 2025 ("Characterizing
+  /// Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning", arXiv
+  /// 2507.03114, abstract) measure an average computational slowdown of 18.9 % (up to 40 %)
+  /// over GPT and LLaMA training on A100, H100, MI250 and MI210. Host copies over PCIe run on
+  /// the copy engines and are not charged.
+  double overlap_compute_slowdown = 0.189;
 };
+
+/// Time a collective of `comm_s` adds to the `window_s` of compute it overlaps: while both run,
+/// compute runs `slowdown` slower, so a collective shorter than the stretched window costs
+/// comm_s x slowdown / (1 + slowdown); a longer one leaves comm_s - window_s exposed.
+double overlapped_exposed_s(double comm_s, double window_s, double slowdown);
 
 /// 0.80 unless the MAMF table above has a measurement for the GPU's architecture.
 double matmul_efficiency_for(const GpuSpec& gpu);
@@ -133,6 +145,11 @@ struct StepTime {
   /// One micro-batch on the slowest stage: its compute plus the tensor, context and expert
   /// parallel collectives not hidden behind it (compute_s + tp + cp + ep = grad_accum x this).
   double per_micro_batch_s = 0;
+  /// Data-parallel time every micro-batch adds whatever the accumulation: ZeRO-3's gathers (and
+  /// its reductions when they run per micro-batch) and ZeRO-2's reductions slow the compute
+  /// beside them by at least PerfConstants::overlap_compute_slowdown of their time, and ZeRO-3
+  /// waits for each micro-batch's first gather. Independent of the micro-batch size.
+  double dp_per_micro_batch_floor_s = 0;
   ExposedCommunication comm;
   /// Communication per step before overlap (seconds), for the report.
   double communication_total_s = 0;
@@ -165,14 +182,16 @@ StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, cons
                             const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr);
 
 /// An upper bound on the tokens/s of layout `l` at every micro-batch from 1 to t.micro_batch,
-/// with any gradient accumulation: a step takes at least grad_accum x per_micro_batch_s (the
-/// bubble, the data-parallel, pipeline and offload transfers and the optimizer step only add),
+/// with any gradient accumulation: a step takes at least grad_accum x (per_micro_batch_s +
+/// dp_per_micro_batch_floor_s) (the bubble, the rest of the data-parallel time, the pipeline and
+/// offload transfers and the optimizer step only add),
 /// and per_micro_batch_s / micro_batch never rises with the micro-batch (every term is a
 /// maximum or sum of a linear and a constant part: FLOPs, bytes, collective latency), so the
 /// largest micro-batch bounds them all. The search times a structure's micro-batches only when
 /// this bound reaches the walk (tests/unit/search_test.cpp checks it over layouts).
+/// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).
 double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
-                                const ClusterSpec& c, const PerfConstants& k = {});
+                                const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr);
 
 /// The assumptions behind every step time, in words, for the result.
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c);

@@ -180,11 +180,15 @@ class Searcher {
   std::vector<std::int64_t> micro_batches_;
 
   std::map<std::int64_t, std::size_t> family_codes_;
-  // Speed bounds by (sequence parallel, checkpointing) within one (tp, pp, cp, vpp, ep): the
-  // per-micro-batch time they rest on is independent of the sharding stage and the offload
-  // (those change the data-parallel, offload and optimizer terms only).
-  // Indexed by sp x 3 + checkpointing (add_structure's speed_key); negative: not computed yet.
-  std::array<double, 6> bounds_{};
+  // Speed bounds by (sharding, sequence parallel, checkpointing) within one (tp, pp, cp, vpp,
+  // ep): the per-micro-batch time they rest on is independent of the offload (it changes the
+  // offload and optimizer terms only); the sharding stage adds its per-micro-batch
+  // data-parallel floor. Indexed by sharding x 6 + sp x 3 + checkpointing; negative: not
+  // computed yet.
+  std::array<double, 24> bounds_{};
+  // The stage costs the bounds of each (sp, checkpointing) rest on, by GPU kind (the largest
+  // micro-batch; shared by the sharding stages). Empty: not computed yet.
+  std::array<std::vector<StageCosts>, 6> bound_costs_;
   // Speed groups of this (tp, pp, cp, vpp, ep) by (sequence parallel, checkpointing), and the
   // stage costs of each group's micro-batches on each GPU kind, computed on first use (the step
   // times of its structures share them; kept only for up to kMaxCachedStageCosts values).
@@ -272,6 +276,7 @@ class Searcher {
           for (std::int64_t vpp : vpps) {
             for (std::int64_t ep : eps) {
               bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
+              for (std::vector<StageCosts>& costs : bound_costs_) costs.clear();
               speed_groups_.fill(-1);
               floor_groups_.fill(-1);
               for (Sharding sh : shardings) {
@@ -357,14 +362,18 @@ class Searcher {
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
     if (s.count > 0 && in_.objective == Objective::kFastest) {
-      double& bound = bounds_[speed_key];
+      double& bound = bounds_[static_cast<std::size_t>(sh) * 6 + speed_key];
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
+        std::vector<StageCosts>& costs = bound_costs_[speed_key];
+        if (costs.empty()) {
+          for (std::size_t i = 0; i < clusters_.size(); ++i) costs.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
+        }
         // The slowest kind sets the pace: the least of the kinds' bounds bounds it.
-        bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0]);
+        bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0], &costs[0]);
         for (std::size_t i = 1; i < clusters_.size(); ++i) {
-          bound = std::min(bound, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i]));
+          bound = std::min(bound, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i], &costs[i]));
         }
         ++r_.bounded;
       }

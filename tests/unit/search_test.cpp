@@ -149,6 +149,36 @@ TEST_CASE("data-parallel reductions that cross nodes are slower; more data paral
   CHECK(replicated.tokens_per_s_per_gpu <= single.tokens_per_s_per_gpu);
 }
 
+TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
+  constexpr double s = 0.189;
+  CHECK(overlapped_exposed_s(0, 1, s) == 0);
+  // Shorter than the stretched window: the compute beside it runs s slower for its duration.
+  CHECK(overlapped_exposed_s(0.5, 1, s) == Approx(0.5 * s / (1 + s)).epsilon(1e-12));
+  // Longer: the step waits for the collective.
+  CHECK(overlapped_exposed_s(3, 1, s) == Approx(2).epsilon(1e-12));
+  // Continuous where the two meet (comm = window x (1 + s)), never below comm - window.
+  CHECK(overlapped_exposed_s(1 + s, 1, s) == Approx(s).epsilon(1e-12));
+  for (double comm : {0.1, 0.9, 1.1, 1.2, 5.0}) CHECK(overlapped_exposed_s(comm, 1, s) >= comm - 1);
+  CHECK(overlapped_exposed_s(0.5, 1, 0) == 0);
+
+  // ZeRO-3's gathers hide behind compute but charge that compute the slowdown: the exposed
+  // data-parallel time grows with the slowdown, and with none it is only the first block's gather.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(2, 8192));
+  ParallelLayout l;
+  l.dp = 64;
+  l.sharding = Sharding::kZero3;
+  const ClusterSpec c = cluster("A100-80GB", 64);
+  PerfConstants none;
+  none.overlap_compute_slowdown = 0;
+  const StepTime free = estimate_step_time(b, bf16(2, 8192), l, c, none);
+  const StepTime charged = estimate_step_time(b, bf16(2, 8192), l, c);
+  REQUIRE(free.communication_total_s < free.compute_s);  // fully hidden without contention
+  CHECK(charged.comm.dp_s - free.comm.dp_s ==
+        Approx(free.communication_total_s * s / (1 + s)).epsilon(1e-9));
+  CHECK(charged.step_s > free.step_s);
+}
+
 TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
