@@ -182,9 +182,9 @@ class Searcher {
   std::map<std::int64_t, std::size_t> family_codes_;
   // Speed bounds by (sharding, sequence parallel, checkpointing) within one (tp, pp, cp, vpp,
   // ep): the per-micro-batch time they rest on is independent of the offload (it changes the
-  // offload and optimizer terms only); the sharding stage adds its per-micro-batch
-  // data-parallel floor. Indexed by sharding x 6 + sp x 3 + checkpointing; negative: not
-  // computed yet.
+  // offload and optimizer terms only); ZeRO-2 and ZeRO-3 add their per-micro-batch
+  // data-parallel floor (replication and ZeRO-1 share slot 0). Indexed by sharding x 6 + sp x 3
+  // + checkpointing; negative: not computed yet.
   std::array<double, 24> bounds_{};
   // The stage costs the bounds of each (sp, checkpointing) rest on, by GPU kind (the largest
   // micro-batch; shared by the sharding stages). Empty: not computed yet.
@@ -362,7 +362,9 @@ class Searcher {
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
     if (s.count > 0 && in_.objective == Objective::kFastest) {
-      double& bound = bounds_[static_cast<std::size_t>(sh) * 6 + speed_key];
+      // Replication and ZeRO-1 pay no data-parallel time per micro-batch: they share one bound.
+      const std::size_t floor_kind = sh == Sharding::kZero2 || sh == Sharding::kZero3 ? static_cast<std::size_t>(sh) : 0;
+      double& bound = bounds_[floor_kind * 6 + speed_key];
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
