@@ -97,12 +97,30 @@ double gather_s(double bytes, std::int64_t n, const Link& l) {
   return static_cast<double>(n - 1) / static_cast<double>(n) * bytes / l.bytes_per_s + l.latency_s;
 }
 
+const std::vector<BlockMatmul>* matmuls_for(const PerfLayer& pl, std::int64_t tp) {
+  for (const auto& [t, mms] : pl.matmuls_by_tp) {
+    if (t == tp) return &mms;
+  }
+  return nullptr;
+}
+
 double ffn_width(const ModelArchitecture& a, bool moe) {
   if (!moe) return static_cast<double>(a.mlp.intermediate_size);
   return static_cast<double>(a.moe.top_k * a.moe.expert_intermediate_size + a.moe.shared_intermediate_size);
 }
 
 }  // namespace
+
+double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
+                             double peak_flops, double hbm_bytes_per_s, double width_div) {
+  double excess = 0;
+  for (const BlockMatmul& m : mms) {
+    const double in = static_cast<double>(m.in) / width_div, out = static_cast<double>(m.out);
+    const double bytes = (tokens * in + in * out) * in_bytes + tokens * out * out_bytes;
+    excess += std::max(0.0, bytes / hbm_bytes_per_s - 2.0 * tokens * in * out / peak_flops);
+  }
+  return excess;
+}
 
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown) {
   if (comm_s <= 0) return 0;
@@ -205,6 +223,9 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       }
       pl.mm_policy_recomputed_fraction = all > 0 ? recomputed / all : 0;
     }
+    for (std::int64_t tp = 1; tp <= at.num_heads; ++tp) {
+      if (at.num_heads % tp == 0) pl.matmuls_by_tp.emplace_back(tp, block_matmuls(a, g.moe, tp));
+    }
     b.layers.push_back(pl);
   }
   const double head_matmul = a.has_lm_head ? static_cast<double>(a.vocab_size) * h : 0;
@@ -238,6 +259,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
                                             : seq / 2;
   const bool flash = t.attention != AttentionKernel::kEager;
   const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
+  const bool fp8_operands = t.precision == Precision::kFp8;  // _scaled_mm / TE GEMMs read 1-byte operands
   const double sp_div = l.sequence_parallel ? tp : 1.0;
   // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
   // elementwise kernels run on whole activations on every tp rank.
@@ -271,8 +293,15 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     // Small micro-batches are bound by reading the weights (16-bit compute copies) instead.
     const double mm_weight_bytes =
         (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp * act_bytes;
-    const double mm_fwd = std::max(mm_fwd_flops / mm_peak, mm_weight_bytes / hbm);
-    const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak;
+    // Matmuls too thin to keep the tensor cores busy (a GQA key/value projection split by tp)
+    // wait on HBM instead; row-split linears (Colossal-AI 1D TP) split the input width only.
+    double excess = 0;
+    if (const std::vector<BlockMatmul>* mms = matmuls_for(pl, row_tp ? 1 : l.tp)) {
+      excess = memory_bound_excess_s(*mms, tokens, fp8_operands ? 1.0 : act_bytes, act_bytes, mm_peak, hbm, row_tp ? tp : 1.0);
+    }
+    const double trainable_share = pl.matmul_flops_fwd > 0 ? pl.matmul_trainable_flops_fwd / pl.matmul_flops_fwd : 0;
+    const double mm_fwd = std::max(mm_fwd_flops / mm_peak + excess, mm_weight_bytes / hbm);
+    const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak + (1 + trainable_share) * excess;
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
@@ -321,6 +350,12 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       const double msg = tokens * static_cast<double>(b.hidden) * act_bytes;
       const double collectives = 4 + 2 * recompute_all;
       lc.tp_s = collectives * all_reduce_s(msg, l.tp, tp_link);
+      // torchtitan's op-level policy saves reduce-scatter outputs but not all-gathers or
+      // all-reduces (_save_list @9dec370, @820504e): recomputing the block runs the two
+      // all-gathers again under sequence parallelism, the two all-reduces without it.
+      if (recompute_mm_policy) {
+        lc.tp_s += l.sequence_parallel ? 2 * gather_s(msg, l.tp, tp_link) : 2 * all_reduce_s(msg, l.tp, tp_link);
+      }
     }
     // Context parallel: K/V of the other chunks arrive for the forward, dK/dV leave in the
     // backward; overlapped with the attention kernels (ring attention, Liu et al. 2023).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hardware/gpu_spec.h"
+#include "memory/activations.h"
 #include "model/architecture.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
@@ -74,6 +75,15 @@ struct PerfConstants {
 /// comm_s x slowdown / (1 + slowdown); a longer one leaves comm_s - window_s exposed.
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown);
 
+/// Time by which matmuls on `tokens` rows exceed their FLOP time because moving their operands
+/// takes longer (per-matmul roofline, Williams et al. 2009): for each (in / width_div, out),
+/// reading the input and the weight (in_bytes per element) and writing the output (out_bytes)
+/// at hbm_bytes_per_s, against 2 x tokens x in x out FLOPs at peak_flops. The same shapes,
+/// transposed, recur in the backward (dgrad: dY, W -> dX; wgrad: X, dY -> dW) with the same
+/// traffic.
+double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
+                             double peak_flops, double hbm_bytes_per_s, double width_div = 1);
+
 /// 0.80 unless the MAMF table above has a measurement for the GPU's architecture.
 double matmul_efficiency_for(const GpuSpec& gpu);
 /// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).
@@ -107,6 +117,11 @@ struct PerfLayer {
   double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
   double kv_width = 0;                 // kv heads x (k + v head dims): K/V elements per token
   double routed_tokens = 0;            // top_k: copies of each token sent to experts (MoE layers)
+  /// The block's matmuls per rank as (in, out) widths for each tensor-parallel degree that
+  /// divides the heads (block_matmuls: Megatron column/row splits, GQA groups replicated below
+  /// tp), for the HBM traffic of each one (roofline, Williams et al. 2009): a matmul whose
+  /// activations and weight take longer to move than its FLOPs take to run is memory-bound.
+  std::vector<std::pair<std::int64_t, std::vector<BlockMatmul>>> matmuls_by_tp;
 };
 
 struct PerfBasis {

@@ -179,6 +179,59 @@ TEST_CASE("overlapped collectives slow the compute beside them; longer ones stic
   CHECK(charged.step_s > free.step_s);
 }
 
+TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways waits on HBM", "[perf][tp]") {
+  constexpr double peak = 670e12, hbm = 2.04e12;
+  // A square 4096 x 4096 projection of 8192 rows does 275 GFLOP over 100 MB: compute-bound.
+  CHECK(memory_bound_excess_s({{4096, 4096}}, 8192, 2, 2, peak, hbm) == 0);
+  // Llama-3.1-8B's k projection at tp 8 (4096 -> 128) over 98,304 rows moves the whole input for
+  // 1/32 of the FLOPs: the excess is its traffic time less its FLOP time.
+  const double tokens = 98304, bytes = (tokens * 4096 + 4096.0 * 128) * 2 + tokens * 128 * 2;
+  CHECK(memory_bound_excess_s({{4096, 128}}, tokens, 2, 2, peak, hbm) ==
+        Approx(bytes / hbm - 2 * tokens * 4096 * 128 / peak).epsilon(1e-12));
+  // Row-split linears divide the input width.
+  CHECK(memory_bound_excess_s({{4096, 128}}, tokens, 2, 2, peak, hbm, 4) ==
+        Approx(memory_bound_excess_s({{1024, 128}}, tokens, 2, 2, peak, hbm)).epsilon(1e-12));
+
+  // In the step: at tp 8 the block's matmuls take longer than their FLOPs at the matmul peak.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(12, 8192);
+  t.checkpointing = Checkpointing::kNone;
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  ParallelLayout l;
+  l.tp = 8;
+  l.sequence_parallel = true;
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  const StageCosts sc = stage_costs(b, t, l, c);
+  const std::vector<BlockMatmul> mms = block_matmuls(a, false, 8);
+  REQUIRE(mms.size() == 7);
+  CHECK(mms[1].out == 128);  // 8 key/value heads over 8 ranks: one 128-wide head each
+  const double mm_peak = c.gpu.dense_tflops_bf16 * 1e12 * matmul_efficiency_for(c.gpu);
+  const double excess = memory_bound_excess_s(mms, 12 * 8192, 2, 2, mm_peak, c.gpu.memory_bandwidth_gb_per_s * 1e9 * 0.85);
+  CHECK(excess > 0);
+  PerfBasis no_shapes = b;  // the same basis without the per-matmul shapes: FLOPs only
+  for (PerfLayer& pl : no_shapes.layers) pl.matmuls_by_tp.clear();
+  const StageCosts flops_only = stage_costs(no_shapes, t, l, c);
+  // Forward once, backward dgrad and wgrad (every weight trains): three passes per layer.
+  CHECK(sc.last.compute_s - flops_only.last.compute_s == Approx(3 * 32 * excess).epsilon(1e-9));
+}
+
+TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel inputs again", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(2, 8192);
+  t.checkpointing = Checkpointing::kSelective;
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  ParallelLayout l;
+  l.tp = 8;
+  l.sequence_parallel = true;
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  const double attention_only = stage_costs(b, t, l, c).last.tp_s;
+  t.selective_every_other_mm = true;
+  const double op_policy = stage_costs(b, t, l, c).last.tp_s;
+  // Two all-gathers of the block's input per layer: (tp - 1) / tp of the message each, plus latency.
+  const double msg = 2.0 * 8192 * 4096 * 2, link = 450e9 * 0.8;
+  CHECK(op_policy - attention_only == Approx(32 * 2 * (7.0 / 8.0 * msg / link + 10e-6)).epsilon(1e-9));
+}
+
 TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
@@ -485,7 +538,7 @@ TEST_CASE("a step given in tokens searches as the global batch of that many sequ
   CHECK(by_tokens["result"]["top"][0]["perf"]["tokens_per_step"] == 64 * 8192);
 }
 
-// LLMem Table 3 (Kim et al. 2024; docs/validation.md): on 4 x V100 16 GB the measured order of
+// LLMem Table 3 (Kim et al. 2024; docs/search_validation.md): on 4 x V100 16 GB the measured order of
 // 4DP, 2DP+2TP and 4TP for the rows the table decides and memfit's parser covers.
 TEST_CASE("LLMem Table 3: methods ranked in the measured order where memfit agrees", "[search][validation]") {
   auto best = [](const json& model, std::int64_t tp) -> json {
