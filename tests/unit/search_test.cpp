@@ -41,6 +41,13 @@ TrainingSetup bf16(std::int64_t mb, std::int64_t seq, std::int64_t ga = 1) {
   return t;
 }
 
+ParallelLayout tp8_sequence_parallel() {
+  ParallelLayout l;
+  l.tp = 8;
+  l.sequence_parallel = true;
+  return l;
+}
+
 json call(std::string (*f)(std::string_view), const json& request) { return json::parse(f(request.dump())); }
 
 std::string read_file(const std::string& path) {
@@ -197,9 +204,7 @@ TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways wait
   TrainingSetup t = bf16(12, 8192);
   t.checkpointing = Checkpointing::kNone;
   const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
-  ParallelLayout l;
-  l.tp = 8;
-  l.sequence_parallel = true;
+  const ParallelLayout l = tp8_sequence_parallel();
   const ClusterSpec c = cluster("H100-80GB", 8);
   const StageCosts sc = stage_costs(b, t, l, c);
   const std::vector<BlockMatmul> mms = block_matmuls(a, false, 8);
@@ -220,9 +225,7 @@ TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel input
   TrainingSetup t = bf16(2, 8192);
   t.checkpointing = Checkpointing::kSelective;
   const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
-  ParallelLayout l;
-  l.tp = 8;
-  l.sequence_parallel = true;
+  const ParallelLayout l = tp8_sequence_parallel();
   const ClusterSpec c = cluster("H100-80GB", 8);
   const double attention_only = stage_costs(b, t, l, c).last.tp_s;
   t.selective_every_other_mm = true;
