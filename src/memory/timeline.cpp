@@ -2,6 +2,7 @@
 #include "memory/timeline.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "common/units.h"
@@ -295,6 +296,17 @@ class Replay {
   };
   // The peaks of run() without a timeline, without building an Estimate or keeping the peak's
   // breakdown (the search's question).
+  // The step's end of forward less that moment's transients (the layer's workspace, gathered
+  // blocks, logits): model states, the gradients and buffers the step holds, and every
+  // activation saved for the backward, this micro-batch's and those in flight. The replay
+  // passes an event at least this large (the loss, or the send to the next stage), so the
+  // device total over it bounds peaks()' from below, without the replay.
+  Peaks forward_floor() const {
+    const StepBase sb = step_base(/*states_live=*/true, /*grads_live=*/t_.grad_accum > 1);
+    const std::int64_t activations = checked_add(sb.in_flight, sb.stage_kept, "activation bytes");
+    return peaks_over(checked_add(sb.base.total(), activations, "device bytes"));
+  }
+
   Peaks peaks() {
     totals_only_ = true;
     PeakEvent at;
@@ -357,24 +369,64 @@ class Replay {
     return bytes;
   }
 
+  // What every event of a step holds (model states, the step's gradients, buffers) and the
+  // activations the forward leaves for the backward: shared by step() and forward_floor().
+  struct StepBase {
+    Breakdown base;
+    bool zero3 = false;
+    std::int64_t root_gathered = 0, head_unit = 0, embedding_unit = 0;
+    std::int64_t model_level = 0;  // token ids (and an embedding dropout mask) on the first stage
+    std::int64_t stage_kept = 0;   // one micro-batch's saved set over this rank's layers
+    std::int64_t in_flight = 0;    // the saved sets of the micro-batches waiting for their backward
+  };
+  StepBase step_base(bool states_live, bool grads_live) const {
+    StepBase sb;
+    const bool in_backward_step = t_.optimizer_in_backward;
+    const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
+    const DistributedBehaviour& beh = rank_.behaviour();
+    sb.zero3 = states_.gather_layer_bytes > 0 || states_.gather_root_bytes > 0;
+    Breakdown& base = sb.base;
+    base.weights_bytes = states_.weights_bytes;
+    base.optimizer_states_bytes = states_live || in_backward_step ? states_.optimizer_states_bytes : 0;
+    base.gradients_bytes = (grads_live || grads_persistent) && !in_backward_step ? states_.gradients_bytes : 0;
+    base.communication_bytes = states_.ddp_bucket_bytes;  // allocated when DDP wraps the model
+    // ZeRO-3: the root unit (embeddings, head) stays gathered through the step (FSDP2 root).
+    sb.root_gathered = sb.zero3 && beh.root_unit_gathered ? states_.gather_root_bytes : 0;
+    // Embeddings and head as units of their own: gathered only around their own compute.
+    sb.head_unit = sb.zero3 && !beh.root_unit_gathered ? states_.gather_head_bytes : 0;
+    sb.embedding_unit = sb.zero3 && !beh.root_unit_gathered ? states_.gather_root_bytes - states_.gather_head_bytes : 0;
+    base.weights_bytes += sb.root_gathered;
+    const std::int64_t e = activation_bytes(t_.precision);
+    // Model-level tensors: token ids (int64) and, with embedding dropout, its 1-byte mask. The
+    // embedding output (or the activation a later pipeline stage receives) is the first layer's
+    // input, which that layer's saved set already holds.
+    const std::int64_t embed_mask = a_.embedding_dropout > 0 ? ceil_div(a_.hidden_size, seq_div_) : 0;
+    sb.model_level = rank_.kind.embedding ? checked_mul(tokens_, 8 + embed_mask, "activation bytes") : 0;
+    // Pipeline parallelism: micro-batches that wait for their backward while this one runs.
+    sb.stage_kept = sb.model_level;
+    for (const GroupActs& g : groups_) {
+      sb.stage_kept = checked_add(sb.stage_kept, checked_mul(g.kept_bytes, g.layers, "activation bytes"), "activation bytes");
+    }
+    const std::int64_t chunks = std::max<std::int64_t>(1, rank_.kind.chunks);
+    const std::int64_t waiting = std::max<std::int64_t>(0, rank_.kind.chunks_in_flight - chunks);
+    sb.in_flight = checked_mul(sb.stage_kept / chunks, waiting, "activation bytes");
+    // Pipeline send/receive buffers: one activation and one gradient of a micro-batch.
+    const std::int64_t p2p = rank_.kind.chunks_in_flight > 1 || !rank_.kind.embedding || !rank_.kind.head
+        ? checked_mul(2 * tokens_, ceil_div(e * a_.hidden_size, seq_div_), "p2p bytes") : 0;
+    base.communication_bytes += p2p;
+    return sb;
+  }
+
   Breakdown step(bool states_live, bool grads_live, std::vector<TimelineEvent>* tl, PeakEvent* at_peak) const {
     PeakEvent& at = *at_peak;
     step_peak_ = 0;
     const bool in_backward_step = t_.optimizer_in_backward;
     const bool grads_persistent = states_.gradients_at_init;  // Megatron main_grad buffer
     const DistributedBehaviour& beh = rank_.behaviour();
-    const bool zero3 = states_.gather_layer_bytes > 0 || states_.gather_root_bytes > 0;
-    Breakdown base;
-    base.weights_bytes = states_.weights_bytes;
-    base.optimizer_states_bytes = states_live || in_backward_step ? states_.optimizer_states_bytes : 0;
-    base.gradients_bytes = (grads_live || grads_persistent) && !in_backward_step ? states_.gradients_bytes : 0;
-    base.communication_bytes = states_.ddp_bucket_bytes;  // allocated when DDP wraps the model
-    // ZeRO-3: the root unit (embeddings, head) stays gathered through the step (FSDP2 root).
-    const std::int64_t root_gathered = zero3 && beh.root_unit_gathered ? states_.gather_root_bytes : 0;
-    // Embeddings and head as units of their own: gathered only around their own compute.
-    const std::int64_t head_unit = zero3 && !beh.root_unit_gathered ? states_.gather_head_bytes : 0;
-    const std::int64_t embedding_unit = zero3 && !beh.root_unit_gathered ? states_.gather_root_bytes - states_.gather_head_bytes : 0;
-    base.weights_bytes += root_gathered;
+    const StepBase sb = step_base(states_live, grads_live);
+    Breakdown base = sb.base;
+    const bool zero3 = sb.zero3;
+    const std::int64_t root_gathered = sb.root_gathered, head_unit = sb.head_unit, embedding_unit = sb.embedding_unit;
     // Without reshard-after-forward a pipeline stage keeps its blocks gathered across all its
     // micro-batches; a single stage gathers them one by one in forward and frees them in backward.
     const bool pipelined = !(rank_.kind.embedding && rank_.kind.head);
@@ -389,22 +441,7 @@ class Replay {
         states_.gather_layer_bytes + (beh.prefetch_bytes > 0 ? std::min(beh.prefetch_bytes, states_.gather_layer_bytes)
                                                              : checked_mul(states_.gather_layer_bytes, beh.prefetch_units, "gather bytes"));
     Breakdown best;
-    const std::int64_t e = activation_bytes(t_.precision);
-    // Model-level tensors: token ids (int64) and, with embedding dropout, its 1-byte mask. The
-    // embedding output (or the activation a later pipeline stage receives) is the first layer's
-    // input, which that layer's saved set already holds.
-    const std::int64_t embed_mask = a_.embedding_dropout > 0 ? ceil_div(a_.hidden_size, seq_div_) : 0;
-    const std::int64_t model_level = rank_.kind.embedding ? checked_mul(tokens_, 8 + embed_mask, "activation bytes") : 0;
-    // Pipeline parallelism: micro-batches that wait for their backward while this one runs.
-    std::int64_t stage_kept = model_level;
-    for (const GroupActs& g : groups_) stage_kept = checked_add(stage_kept, checked_mul(g.kept_bytes, g.layers, "activation bytes"), "activation bytes");
-    const std::int64_t chunks = std::max<std::int64_t>(1, rank_.kind.chunks);
-    const std::int64_t waiting = std::max<std::int64_t>(0, rank_.kind.chunks_in_flight - chunks);
-    const std::int64_t in_flight = checked_mul(stage_kept / chunks, waiting, "activation bytes");
-    // Pipeline send/receive buffers: one activation and one gradient of a micro-batch.
-    const std::int64_t p2p = rank_.kind.chunks_in_flight > 1 || !rank_.kind.embedding || !rank_.kind.head
-        ? checked_mul(2 * tokens_, ceil_div(e * a_.hidden_size, seq_div_), "p2p bytes") : 0;
-    base.communication_bytes += p2p;
+    const std::int64_t model_level = sb.model_level, in_flight = sb.in_flight;
     // Per-layer transients of the kernels: a QLoRA weight dequantised for its matmul, DoRA's
     // W + BA for the weight norm (forward only).
     const std::int64_t fwd_layer_temp = states_.dequant_workspace_bytes + states_.dora_norm_workspace_bytes;
@@ -643,9 +680,12 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
 
 namespace {
 // Replays every rank kind of `l` for its peaks only and hands each to `f(k, rank, peaks)`.
+// With a limit, stops and returns false at the first rank kind whose forward floor's device
+// total passes it (that kind's peak does too).
 template <typename F>
-void for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                        const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states, F&& f) {
+bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                        const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states, F&& f,
+                        std::int64_t oom_above_bytes = kNoMemoryLimit) {
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
@@ -653,15 +693,18 @@ void for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& in
   ActsMemo acts;  // the rank kinds share the layout's layer activations
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
-    f(k, ranks[k], Replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known, &acts).peaks());
+    Replay replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known, &acts);
+    if (oom_above_bytes != kNoMemoryLimit && replay.forward_floor().device_total_bytes > oom_above_bytes) return false;
+    f(k, ranks[k], replay.peaks());
   }
+  return true;
 }
-}  // namespace
 
-PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                          const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
+PeakSummary most_loaded(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                        const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states,
+                        std::int64_t oom_above_bytes, bool& within) {
   PeakSummary p;
-  for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t k, RankContext& rank, const Replay::Peaks& e) {
+  within = for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t k, RankContext& rank, const Replay::Peaks& e) {
     if (k == 0 || e.device_total_bytes > p.device_total_bytes) {
       p.peak_allocated_bytes = e.allocated_bytes;
       p.peak_reserved_bytes = e.reserved_bytes;
@@ -669,17 +712,42 @@ PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& 
       p.peak_rank = k;
       p.rank_kind = std::move(rank.kind.name);
     }
-  });
+  }, oom_above_bytes);
   return p;
+}
+
+bool rank_peaks_into(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                     const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states,
+                     std::int64_t oom_above_bytes, std::vector<RankPeak>& out) {
+  return for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t, RankContext& rank, const Replay::Peaks& e) {
+    out.push_back(RankPeak{e.allocated_bytes, e.reserved_bytes, e.device_total_bytes, rank.kind.ranks, std::move(rank.kind.name)});
+  }, oom_above_bytes);
+}
+}  // namespace
+
+PeakSummary estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                          const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
+  bool within = true;
+  return most_loaded(arch, inv, t, l, rt, states, kNoMemoryLimit, within);
+}
+
+std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
+                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
+  std::optional<TrainingSetup> storage;
+  const TrainingSetup& setup = resolved_setup(l, t, storage);
+  std::int64_t floor = 0;
+  ActsMemo acts;
+  for (const RankContext& rank : plan_ranks(l, arch, setup)) {
+    floor = std::max(floor, Replay(arch, inv, setup, rt, rank, /*record_timeline=*/false, nullptr, &acts).forward_floor().device_total_bytes);
+  }
+  return floor;
 }
 
 std::vector<RankPeak> estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                                           const ParallelLayout& l, const RuntimeProfile& rt,
                                           const std::vector<ModelStates>* states) {
   std::vector<RankPeak> out;
-  for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t, RankContext& rank, const Replay::Peaks& e) {
-    out.push_back(RankPeak{e.allocated_bytes, e.reserved_bytes, e.device_total_bytes, rank.kind.ranks, std::move(rank.kind.name)});
-  });
+  rank_peaks_into(arch, inv, t, l, rt, states, kNoMemoryLimit, out);
   return out;
 }
 
@@ -724,14 +792,24 @@ auto unless_beyond_exact(F&& f) -> std::optional<decltype(f())> {
 
 std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states) {
-  return unless_beyond_exact([&] { return estimate_peak(arch, inv, t, l, rt, states); });
+                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes) {
+  return unless_beyond_exact([&]() -> std::optional<PeakSummary> {
+    bool within = true;
+    PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within);
+    if (!within) return std::nullopt;
+    return p;
+  }).value_or(std::nullopt);
 }
 
 std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
                                                              const TrainingSetup& t, const ParallelLayout& l,
-                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states) {
-  return unless_beyond_exact([&] { return estimate_rank_peaks(arch, inv, t, l, rt, states); });
+                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states,
+                                                             std::int64_t oom_above_bytes) {
+  return unless_beyond_exact([&]() -> std::optional<std::vector<RankPeak>> {
+    std::vector<RankPeak> out;
+    if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out)) return std::nullopt;
+    return out;
+  }).value_or(std::nullopt);
 }
 
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,

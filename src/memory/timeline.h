@@ -5,6 +5,7 @@
 // group, so a group's extreme points are its first and last layers).
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,12 +172,22 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
 /// nullopt (the search reads them as out of memory) instead of the out_of_range error, so that
 /// no exception crosses the search's frames (WebAssembly builds compile the search without
 /// exception cleanups: docs/toolchain.md). Other errors still throw.
+/// With `oom_above_bytes`, also nullopt as soon as one rank kind's forward floor (its replay's
+/// end of forward less that moment's transients: model states, the step's gradients and
+/// buffers, every activation saved for the backward) passes that device total: the layout is
+/// out of memory on any GPU of that size, and its remaining replays are skipped (the search's
+/// fastest-first walk; the nullopt carries no size).
+inline constexpr std::int64_t kNoMemoryLimit = std::numeric_limits<std::int64_t>::max();
 std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states);
+                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit);
 std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
                                                              const TrainingSetup& t, const ParallelLayout& l,
-                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states);
+                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states,
+                                                             std::int64_t oom_above_bytes = kNoMemoryLimit);
+/// The largest forward floor of `l`'s rank kinds (device total), never above estimate_peak's.
+std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
+                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});
 std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
                                                               const TrainingSetup& t, const ParallelLayout& l,
                                                               ModelStatesMemo* memo = nullptr);

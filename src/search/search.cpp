@@ -443,15 +443,20 @@ class Searcher {
     if (!states) return std::nullopt;
     Assessed a;
     if (in_.gpu_mix.empty()) {
-      std::optional<PeakSummary> peak = try_estimate_peak(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states);
-      if (!peak) return std::nullopt;
+      // The fastest-first walk needs no size of a layout that does not fit: a rank kind whose
+      // forward floor passes the GPU ends the estimate there (the verdict is the same).
       const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
+      std::optional<PeakSummary> peak =
+          try_estimate_peak(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states, cut_at_floor_ ? memory : kNoMemoryLimit);
+      if (!peak) return std::nullopt;
       a.verdict = verdict_for(peak->device_total_bytes, memory);
       a.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
       a.peak = std::move(*peak);
       return a;
     }
-    const std::optional<std::vector<RankPeak>> kinds = try_estimate_rank_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states);
+    // Past the largest GPU of the mix, a rank kind fits no block.
+    const std::optional<std::vector<RankPeak>> kinds =
+        try_estimate_rank_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states, cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit);
     if (!kinds) return std::nullopt;
     // The headline is the most-loaded kind, as on one kind of GPU.
     std::size_t top = 0;
@@ -468,6 +473,11 @@ class Searcher {
     return a;
   }
 
+  // Memory estimates of the fastest-first walk stop at a rank kind's forward floor past the
+  // GPU (try_estimate_peak's limit): such a candidate is out of memory with no size, so it
+  // neither records the structure's least bytes nor stands as its family's closest layout;
+  // settle_closest, which needs sizes, estimates in full.
+  bool cut_at_floor_ = false;
   std::map<std::int64_t, std::int64_t> largest_block_;  // mixed clusters: by pp
   // The most memory any rank of the structure can have: its GPU's, or on a mixed cluster the
   // largest of its stage blocks (a floor past it is out of memory wherever the stages go).
@@ -609,6 +619,7 @@ class Searcher {
     }
     std::make_heap(heap.begin(), heap.end());
     comfortable_.assign(families_.size(), false);
+    cut_at_floor_ = true;
     // Until the top N are known, one walk over every family.
     while (!heap.empty() && r_.top.size() < static_cast<std::size_t>(in_.top) && !budget_spent()) step_walk(heap);
     // Then each family that still waits for a layout under the 80 % line walks on alone: with the
@@ -694,6 +705,7 @@ class Searcher {
   // A family with no layout that fits reports its least-memory layout: every structure at its
   // smallest micro-batch, in the order of its floor, until the floor passes the least found.
   void settle_closest() {
+    cut_at_floor_ = false;
     std::vector<std::vector<std::uint32_t>> open(families_.size());
     for (std::uint32_t i = 0; i < structures_.size(); ++i) {
       const Structure& s = structures_[i];

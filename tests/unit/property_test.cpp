@@ -318,6 +318,37 @@ TEST_CASE("generated layouts: the device-total floor never exceeds an estimate a
   CHECK(compared > kCases);
 }
 
+TEST_CASE("generated layouts: the forward floor never exceeds the estimate, and cuts only what is out of memory", "[property][search]") {
+  // The search's fastest-first walk stops a memory estimate at a rank kind whose forward floor
+  // passes the GPU: the floor must bound the peak from below for every setup, and the cut must
+  // give the uncut answer whenever it does not fire.
+  int compared = 0;
+  for_each_parsed_request(8128, kCases / 5, [&](int i, const json& request, const api::EstimateRequest& req, Rng&) {
+    if (check_layout(req.parallel, req.model.arch, req.training)) return;
+    INFO("case " << i << ": " << request.dump());
+    const TensorInventory& inv = *req.model.inventory;
+    for (std::int64_t ga : {1, 4}) {
+      TrainingSetup t = req.training;
+      t.grad_accum = ga;
+      for (Checkpointing ck : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}) {
+        t.checkpointing = ck;
+        if (check_layout(req.parallel, req.model.arch, t)) continue;
+        const PeakSummary peak = estimate_peak(req.model.arch, inv, t, req.parallel);
+        const std::int64_t floor = forward_floor_device_total_bytes(req.model.arch, inv, t, req.parallel);
+        CHECK(floor > 0);
+        CHECK(floor <= peak.device_total_bytes);
+        // A limit at the floor leaves the estimate whole; one below it cuts it.
+        const std::optional<PeakSummary> at = try_estimate_peak(req.model.arch, inv, t, req.parallel, {}, nullptr, floor);
+        REQUIRE(at.has_value());
+        CHECK(at->device_total_bytes == peak.device_total_bytes);
+        CHECK_FALSE(try_estimate_peak(req.model.arch, inv, t, req.parallel, {}, nullptr, floor - 1).has_value());
+        ++compared;
+      }
+    }
+  });
+  CHECK(compared > kCases / 5);
+}
+
 TEST_CASE("generated layouts: the speed bound covers every micro-batch, accumulation and offload under it", "[property][search]") {
   // The search ranks a structure by this bound before timing its candidates, and shares it
   // between layouts of one sharding stage that differ only in the offload.
