@@ -294,8 +294,6 @@ class Replay {
   struct Peaks {
     std::int64_t allocated_bytes = 0, reserved_bytes = 0, device_total_bytes = 0, nccl_bytes = 0;
   };
-  // The peaks of run() without a timeline, without building an Estimate or keeping the peak's
-  // breakdown (the search's question).
   // The step's end of forward less that moment's transients (the layer's workspace, gathered
   // blocks, logits): model states, the gradients and buffers the step holds, and every
   // activation saved for the backward, this micro-batch's and those in flight. The replay
@@ -307,6 +305,8 @@ class Replay {
     return peaks_over(checked_add(sb.base.total(), activations, "device bytes"));
   }
 
+  // The peaks of run() without a timeline, without building an Estimate or keeping the peak's
+  // breakdown (the search's question).
   Peaks peaks() {
     totals_only_ = true;
     PeakEvent at;
