@@ -167,6 +167,17 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   const double kv_heads = mla ? heads : static_cast<double>(at.num_kv_heads);
   const double h = static_cast<double>(a.hidden_size);
   double active_block_params = 0;
+  // The block's matmuls as the framework's modules run them (fused projections read their input
+  // once); the checkpointing policy below counts them in the checkpoint's own order.
+  ModelArchitecture as_run_storage;
+  const bool fuse_qkv = t.fused_qkv_linear && at.layout == QkvLayout::kSeparate;
+  const bool fuse_gate_up = t.fused_gate_up_linear && a.mlp.gated && !a.mlp.fused_gate_up;
+  if (fuse_qkv || fuse_gate_up) {
+    as_run_storage = a;
+    if (fuse_qkv) as_run_storage.attention.layout = QkvLayout::kFused;
+    if (fuse_gate_up) as_run_storage.mlp.fused_gate_up = true;
+  }
+  const ModelArchitecture& as_run = fuse_qkv || fuse_gate_up ? as_run_storage : a;
   for (const LayerGroup& g : inv.groups) {
     PerfLayer pl;
     pl.count = g.layer_count;
@@ -224,7 +235,7 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       pl.mm_policy_recomputed_fraction = all > 0 ? recomputed / all : 0;
     }
     for (std::int64_t tp = 1; tp <= at.num_heads; ++tp) {
-      if (at.num_heads % tp == 0) pl.matmuls_by_tp.emplace_back(tp, block_matmuls(a, g.moe, tp));
+      if (at.num_heads % tp == 0) pl.matmuls_by_tp.emplace_back(tp, block_matmuls(as_run, g.moe, tp));
     }
     b.layers.push_back(pl);
   }

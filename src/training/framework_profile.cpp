@@ -194,6 +194,8 @@ FrameworkProfile megatron() {
   t.loss_softmax_in_place = true;
   t.fp8_over_amp = true;                         // --fp8-format with --bf16: fp32 main params and grads
   t.softmax_fused_16bit = true;                  // FusedScaleMaskSoftmax (attention_softmax_in_fp32 off)
+  t.fused_qkv_linear = true;                     // SelfAttention.linear_qkv
+  t.fused_gate_up_linear = true;                 // MLP.linear_fc1 (x2 for gated_linear_unit)
   // _ParamAndGradBuffer allocates grad_data (fp32) at DDP construction; buckets are views.
   p.dist.ddp_bucket_copy = false;
   p.dist.grad_buffer_at_init = true;
@@ -246,6 +248,7 @@ FrameworkProfile litgpt() {
   t.adapters_fp32 = false;
   t.kbit_prep_fp32 = false;
   t.logged_counter = MemoryCounter::kMaxAllocated;  // max_memory_allocated / 1e9
+  t.fused_qkv_linear = true;                     // model.py CausalSelfAttention.qkv (LLaMAMLP keeps fc_1, fc_2)
   p.sources = {"Lightning-AI/litgpt @ 26857050: litgpt/finetune/lora.py, config_hub/finetune/*.yaml",
                "Lightning-AI/litgpt @ 26857050: litgpt/utils.py (chunked_cross_entropy, memory report)"};
   return p;

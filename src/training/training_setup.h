@@ -62,6 +62,12 @@ struct TrainingSetup {
   /// fp8 linears on top of AMP: fp32 parameters, gradients and optimizer states as with amp_bf16
   /// (torchtitan: FSDP2 mixed precision over an fp32 model; Megatron: fp32 main params).
   bool fp8_over_amp = false;
+  /// The framework's own modules fuse q, k and v into one linear (Megatron-Core
+  /// attention.py linear_qkv; LitGPT model.py attn qkv) and a gated MLP's gate and up into one
+  /// (Megatron-Core mlp.py linear_fc1, doubled for gated_linear_unit): one read of the input
+  /// per fused matmul (the step-time model's per-matmul traffic). Same FLOPs and saved tensors.
+  bool fused_qkv_linear = false;
+  bool fused_gate_up_linear = false;
   /// Selective checkpointing by layer: every period-th block fully recomputed, the others keep
   /// everything (torchtitan selective_ac_option "2"); 0: op-level (attention core recomputed).
   std::int64_t selective_layer_period = 0;

@@ -218,6 +218,21 @@ TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways wait
   const StageCosts flops_only = stage_costs(no_shapes, t, l, c);
   // Forward once, backward dgrad and wgrad (every weight trains): three passes per layer.
   CHECK(sc.last.compute_s - flops_only.last.compute_s == Approx(3 * 32 * excess).epsilon(1e-9));
+
+  // Megatron-Core runs q, k, v as one linear_qkv and gate, up as one linear_fc1: 4 matmuls, the
+  // fused qkv (4096 -> 768 per rank) no longer memory-bound, the same FLOPs.
+  t.fused_qkv_linear = t.fused_gate_up_linear = true;
+  const PerfBasis fused = build_perf_basis(a, build_tensor_inventory(a), t);
+  ModelArchitecture as_run = a;
+  as_run.attention.layout = QkvLayout::kFused;
+  as_run.mlp.fused_gate_up = true;
+  const std::vector<BlockMatmul> fused_mms = block_matmuls(as_run, false, 8);
+  REQUIRE(fused_mms.size() == 4);
+  CHECK(fused_mms[0].out == 768);
+  const double fused_excess =
+      memory_bound_excess_s(fused_mms, 12 * 8192, 2, 2, mm_peak, c.gpu.memory_bandwidth_gb_per_s * 1e9 * 0.85);
+  CHECK(fused_excess < excess);
+  CHECK(stage_costs(fused, t, l, c).last.compute_s - flops_only.last.compute_s == Approx(3 * 32 * fused_excess).epsilon(1e-9));
 }
 
 TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel inputs again", "[perf][tp]") {
