@@ -3,13 +3,14 @@
 // parallel, sharding, offload, micro-batch, gradient accumulation, activation checkpointing),
 // reject those that break a rule (counted by rule), rank the rest with the closed-form step-time
 // model, then walk them from the fastest down, estimating memory per rank only until the top N
-// that fit are known (exact pruning: every candidate left is slower than all N). Two bounds keep
-// the walk short without dropping a candidate: a structural layout's candidates are timed only
-// when the upper bound of their tokens/s comes up in the walk (tokens_per_s_upper_bound), and a
+// that fit are known (exact pruning: every candidate left is slower than all N). Three bounds
+// keep the walk short without dropping a candidate: a structural layout's candidates are timed
+// only when the upper bound of their tokens/s comes up in the walk (tokens_per_s_upper_bound), a
 // layout whose persistent state alone exceeds the GPU (device_total_floor_bytes) is out of memory
-// without a replay; a memory estimate stops at the first rank kind whose forward floor passes
-// the GPU (try_estimate_peak's limit). Memory grows with the micro-batch, so a layout that runs out of memory at
-// micro-batch b is out of memory for every larger one without another estimate.
+// without a replay, and a memory estimate stops at the first rank kind whose forward floor
+// passes the GPU (try_estimate_peak's limit). Memory grows with the micro-batch, so a layout that
+// runs out of memory at micro-batch b is out of memory for every larger one without another
+// estimate.
 #pragma once
 #include <cstdint>
 #include <optional>
