@@ -124,7 +124,7 @@ double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens,
 
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown) {
   if (comm_s <= 0) return 0;
-  return std::max(comm_s - std::max(window_s, 0.0), comm_s * slowdown / (1 + slowdown));
+  return std::max(comm_s - std::max(window_s, 0.0), comm_s * overlap_contention_share(slowdown));
 }
 
 double matmul_efficiency_for(const GpuSpec& gpu) {
@@ -518,7 +518,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double param16_bytes = sc.params * act_bytes;
   const double overlap_window = sc.bwd_s;  // the last micro-batch's backward hides the reduction
   // The least share of an overlapped collective's time the step pays (overlapped_exposed_s).
-  const double contention = k.overlap_compute_slowdown / (1 + k.overlap_compute_slowdown);
+  const double contention = overlap_contention_share(k.overlap_compute_slowdown);
   if (dpn > 1) {
     const std::int64_t group = l.sharding == Sharding::kNone ? dpn : l.dense_shard();
     double dp_s = 0;

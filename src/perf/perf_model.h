@@ -70,9 +70,12 @@ struct PerfConstants {
   double overlap_compute_slowdown = 0.189;
 };
 
+/// The least share of an overlapped collective's own time a step pays: slowdown / (1 + slowdown).
+inline double overlap_contention_share(double slowdown) { return slowdown / (1 + slowdown); }
+
 /// Time a collective of `comm_s` adds to the `window_s` of compute it overlaps: while both run,
 /// compute runs `slowdown` slower, so a collective shorter than the stretched window costs
-/// comm_s x slowdown / (1 + slowdown); a longer one leaves comm_s - window_s exposed.
+/// comm_s x overlap_contention_share(slowdown); a longer one leaves comm_s - window_s exposed.
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown);
 
 /// Time by which matmuls on `tokens` rows exceed their FLOP time because moving their operands
