@@ -123,7 +123,10 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       out.saved_per_token_per_position = heads * (softmax + probs);
     }
   } else {
-    s += e * (heads * d + kvh * d + kvh * dv) + (core_recomputed ? 0 : 4 * heads);  // q, k, v + fp32 logsumexp
+    // q, k, v (k and v at every head's width when the model repeats them for the kernel) and
+    // the fp32 logsumexp.
+    const std::int64_t kv_saved = t.attention_repeats_kv ? heads : kvh;
+    s += e * (heads * d + kv_saved * d + kv_saved * dv) + (core_recomputed ? 0 : 4 * heads);
   }
   s += e * heads * dv;                                // attention output = o_proj input
   if (cross_attention) {                              // T5 decoder: q, encoder k/v, output, norm

@@ -127,6 +127,52 @@ double overlapped_exposed_s(double comm_s, double window_s, double slowdown) {
   return std::max(comm_s - std::max(window_s, 0.0), comm_s * overlap_contention_share(slowdown));
 }
 
+RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_fwd_s, double attn_bwd_s,
+                                      double link_bytes_per_s, double link_latency_s, double hbm_bytes_per_s,
+                                      double slowdown) {
+  RingAttentionCost r;
+  if (s.cp <= 1 || s.tokens <= 0) return r;
+  const double cp = static_cast<double>(s.cp), later = cp - 1, e = s.act_bytes;
+  const double fwd_step = attn_fwd_s / cp, bwd_step = attn_bwd_s / cp;
+  const double kv = s.tokens * s.kv_width, q = s.tokens * s.q_width, out = s.tokens * s.out_width;
+  const double bw = std::max(link_bytes_per_s, 1.0), hbm = std::max(hbm_bytes_per_s, 1.0);
+  auto send_s = [&](double bytes) { return bytes / bw + link_latency_s; };
+  if (!s.gather_rotation) {
+    // Transformer Engine: step i computes on the chunk received in step i - 1 while the next
+    // one travels; the backward sends K/V and the accumulated dK/dV on together.
+    const double kv_send = send_s(kv * e);
+    r.forward_exposed_s = later * overlapped_exposed_s(kv_send, fwd_step, slowdown);
+    r.backward_exposed_s = later * overlapped_exposed_s(2 * kv_send, bwd_step, slowdown);
+    return r;
+  }
+  // PyTorch: _AllGatherRotater gathers every rank's K/V once and next_buffer() waits for it
+  // before the second step, so only the first step's kernel hides it (forward, and again in the
+  // backward). The backward's dK/dV travel in fp32 (convert_to_f32) one rank on after every
+  // step (_AllToAllRotater); the send after the last step is waited on with nothing to hide it.
+  const double gather = later * kv * e / bw + link_latency_s;
+  const double dkv_send = send_s(kv * 4);
+  r.forward_exposed_s = overlapped_exposed_s(gather, fwd_step, slowdown);
+  r.backward_exposed_s = overlapped_exposed_s(gather, bwd_step, slowdown) +
+                         later * overlapped_exposed_s(dkv_send, bwd_step, slowdown) + dkv_send;
+  // Merge kernels, read off _SDPAMerger and _templated_ring_attention(_backward) as eager
+  // PyTorch runs them, for the last rank of the ring (its later steps all take whole chunks):
+  // forward, per output element: each step's output cast to fp32 (e + 4), then per later step
+  // out - block_out (12), x sigmoid(lse diff) (8), out - that (12), and the result cast back
+  // (4 + e); per K/V element, the torch.cat of K and V before each send (2e).
+  const double cast_in = e + 4, cast_out = 4 + e;
+  const double fwd_bytes = out * (cp * cast_in + later * 32 + cast_out) + kv * later * 2 * e;
+  // Backward: fp32 zeros for dQ, dK, dV (4 each); per step dQ += the kernel's dq (4 + e + 4);
+  // dK/dV: += on the first step, then a half-chunk add plus the torch.cat that rebuilds the
+  // whole (_partial_update: (4 + e + 4) / 2 + 8) on later steps, the torch.cat of dK and dV
+  // before every send (8), the K/V concatenation before each later send (2e); casts back (4 + e).
+  const double accum = 4 + e + 4;
+  const double bwd_bytes = q * (4 + cp * accum + cast_out) +
+                           kv * (4 + accum + later * (accum / 2 + 8) + cp * 8 + later * 2 * e + cast_out);
+  r.forward_merge_s = fwd_bytes / hbm;
+  r.backward_merge_s = bwd_bytes / hbm;
+  return r;
+}
+
 double matmul_efficiency_for(const GpuSpec& gpu) {
   const std::string& id = gpu.id;
   if (id.rfind("A100", 0) == 0) return 0.869;
@@ -216,6 +262,9 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.attention_flops_fwd_per_ctx = 2.0 * heads * (qk_dim + v_dim);
     pl.heads = heads;
     pl.kv_width = kv_heads * (qk_dim + v_dim);
+    pl.ring_kv_heads = t.attention_repeats_kv ? heads : kv_heads;
+    pl.qk_dim = qk_dim;
+    pl.v_dim = v_dim;
     pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;
     const double ffn = ffn_width(a, g.moe);
     const double norms = static_cast<double>(a.norms_per_layer);
@@ -325,6 +374,23 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       attn_fwd = attn_flops / (attn_peak * mm_eff) + score_bytes / hbm;
       attn_bwd = 2.0 * attn_fwd;
     }
+    // Context parallel: the ring's exposed transfers (paid per forward pass, recomputations
+    // included) and its merge kernels, which run beside the attention kernels.
+    RingAttentionCost ring;
+    if (l.cp > 1) {
+      RingAttentionShape rs;
+      rs.tokens = tokens;
+      rs.kv_width = std::max(pl.ring_kv_heads / act_tp, 1.0) * (pl.qk_dim + pl.v_dim);
+      rs.q_width = pl.heads / act_tp * pl.qk_dim;
+      rs.out_width = pl.heads / act_tp * pl.v_dim;
+      rs.act_bytes = act_bytes;
+      rs.cp = l.cp;
+      rs.gather_rotation = l.behaviour.cp_gather_kv;
+      ring = ring_attention_cost(rs, attn_fwd, attn_bwd, cp_link.bytes_per_s, cp_link.latency_s, hbm,
+                                 k.overlap_compute_slowdown);
+      attn_fwd += ring.forward_merge_s;
+      attn_bwd += ring.backward_merge_s;
+    }
     const double wide = t.compile ? pl.elementwise_wide_fwd_compiled : pl.elementwise_wide_fwd;
     const double split = t.compile ? pl.elementwise_split_fwd_compiled : pl.elementwise_split_fwd;
     double elem_fwd = tokens * (wide / sp_div + split / act_tp) * elem_scale / hbm;
@@ -368,13 +434,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
         lc.tp_s += l.sequence_parallel ? 2 * gather_s(msg, l.tp, tp_link) : 2 * all_reduce_s(msg, l.tp, tp_link);
       }
     }
-    // Context parallel: K/V of the other chunks arrive for the forward, dK/dV leave in the
-    // backward; overlapped with the attention kernels (ring attention, Liu et al. 2023).
-    if (l.cp > 1) {
-      const double kv = static_cast<double>(t.micro_batch) * seq * pl.kv_width / tp * act_bytes;
-      const double comm = (2 + recompute_all + recompute_attention) * gather_s(kv, l.cp, cp_link);
-      lc.cp_exposed_s = overlapped_exposed_s(comm, attn_fwd + attn_bwd, k.overlap_compute_slowdown);
-    }
+    // Each forward pass of the attention core runs the ring again: full recomputation and
+    // Megatron-style selective recomputation both repeat it.
+    lc.cp_exposed_s = (1 + recompute_all + recompute_attention) * ring.forward_exposed_s + ring.backward_exposed_s;
     // Expert parallel: token dispatch and combine all-to-all in the forward, again in the
     // backward (GShard, Lepikhin et al. 2020).
     if (pl.moe && l.ep > 1) {
@@ -633,6 +695,7 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);
   out.emplace_back(buf);
   out.emplace_back("tensor-parallel collectives are not overlapped (no async TP); pipeline bubble (p-1)/v micro-batch slots");
+  out.emplace_back("context-parallel ring: each step's transfer overlaps that step's attention (PyTorch's all-gather rotation: the first step's only; its fp32 merges as eager kernels)");
   out.emplace_back("load-balanced experts and stages; no kernel-launch or data-loading overhead");
   return out;
 }

@@ -87,6 +87,34 @@ double overlapped_exposed_s(double comm_s, double window_s, double slowdown);
 double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
                              double peak_flops, double hbm_bytes_per_s, double width_div = 1);
 
+/// One layer's context-parallel attention on one rank for one micro-batch.
+struct RingAttentionShape {
+  double tokens = 0;       // this rank's tokens: micro-batch x sequence / cp
+  double kv_width = 0;     // K and V elements per token that travel (the rank's heads, both)
+  double q_width = 0;      // query elements per token on the rank
+  double out_width = 0;    // attention output elements per token on the rank
+  double act_bytes = 2;
+  std::int64_t cp = 1;
+  /// PyTorch's ring (torch.distributed.tensor.experimental._attention, the default
+  /// _RotateMethod.ALL_GATHER): one all-gather of K/V waited on before the second step, dK/dV
+  /// accumulated in fp32 and passed one rank on after every step, outputs merged in fp32 by
+  /// separate eager kernels. false: Transformer Engine's p2p ring (context_parallel.py
+  /// AttnFuncWithCPAndKVP2P), K/V and dK/dV sent one step ahead in the compute dtype.
+  bool gather_rotation = false;
+};
+/// Exposed communication and the memory-bound merge kernels of ring attention, per pass. The
+/// load-balanced ring (two chunks per rank, head and tail) gives every step 1/cp of the rank's
+/// attention FLOPs, so each step's transfer overlaps attn_s / cp of kernel time.
+struct RingAttentionCost {
+  double forward_exposed_s = 0;   // one forward pass (paid again when it is recomputed)
+  double backward_exposed_s = 0;
+  double forward_merge_s = 0;
+  double backward_merge_s = 0;
+};
+RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_fwd_s, double attn_bwd_s,
+                                      double link_bytes_per_s, double link_latency_s, double hbm_bytes_per_s,
+                                      double slowdown);
+
 /// 0.80 unless the MAMF table above has a measurement for the GPU's architecture.
 double matmul_efficiency_for(const GpuSpec& gpu);
 /// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).
@@ -119,6 +147,10 @@ struct PerfLayer {
   double expert_params = 0;            // routed experts of one layer (all experts)
   double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
   double kv_width = 0;                 // kv heads x (k + v head dims): K/V elements per token
+  /// Heads whose K/V the context-parallel ring passes on: the kv heads, or every query head
+  /// when the model repeats K/V before the attention kernel (TrainingSetup::attention_repeats_kv).
+  double ring_kv_heads = 0;
+  double qk_dim = 0, v_dim = 0;        // head dims of queries/keys and of values
   double routed_tokens = 0;            // top_k: copies of each token sent to experts (MoE layers)
   /// The block's matmuls per rank as (in, out) widths for each tensor-parallel degree that
   /// divides the heads (block_matmuls: Megatron column/row splits, GQA groups replicated below

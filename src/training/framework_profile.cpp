@@ -161,7 +161,11 @@ FrameworkProfile torchtitan() {
   p.history = {{202504, "torch.compile covers the transformer blocks only, not the loss",
                 "pytorch/torchtitan PR #1033 (merged 2025-04-01): build_loss_fn compiles the loss when training.compile is "
                 "set (PR #1608, 2025-08, made model and loss separate compile components, both on by default)",
-                [](TrainingSetup& s) { s.compile_loss = false; }}};
+                [](TrainingSetup& s) { s.compile_loss = false; }},
+               {202601, "K/V heads repeated for every query head before the attention kernel",
+                "pytorch/torchtitan @ 9dec370, 820504e: models/llama(3)/model.py Attention.forward repeat_kv; "
+                "ff0829c1 (2026-01-27, #2259 \"GQA without kv repeats\") passes enable_gqa instead",
+                [](TrainingSetup& s) { s.attention_repeats_kv = true; }}};
   p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
                "pytorch/torchtitan @ 9dec370: torchtitan/parallelisms/parallelize_llama.py (apply_fsdp)",
                "pytorch/pytorch @ 0123248a: torch/distributed/tensor/experimental/_attention.py (all-gather K/V)",

@@ -68,6 +68,11 @@ struct TrainingSetup {
   /// per fused matmul (the step-time model's per-matmul traffic). Same FLOPs and saved tensors.
   bool fused_qkv_linear = false;
   bool fused_gate_up_linear = false;
+  /// The model repeats each K/V head for its query group before the attention kernel, so the
+  /// kernel saves, and a context-parallel ring passes on, K/V at the width of every query head
+  /// (torchtitan models/llama/model.py repeat_kv before F.scaled_dot_product_attention, until
+  /// ff0829c1 "GQA without kv repeats", 2026-01).
+  bool attention_repeats_kv = false;
   /// Selective checkpointing by layer: every period-th block fully recomputed, the others keep
   /// everything (torchtitan selective_ac_option "2"); 0: op-level (attention core recomputed).
   std::int64_t selective_layer_period = 0;

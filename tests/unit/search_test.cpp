@@ -16,6 +16,7 @@
 #include "perf/perf_model.h"
 #include "presets/registry.h"
 #include "search/search.h"
+#include "training/framework_profile.h"
 
 using nlohmann::json;
 using namespace memfit;
@@ -184,6 +185,82 @@ TEST_CASE("overlapped collectives slow the compute beside them; longer ones stic
   CHECK(charged.comm.dp_s - free.comm.dp_s ==
         Approx(free.communication_total_s * s / (1 + s)).epsilon(1e-9));
   CHECK(charged.step_s > free.step_s);
+}
+
+TEST_CASE("context-parallel rings: what each implementation leaves exposed and what its merges cost", "[perf][cp]") {
+  constexpr double s = 0.189, share = s / (1 + s), bw = 40e9, lat = 25e-6, hbm = 2.04e12;
+  RingAttentionShape r;
+  r.tokens = 32768;
+  r.kv_width = 16 * 256;  // 16 heads of K and V (128 + 128) on the rank
+  r.q_width = 16 * 128;
+  r.out_width = 16 * 128;
+  r.cp = 8;
+  const double local_kv_bytes = r.tokens * r.kv_width * 2, dkv_fp32 = r.tokens * r.kv_width * 4;
+  const double gather = 7 * local_kv_bytes / bw + lat, dkv = dkv_fp32 / bw + lat;
+
+  // PyTorch's all-gather rotation: only the first of cp steps hides the gather.
+  r.gather_rotation = true;
+  const double fwd = 0.1, bwd = 0.25;  // the rank's attention kernels, forward and backward
+  const RingAttentionCost pt = ring_attention_cost(r, fwd, bwd, bw, lat, hbm, s);
+  REQUIRE(gather > fwd / 8);
+  CHECK(pt.forward_exposed_s == Approx(gather - fwd / 8).epsilon(1e-12));
+  // The backward gathers again, then waits for the last fp32 dK/dV send with nothing beside it.
+  CHECK(pt.backward_exposed_s >= dkv + std::max(gather - bwd / 8, gather * share));
+  // Hidden behind long enough kernels, a transfer still charges the contention share.
+  const RingAttentionCost hidden = ring_attention_cost(r, 100, 250, bw, lat, hbm, s);
+  CHECK(hidden.forward_exposed_s == Approx(gather * share).epsilon(1e-12));
+  CHECK(hidden.backward_exposed_s == Approx(gather * share + 7 * dkv * share + dkv).epsilon(1e-12));
+
+  // Transformer Engine's p2p ring: each step's chunk hides behind that step's kernel.
+  r.gather_rotation = false;
+  const RingAttentionCost te = ring_attention_cost(r, 100, 250, bw, lat, hbm, s);
+  const double chunk = local_kv_bytes / bw + lat;
+  CHECK(te.forward_exposed_s == Approx(7 * chunk * share).epsilon(1e-12));
+  CHECK(te.backward_exposed_s == Approx(7 * 2 * chunk * share).epsilon(1e-12));
+  CHECK(te.forward_merge_s == 0);
+  CHECK(te.backward_merge_s == 0);
+
+  // PyTorch's eager merges grow by the same amount with every step added to the ring.
+  r.gather_rotation = true;
+  auto merges = [&](std::int64_t cp) {
+    RingAttentionShape x = r;
+    x.cp = cp;
+    const RingAttentionCost c = ring_attention_cost(x, 1, 1, bw, lat, hbm, s);
+    return c.forward_merge_s + c.backward_merge_s;
+  };
+  CHECK(merges(4) > merges(2));
+  CHECK(merges(8) - merges(4) == Approx(2 * (merges(4) - merges(2))).epsilon(1e-9));
+  CHECK(ring_attention_cost(r, 1, 1, bw, lat, hbm, s).forward_merge_s ==
+        Approx(r.tokens * r.out_width * (8 * 6 + 7 * 32 + 6) / hbm + r.tokens * r.kv_width * 7 * 4 / hbm).epsilon(1e-12));
+  r.cp = 1;
+  const RingAttentionCost none = ring_attention_cost(r, fwd, bwd, bw, lat, hbm, s);
+  CHECK(none.forward_exposed_s + none.backward_exposed_s + none.forward_merge_s + none.backward_merge_s == 0);
+}
+
+TEST_CASE("torchtitan before 2026-01 repeats K/V for every query head: saved, and passed around the ring", "[perf][cp]") {
+  const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
+  CHECK(framework_defaults(titan, 202412).attention_repeats_kv);
+  CHECK_FALSE(framework_defaults(titan, 0).attention_repeats_kv);
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");  // 32 heads, 8 kv heads of 128
+  TrainingSetup t = bf16(1, 65536);
+  t.attention = AttentionKernel::kFlash;
+  const LayerActivations plain = layer_activations(a, t, false, false, true);
+  t.attention_repeats_kv = true;
+  const LayerActivations repeated = layer_activations(a, t, false, false, true);
+  CHECK(repeated.saved_per_token - plain.saved_per_token == 2 * (32 - 8) * (128 + 128));
+
+  // Under CP the ring carries four times the K/V: more exposed time at cp 8 across nodes.
+  ParallelLayout l;
+  l.cp = 8;
+  l.tp = 8;
+  l.sequence_parallel = true;
+  l.behaviour.cp_gather_kv = true;
+  const ClusterSpec c = cluster("H100-80GB", 64);
+  t.attention_repeats_kv = false;
+  const double narrow = stage_costs(build_perf_basis(a, build_tensor_inventory(a), t), t, l, c).last.cp_s;
+  t.attention_repeats_kv = true;
+  const double wide = stage_costs(build_perf_basis(a, build_tensor_inventory(a), t), t, l, c).last.cp_s;
+  CHECK(wide > narrow);
 }
 
 TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways waits on HBM", "[perf][tp]") {
