@@ -261,7 +261,6 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     b.trainable_params += pl.trainable_params * static_cast<double>(g.layer_count);
     pl.attention_flops_fwd_per_ctx = 2.0 * heads * (qk_dim + v_dim);
     pl.heads = heads;
-    pl.kv_width = kv_heads * (qk_dim + v_dim);
     pl.ring_kv_heads = t.attention_repeats_kv ? heads : kv_heads;
     pl.qk_dim = qk_dim;
     pl.v_dim = v_dim;

@@ -146,7 +146,6 @@ struct PerfLayer {
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)
   double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
-  double kv_width = 0;                 // kv heads x (k + v head dims): K/V elements per token
   /// Heads whose K/V the context-parallel ring passes on: the kv heads, or every query head
   /// when the model repeats K/V before the attention kernel (TrainingSetup::attention_repeats_kv).
   double ring_kv_heads = 0;
