@@ -23,6 +23,7 @@
 //     pipeline_parallel_degree, pipeline_parallel_schedule, pipeline_parallel_microbatch_size
 //     (microbatches = local_batch_size / it), pipeline_parallel_layers_per_stage,
 //     pipeline_parallel_{first,last}_stage_less_layers, context_parallel_degree,
+//     context_parallel_rotate_method,
 //     expert_parallel_degree, fsdp_reshard_after_forward; [activation_checkpoint] mode,
 //     selective_ac_option; [compile] enable).
 //   torchtune: recipes/full_finetune_distributed.py and lora_finetune_distributed.py config keys
@@ -306,6 +307,8 @@ LaunchFormat torchtitan(const LaunchInput& in) {
     }
   }
   t << "context_parallel_degree = " << l.cp << "\n";
+  // The rotation the step-time model charges (ring_attention_cost): pinned, not left to a default.
+  if (l.cp > 1) t << "context_parallel_rotate_method = \"allgather\"\n";
   t << "expert_parallel_degree = " << l.ep << "\n";
   t << "fsdp_reshard_after_forward = \"default\"\n\n";
   t << "[activation_checkpoint]\n";

@@ -774,6 +774,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.layout.vpp = 2;
   in.layout.schedule = PipelineSchedule::kInterleaved;
   in.setup.precision = Precision::kFp8;
+  in.layout.cp = 2;
   const LaunchFormat titan = launch_configs(in)[3];
   REQUIRE(titan.supported);
   const std::map<std::string, std::set<std::string>> titan_keys = {
@@ -783,7 +784,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
       {"parallelism", {"data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
                        "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
                        "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
-                       "pipeline_parallel_last_stage_less_layers", "context_parallel_degree", "expert_parallel_degree",
+                       "pipeline_parallel_last_stage_less_layers", "context_parallel_degree", "context_parallel_rotate_method", "expert_parallel_degree",
                        "fsdp_reshard_after_forward"}},
       {"activation_checkpoint", {"mode", "selective_ac_option"}},
       {"compile", {"enable"}}};
@@ -807,6 +808,8 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   CHECK(titan.text.find("global_batch_size = 16\n") != std::string::npos);
   CHECK(titan.text.find("pipeline_parallel_layers_per_stage = 4\n") != std::string::npos);  // 32 / (4 x 2)
   CHECK(titan.text.find("converters = [\"quantize.linear.float8\"]") != std::string::npos);
+  // The rotation the step-time model charges, pinned (job_config.py @ c854924).
+  CHECK(titan.text.find("context_parallel_degree = 2\ncontext_parallel_rotate_method = \"allgather\"\n") != std::string::npos);
 }
 
 // A cluster of two GPU kinds (cluster.gpu_mix): stages on blocks of consecutive ranks, placed by
