@@ -46,6 +46,11 @@ std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std
   return mms;
 }
 
+std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t) {
+  return a.attention.layout == QkvLayout::kLowRank || t.attention_repeats_kv ? a.attention.num_heads
+                                                                              : a.attention.num_kv_heads;
+}
+
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
                                    bool cross_attention, bool base_trains, const ActivationSplit& split) {
   const std::int64_t h = a.hidden_size;
@@ -123,9 +128,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       out.saved_per_token_per_position = heads * (softmax + probs);
     }
   } else {
-    // q, k, v (k and v at every head's width when the model repeats them for the kernel) and
-    // the fp32 logsumexp.
-    const std::int64_t kv_saved = t.attention_repeats_kv ? heads : kvh;
+    // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
+    const std::int64_t kv_saved = std::max<std::int64_t>(1, kernel_kv_heads(a, t) / tp);
     s += e * (heads * d + kv_saved * d + kv_saved * dv) + (core_recomputed ? 0 : 4 * heads);
   }
   s += e * heads * dv;                                // attention output = o_proj input

@@ -44,6 +44,11 @@ struct BlockMatmul {
 /// a shared expert follows. Widths are split by tp as Megatron's column/row linears split them.
 std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp);
 
+/// Heads whose K and V reach the attention kernel (whole model): every query head for MLA and
+/// when the model repeats K/V for its query groups (TrainingSetup::attention_repeats_kv), else the
+/// key/value heads. The kernel saves them and a context-parallel ring passes them on.
+std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t);
+
 /// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse
 /// MLP; `cross_attention` for T5 decoders.
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,

@@ -356,10 +356,7 @@ class Replay {
     const std::int64_t e = activation_bytes(t_.precision);
     std::int64_t bytes = 0;
     if (rank_.cp > 1) {
-      // K/V at every head's width when the model repeats them before the kernel.
-      const std::int64_t kv_heads = a_.attention.layout == QkvLayout::kLowRank || t_.attention_repeats_kv
-                                        ? a_.attention.num_heads
-                                        : a_.attention.num_kv_heads;
+      const std::int64_t kv_heads = kernel_kv_heads(a_, t_);
       const std::int64_t kvh = std::max<std::int64_t>(1, kv_heads / std::max<std::int64_t>(1, rank_.split.tp));
       const std::int64_t d = a_.attention.layout == QkvLayout::kLowRank
                                  ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim + a_.attention.v_head_dim

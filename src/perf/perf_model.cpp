@@ -261,7 +261,7 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     b.trainable_params += pl.trainable_params * static_cast<double>(g.layer_count);
     pl.attention_flops_fwd_per_ctx = 2.0 * heads * (qk_dim + v_dim);
     pl.heads = heads;
-    pl.ring_kv_heads = t.attention_repeats_kv ? heads : kv_heads;
+    pl.ring_kv_heads = static_cast<double>(kernel_kv_heads(a, t));
     pl.qk_dim = qk_dim;
     pl.v_dim = v_dim;
     pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;

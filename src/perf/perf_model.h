@@ -146,8 +146,7 @@ struct PerfLayer {
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)
   double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
-  /// Heads whose K/V the context-parallel ring passes on: the kv heads, or every query head
-  /// when the model repeats K/V before the attention kernel (TrainingSetup::attention_repeats_kv).
+  /// Heads whose K/V the context-parallel ring passes on (kernel_kv_heads).
   double ring_kv_heads = 0;
   double qk_dim = 0, v_dim = 0;        // head dims of queries/keys and of values
   double routed_tokens = 0;            // top_k: copies of each token sent to experts (MoE layers)
