@@ -45,9 +45,6 @@ constexpr double kEagerScoreBytes = 12;
 // grad_weight operands re-laid out for _scaled_mm (read 1 + write 1 each). Transformer Engine
 // fuses its casts into the neighbouring kernels (delayed scaling): no extra traffic counted.
 constexpr double kFp8CastBytes = 5, kFp8RelayoutBytes = 2;
-// Activations a layer saves per token, for activation-offload traffic: 34 x hidden bytes
-// (Korthikanti et al. 2022, Table 2, no recomputation, without the a*s/h attention term).
-constexpr double kSavedBytesPerHidden = 34;
 
 double peak_tflops(const GpuSpec& g, Precision p, bool linears) {
   double v = 0;
@@ -262,6 +259,23 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.attention_flops_fwd_per_ctx = 2.0 * heads * (qk_dim + v_dim);
     pl.heads = heads;
     pl.ring_kv_heads = static_cast<double>(kernel_kv_heads(a, t));
+    {
+      // What each checkpointing mode keeps (the search varies the mode over one basis).
+      const bool cross = g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder;
+      const bool trains = layer_trains(t, g.first_layer + g.layer_count - 1, a.num_layers);
+      TrainingSetup mode = t;
+      mode.checkpointing = Checkpointing::kNone;
+      const LayerActivations none = layer_activations(a, mode, g.moe, cross, trains);
+      mode.checkpointing = Checkpointing::kSelective;
+      mode.selective_layer_period = 0;
+      mode.selective_every_other_mm = false;
+      const LayerActivations selective = layer_activations(a, mode, g.moe, cross, trains);
+      pl.kept_none_per_token = static_cast<double>(none.saved_per_token);
+      pl.kept_none_per_token_per_position = static_cast<double>(none.saved_per_token_per_position);
+      pl.kept_full_per_token = static_cast<double>(none.checkpoint_per_token);
+      pl.kept_selective_per_token = static_cast<double>(selective.saved_per_token);
+      pl.kept_mm_policy_per_token = static_cast<double>(none.mm_policy_kept_per_token);
+    }
     pl.qk_dim = qk_dim;
     pl.v_dim = v_dim;
     pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;
@@ -545,6 +559,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
+  const double act_tp = l.behaviour.tp_row_linears && l.tp > 1 ? 1.0 : tp;  // as stage_costs
   const Link dp_link = link_for(l.tp * l.cp * l.dp, c, k);
   const Link pp_link = link_for(l.tp * l.cp * l.dp * l.pp, c, k);
   StageCosts computed;
@@ -650,9 +665,31 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     st.optimizer_s = opt_params * bytes_per_param / hbm;
   }
   if (t.offload == Offload::kActivations) {
+    // What the memory model keeps per layer under this checkpointing mode goes to the host as
+    // forward produces it and comes back for backward (torchtune OffloadActivations: its own
+    // CUDA streams, so the copies run beside the compute, down and up).
     const double pcie = std::max(g.pcie_bandwidth_gb_per_s, 1e-3) * 1e9 * k.host_link_efficiency;
-    const double layers_stage = static_cast<double>(b.num_layers) / p;
-    const double saved = tokens * kSavedBytesPerHidden * static_cast<double>(b.hidden) / tp * layers_stage;
+    const double positions = seq / static_cast<double>(l.cp);
+    double kept_stage = 0;
+    for (const PerfLayer& pl : b.layers) {
+      const double none = pl.kept_none_per_token + pl.kept_none_per_token_per_position * positions;
+      const double full = pl.kept_full_per_token / sp_div;
+      double kept = none / act_tp;
+      if (t.checkpointing == Checkpointing::kFull) {
+        kept = full;
+      } else if (t.checkpointing == Checkpointing::kSelective) {
+        if (t.selective_layer_period > 0) {
+          const double share = 1.0 / static_cast<double>(t.selective_layer_period);
+          kept = share * full + (1 - share) * none / act_tp;
+        } else if (t.selective_every_other_mm) {
+          kept = full + pl.kept_mm_policy_per_token / act_tp;
+        } else {
+          kept = pl.kept_selective_per_token / act_tp;
+        }
+      }
+      kept_stage += kept * static_cast<double>(pl.count);
+    }
+    const double saved = tokens * kept_stage / p;
     st.offload_s += std::max(0.0, m * 2.0 * saved / pcie - st.compute_s);
   }
 

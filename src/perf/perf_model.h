@@ -146,6 +146,13 @@ struct PerfLayer {
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)
   double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
+  /// Activation bytes per token the layer keeps from forward to backward (layer_activations,
+  /// whole layer on one rank) under each checkpointing mode: none (plus the eager attention's
+  /// per-key scores, `kept_none_per_token_per_position`), full (the block input), selective
+  /// (the attention core recomputed) and torchtitan's op-level policy (besides the block input).
+  /// Activation offloading moves what is kept over PCIe.
+  double kept_none_per_token = 0, kept_none_per_token_per_position = 0;
+  double kept_full_per_token = 0, kept_selective_per_token = 0, kept_mm_policy_per_token = 0;
   /// Heads whose K/V the context-parallel ring passes on (kernel_kv_heads).
   double ring_kv_heads = 0;
   double qk_dim = 0, v_dim = 0;        // head dims of queries/keys and of values

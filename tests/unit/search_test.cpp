@@ -13,6 +13,7 @@
 #include "api/api.h"
 #include "export/launch.h"
 #include "hf_config/parse_hf_config.h"
+#include "memory/activations.h"
 #include "perf/perf_model.h"
 #include "presets/registry.h"
 #include "search/search.h"
@@ -361,6 +362,39 @@ TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and
   const double out_w = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096, in_w = 6 * 4096 + 14336;
   const double ratio = (32 * (2 * out_w + in_w) + 2 * 128256.0 + 3 * 4096) / (32 * 8 * 4096.0);
   CHECK(row.comm.tp_s / megatron.comm.tp_s == Approx(ratio).epsilon(0.01));
+}
+
+TEST_CASE("activation offloading moves what the checkpointing mode keeps, beside the compute", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(2, 4096);
+  t.offload = Offload::kActivations;
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ParallelLayout l;
+  ClusterSpec c = cluster("A100-80GB", 1);
+  const PerfConstants k;
+  const double pcie = c.gpu.pcie_bandwidth_gb_per_s * 1e9 * k.host_link_efficiency;
+  const double tokens = 2.0 * 4096;
+  // No checkpointing: every saved tensor of all 32 layers goes down and comes back.
+  TrainingSetup none = t;
+  none.checkpointing = Checkpointing::kNone;
+  const LayerActivations acts = layer_activations(a, none, false, false, true);
+  REQUIRE(acts.saved_per_token_per_position == 0);  // sdpa keeps no scores
+  const StepTime kept_all = estimate_step_time(b, none, l, c);
+  const double all_bytes = tokens * 32.0 * static_cast<double>(acts.saved_per_token);
+  CHECK(kept_all.offload_s == Approx(2 * all_bytes / pcie - kept_all.compute_s).epsilon(1e-9));
+  // Full checkpointing keeps each block's input only (2 x 4096 bytes a token): its copies hide
+  // behind the compute.
+  TrainingSetup full = t;
+  full.checkpointing = Checkpointing::kFull;
+  CHECK(acts.checkpoint_per_token == 2 * 4096);
+  const StepTime inputs_only = estimate_step_time(b, full, l, c);
+  CHECK(2 * tokens * 32.0 * static_cast<double>(acts.checkpoint_per_token) / pcie < inputs_only.compute_s);
+  CHECK(inputs_only.offload_s == 0);
+  // On a link slow enough the block inputs stick out too, by their own bytes.
+  c.gpu.pcie_bandwidth_gb_per_s = 0.05;
+  const double slow = c.gpu.pcie_bandwidth_gb_per_s * 1e9 * k.host_link_efficiency;
+  const StepTime exposed = estimate_step_time(b, full, l, c);
+  CHECK(exposed.offload_s == Approx(2 * tokens * 32.0 * 2 * 4096 / slow - exposed.compute_s).epsilon(1e-9));
 }
 
 TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {
