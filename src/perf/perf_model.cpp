@@ -327,6 +327,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
+  const bool nf4_base = effective_base_quant(t) == BaseQuant::kNf4;
   const double ctx = !b.causal ? seq
                      : b.sliding_window > 0 ? std::min(static_cast<double>(b.sliding_window), seq / 2)
                                             : seq / 2;
@@ -419,6 +420,16 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       elem_bwd += (tokens * (pl.linear_in_width * (kFp8CastBytes + kFp8RelayoutBytes) +
                              pl.linear_out_width * (2 * kFp8CastBytes + kFp8RelayoutBytes)) / tp +
                    weights * kFp8CastBytes) / hbm;
+    }
+    if (nf4_base) {
+      // QLoRA: bitsandbytes MatMul4Bit and torchao's linear_nf4 dequantize the whole NF4 weight
+      // to the compute dtype before a 16-bit matmul, in the forward and again for the input
+      // gradient (bitsandbytes autograd/_functions.py MatMul4Bit; torchao dtypes/nf4tensor.py
+      // LinearNF4): read the packed weight and its absmax, write the 16-bit copy.
+      const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
+      const double dequant = weights * (static_cast<double>(kNf4MicroBytesPerParam) / 1e6 + act_bytes) / hbm;
+      elem_fwd += dequant;
+      elem_bwd += dequant;
     }
     const double fwd = mm_fwd + attn_fwd + elem_fwd;
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;

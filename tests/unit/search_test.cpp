@@ -14,6 +14,7 @@
 #include "export/launch.h"
 #include "hf_config/parse_hf_config.h"
 #include "memory/activations.h"
+#include "memory/model_states.h"
 #include "perf/perf_model.h"
 #include "presets/registry.h"
 #include "search/search.h"
@@ -395,6 +396,30 @@ TEST_CASE("activation offloading moves what the checkpointing mode keeps, beside
   const double slow = c.gpu.pcie_bandwidth_gb_per_s * 1e9 * k.host_link_efficiency;
   const StepTime exposed = estimate_step_time(b, full, l, c);
   CHECK(exposed.offload_s == Approx(2 * tokens * 32.0 * 2 * 4096 / slow - exposed.compute_s).epsilon(1e-9));
+}
+
+TEST_CASE("QLoRA dequantizes each NF4 weight for the forward, its recomputation and the input gradient", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup lora = bf16(2, 2048);
+  lora.method = Method::kLora;
+  lora.lora_rank = 8;
+  lora.checkpointing = Checkpointing::kFull;
+  TrainingSetup qlora = lora;
+  qlora.method = Method::kQlora;
+  qlora.base_quant = BaseQuant::kNf4;
+  const ParallelLayout l;
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  const PerfConstants k;
+  const StepTime plain = estimate_step_time(build_perf_basis(a, build_tensor_inventory(a), lora), lora, l, c, k);
+  const PerfBasis qb = build_perf_basis(a, build_tensor_inventory(a), qlora);
+  const StepTime quantized = estimate_step_time(qb, qlora, l, c, k);
+  double block_params = 0;
+  for (const PerfLayer& pl : qb.layers) block_params += pl.dense_params * static_cast<double>(pl.count);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * k.memory_efficiency;
+  // Three passes over every block weight: 0.516 bytes read (4 bits + absmax), 2 written.
+  const double per_pass = block_params * (kNf4MicroBytesPerParam / 1e6 + 2) / hbm;
+  CHECK(quantized.step_s - plain.step_s == Approx(3 * per_pass).epsilon(1e-6));
+  CHECK(quantized.recompute_s - plain.recompute_s == Approx(per_pass).epsilon(1e-6));
 }
 
 TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {

@@ -46,14 +46,24 @@ for (const row of data.rows) {
   rows.push({ ...row, predicted, mfu: env.result.perf.mfu, err: (100 * (predicted - row.tps)) / row.tps });
 }
 
-const ok = rows.filter((r) => r.err !== undefined);
-const abs = ok.map((r) => Math.abs(r.err)).sort((a, b) => a - b);
-const median = abs.length ? abs[Math.floor((abs.length - 1) / 2)] : NaN;
-const within = ok.filter((r) => Math.abs(r.err) <= 25).length;
-console.log('| row | setup | measured tok/s/GPU | memfit tok/s/GPU | error | memfit MFU |');
-console.log('|---|---|---:|---:|---:|---:|');
-for (const r of rows) {
-  if (r.error) console.log(`| ${r.id} | ${r.what} | ${r.tps} | error: ${r.error} | | |`);
-  else console.log(`| ${r.id} | ${r.what} | ${r.tps} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
+// One table per framework whose runs the rows come from (the source id's prefix): torchtitan's
+// pre-training runs, then torchtune's fine-tuning runs.
+const names = { titan: 'torchtitan', tune: 'torchtune' };
+const groups = [...new Set(rows.map((r) => r.source.split('-')[0]))];
+const out = [];
+for (const g of groups) {
+  const group = rows.filter((r) => r.source.split('-')[0] === g);
+  const ok = group.filter((r) => r.err !== undefined);
+  const abs = ok.map((r) => Math.abs(r.err)).sort((a, b) => a - b);
+  const median = abs.length ? abs[Math.floor((abs.length - 1) / 2)] : NaN;
+  const within = ok.filter((r) => Math.abs(r.err) <= 25).length;
+  if (out.length) out.push('');
+  out.push('| row | setup | measured tok/s/GPU | memfit tok/s/GPU | error | memfit MFU |');
+  out.push('|---|---|---:|---:|---:|---:|');
+  for (const r of group) {
+    if (r.error) out.push(`| ${r.id} | ${r.what} | ${r.tps} | error: ${r.error} | | |`);
+    else out.push(`| ${r.id} | ${r.what} | ${r.tps} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
+  }
+  out.push(`\n${ok.length} ${names[g] ?? g} rows: median |error| ${median.toFixed(1)} %, ${within} of ${ok.length} within 25 %.`);
 }
-console.log(`\n${ok.length} rows: median |error| ${median.toFixed(1)} %, ${within} of ${ok.length} within 25 %.`);
+console.log(out.join('\n'));
