@@ -141,6 +141,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"sharded_params_16bit", b.sharded_params_16bit},
            {"reduce_in_fp32", b.reduce_in_fp32},
            {"cp_gather_kv", b.cp_gather_kv},
+           {"gather_copy_out", b.gather_copy_out},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},
            {"grads_in_param_chunks", b.grads_in_param_chunks},

@@ -57,6 +57,11 @@ struct DistributedBehaviour {
   bool sharded_params_16bit = true;
   /// Unsharded gradients are cast to fp32 before the reduce-scatter (reduce_dtype=float32).
   bool reduce_in_fp32 = true;
+  /// FSDP2: each all-gather's output is copied into the unit's per-parameter tensors on the
+  /// compute stream (torch _fsdp_param_group.py wait_for_unshard -> _fsdp_collectives.py
+  /// foreach_all_gather_copy_out, torch.split_with_sizes_copy); FSDP1, DeepSpeed and Megatron
+  /// use views of the gathered flat buffer.
+  bool gather_copy_out = false;
   /// Context parallel: K/V of the whole sequence are all-gathered for attention (torch
   /// context_parallel all-gather rotation) rather than passed around a ring two chunks at a time.
   bool cp_gather_kv = true;

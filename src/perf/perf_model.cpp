@@ -500,7 +500,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       sc.cp_s += n * lc.cp_exposed_s;
       sc.ep_s += n * lc.ep_s;
       sc.trainable += n * pl.trainable_params;
-      sc.params += n * (pl.dense_params / tp + pl.expert_params / (tp * static_cast<double>(std::max<std::int64_t>(1, l.ep))));
+      const double block = n * (pl.dense_params / tp + pl.expert_params / (tp * static_cast<double>(std::max<std::int64_t>(1, l.ep))));
+      sc.params += block;
+      sc.block_params += block;
     }
   };
   const std::int64_t n_chunks = l.pp * l.vpp;
@@ -626,7 +628,13 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
       }
       case Sharding::kZero3: {
         const bool reshard = l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
-        const double ag = gather_s(param16_bytes, group, dp_link);
+        // A QLoRA base is gathered packed: NF4 block weights (torchao NF4Tensor's FSDP2
+        // all-gather extension, bitsandbytes Params4bit with a 16-bit quant_storage).
+        const double unit_bytes =
+            effective_base_quant(t) == BaseQuant::kNf4
+                ? param16_bytes - sc.block_params * (act_bytes - static_cast<double>(kNf4MicroBytesPerParam) / 1e6)
+                : param16_bytes;
+        const double ag = gather_s(unit_bytes, group, dp_link);
         const double rs = gather_s(grad_bytes, group, dp_link);
         const double gathers_per_mb = reshard ? 2.0 : 1.0;
         const double reduces = l.behaviour.pp_defers_grad_sync && l.pp > 1 ? 1.0 : m;
@@ -635,9 +643,12 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
         // block's gather of each micro-batch is exposed.
         const double hidden = m * sc.compute_s;
         const double first_unit = ag / std::max(1.0, static_cast<double>(b.num_layers) / p);
-        dp_s = overlapped_exposed_s(total, hidden, k.overlap_compute_slowdown) + m * first_unit;
+        // FSDP2 copies each gathered unit out of the all-gather buffer into its parameters
+        // (split_with_sizes_copy) on the compute stream: the 16-bit unit read and written.
+        const double copy_out = l.behaviour.gather_copy_out ? gathers_per_mb * 2.0 * unit_bytes / hbm : 0.0;
+        dp_s = overlapped_exposed_s(total, hidden, k.overlap_compute_slowdown) + m * (first_unit + copy_out);
         const bool reduce_per_mb = !(l.behaviour.pp_defers_grad_sync && l.pp > 1);
-        st.dp_per_micro_batch_floor_s = (gathers_per_mb * ag + (reduce_per_mb ? rs : 0.0)) * contention + first_unit;
+        st.dp_per_micro_batch_floor_s = (gathers_per_mb * ag + (reduce_per_mb ? rs : 0.0)) * contention + first_unit + copy_out;
         st.communication_total_s += total;
         break;
       }

@@ -115,6 +115,7 @@ FrameworkProfile torchtune() {
   // MixedPrecisionPolicy (the model is bf16): gradients reduced in bf16.
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
+  p.dist.gather_copy_out = true;                 // FSDP2 fully_shard
   // Distributed configs list custom_sharded_layers: ['tok_embeddings', 'output']: units of
   // their own, resharded like the blocks (not a root that stays gathered).
   p.dist.root_unit_gathered = false;
@@ -154,6 +155,7 @@ FrameworkProfile torchtitan() {
   p.dist.reduce_in_fp32 = true;
   p.dist.last_unit_kept = true;
   p.dist.reshard_after_forward_with_pp = false;
+  p.dist.gather_copy_out = true;                 // FSDP2 fully_shard
   p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
   p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input

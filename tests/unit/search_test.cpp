@@ -422,6 +422,44 @@ TEST_CASE("QLoRA dequantizes each NF4 weight for the forward, its recomputation 
   CHECK(quantized.recompute_s - plain.recompute_s == Approx(per_pass).epsilon(1e-6));
 }
 
+TEST_CASE("FSDP2 copies every gathered unit out of the all-gather buffer on the compute stream", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(2, 2048, 3);
+  t.checkpointing = Checkpointing::kFull;
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ClusterSpec c = cluster("A100-80GB", 8);
+  const PerfConstants k;
+  ParallelLayout views;
+  views.dp = 8;
+  views.sharding = Sharding::kZero3;
+  ParallelLayout copies = views;
+  copies.behaviour.gather_copy_out = true;
+  const StepTime plain = estimate_step_time(b, t, views, c, k);
+  const StepTime copied = estimate_step_time(b, t, copies, c, k);
+  double params = b.embedding_params + b.head_params;
+  for (const PerfLayer& pl : b.layers) params += pl.dense_params * static_cast<double>(pl.count);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * k.memory_efficiency;
+  // 3 micro-batches x 2 gathers (forward, backward: resharded after forward) x bf16 read + write.
+  const double expected = 3 * 2 * 2 * (2 * params) / hbm;
+  CHECK(copied.step_s - plain.step_s == Approx(expected).epsilon(1e-6));
+  CHECK(copied.comm.dp_s - plain.comm.dp_s == Approx(expected).epsilon(1e-6));
+  CHECK(copied.dp_per_micro_batch_floor_s - plain.dp_per_micro_batch_floor_s == Approx(expected / 3).epsilon(1e-6));
+  // A QLoRA base is gathered and copied packed: NF4 block weights, 16-bit embeddings and head.
+  TrainingSetup q = t;
+  q.method = Method::kQlora;
+  q.base_quant = BaseQuant::kNf4;
+  const PerfBasis qb = build_perf_basis(a, build_tensor_inventory(a), q);
+  double blocks = 0;
+  for (const PerfLayer& pl : qb.layers) blocks += pl.dense_params * static_cast<double>(pl.count);
+  const double packed = blocks * (kNf4MicroBytesPerParam / 1e6) + 2 * (qb.embedding_params + qb.head_params);
+  CHECK(estimate_step_time(qb, q, copies, c, k).step_s - estimate_step_time(qb, q, views, c, k).step_s ==
+        Approx(3 * 2 * 2 * packed / hbm).epsilon(1e-6));
+  // The torchtune and torchtitan profiles run FSDP2; DeepSpeed gathers into views.
+  CHECK(framework_profile(Framework::kTorchtune).dist.gather_copy_out);
+  CHECK(framework_profile(Framework::kTorchtitan).dist.gather_copy_out);
+  CHECK_FALSE(framework_profile(Framework::kDeepspeed).dist.gather_copy_out);
+}
+
 TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
