@@ -364,9 +364,10 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   auto layer_cost = [&](const PerfLayer& pl) {
     LayerCost lc;
     const double mm_fwd_flops = tokens * pl.matmul_flops_fwd / tp;
+    // The layer's weights on this rank (local experts only).
+    const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
     // Small micro-batches are bound by reading the weights (16-bit compute copies) instead.
-    const double mm_weight_bytes =
-        (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp * act_bytes;
+    const double mm_weight_bytes = weights * act_bytes;
     // Matmuls too thin to keep the tensor cores busy (a GQA key/value projection split by tp)
     // wait on HBM instead; row-split linears (Colossal-AI 1D TP) split the input width only.
     double excess = 0;
@@ -414,7 +415,6 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     // matmuls' inputs (it keeps their amax: torch.ops.aten.abs/max are on its save list).
     double recompute_elem = recompute_mm_policy ? elem_fwd : 0;
     if (fp8_casts) {
-      const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
       recompute_elem += mm_policy * tokens * pl.linear_in_width / tp * kFp8CastBytes / hbm;
       elem_fwd += (tokens * pl.linear_in_width / tp + weights) * kFp8CastBytes / hbm;
       elem_bwd += (tokens * (pl.linear_in_width * (kFp8CastBytes + kFp8RelayoutBytes) +
@@ -426,7 +426,6 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       // to the compute dtype before a 16-bit matmul, in the forward and again for the input
       // gradient (bitsandbytes autograd/_functions.py MatMul4Bit; torchao dtypes/nf4tensor.py
       // LinearNF4): read the packed weight and its absmax, write the 16-bit copy.
-      const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
       const double dequant = weights * (static_cast<double>(kNf4MicroBytesPerParam) / 1e6 + act_bytes) / hbm;
       elem_fwd += dequant;
       elem_bwd += dequant;
