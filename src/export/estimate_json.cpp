@@ -143,6 +143,8 @@ Json layout_to_json(const ParallelLayout& l) {
            {"cp_gather_kv", b.cp_gather_kv},
            {"gather_copy_out", b.gather_copy_out},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
+           {"tp_backward_overlap", b.tp_backward_overlap},
+           {"param_gather_overlaps_forward", b.param_gather_overlaps_forward},
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},
            {"grads_in_param_chunks", b.grads_in_param_chunks},
            {"gather_replaces_shard", b.gather_replaces_shard},

@@ -13,7 +13,9 @@
 //     --pipeline-model-parallel-size, --num-layers-per-virtual-pipeline-stage,
 //     --context-parallel-size, --expert-model-parallel-size, --sequence-parallel,
 //     --use-distributed-optimizer, --use-megatron-fsdp with --data-parallel-sharding-strategy and
-//     --ckpt-format fsdp_dtensor (asserted), --recompute-*, --optimizer-cpu-offload with
+//     --ckpt-format fsdp_dtensor (asserted), --overlap-grad-reduce, --overlap-param-gather (needs
+//     the first and the distributed optimizer or Megatron FSDP, asserted), CUDA_DEVICE_MAX_CONNECTIONS=1
+//     under tp or cp > 1 (asserted before Blackwell, not with Megatron FSDP), --recompute-*, --optimizer-cpu-offload with
 //     --use-precision-aware-optimizer (asserted), --moe-ffn-hidden-size,
 //     --moe-shared-expert-intermediate-size).
 //   torchtitan: torchtitan/config/job_config.py @ c854924 (2025-10-01) ([model] hf_assets_path,
@@ -198,6 +200,11 @@ LaunchFormat megatron(const LaunchInput& in) {
     s << "  --" << name << (value.empty() ? "" : " " + value) << " \\\n";
   };
   const auto str = [](std::int64_t v) { return std::to_string(v); };
+  const bool megatron_fsdp = l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3;
+  // arguments.py asserts CUDA_DEVICE_MAX_CONNECTIONS=1 under tp or cp > 1 before Blackwell (it
+  // orders the backward's asynchronous collectives ahead of the GEMMs they overlap); Megatron
+  // FSDP asserts the opposite.
+  if ((l.tp > 1 || l.cp > 1) && !megatron_fsdp) s << "CUDA_DEVICE_MAX_CONNECTIONS=1 ";
   s << "torchrun --nnodes " << nodes(in) << " --nproc-per-node " << std::min(in.gpus_per_node, l.gpus()) << " pretrain_gpt.py \\\n";
   arg("num-layers", str(a.num_layers));
   arg("hidden-size", str(a.hidden_size));
@@ -227,9 +234,16 @@ LaunchFormat megatron(const LaunchInput& in) {
   if (l.cp > 1) arg("context-parallel-size", str(l.cp));
   if (l.ep > 1) arg("expert-model-parallel-size", str(l.ep));
   if (l.sequence_parallel) arg("sequence-parallel");
-  const bool megatron_fsdp = l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3;
   // The optimizer offload runs on the distributed optimizer's precision-aware path (asserted).
-  if (l.sharding != Sharding::kNone || in.setup.offload == Offload::kOptimizer) arg("use-distributed-optimizer");
+  const bool distributed_optimizer = l.sharding != Sharding::kNone || in.setup.offload == Offload::kOptimizer;
+  if (distributed_optimizer) arg("use-distributed-optimizer");
+  // The step-time model reduces gradients beside the last backward and gathers the distributed
+  // optimizer's parameters beside the next forward (param_gather_overlaps_forward); both are
+  // off by default (arguments.py), and the second needs the first.
+  if (l.dp * l.cp > 1) {
+    arg("overlap-grad-reduce");
+    if (distributed_optimizer) arg("overlap-param-gather");
+  }
   if (megatron_fsdp) {
     arg("use-megatron-fsdp");
     arg("data-parallel-sharding-strategy", l.sharding == Sharding::kZero2 ? "optim_grads" : "optim_grads_params");

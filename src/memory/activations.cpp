@@ -18,21 +18,21 @@ std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std
   const std::int64_t dv = mla ? at.v_head_dim : d;
   std::vector<BlockMatmul> mms;
   if (at.layout == QkvLayout::kFused) {
-    mms.push_back({h, heads * d + 2 * kvh * dv});
+    mms.push_back({h, heads * d + 2 * kvh * dv, true});
   } else {
-    mms.push_back({h, heads * d});
-    mms.push_back({h, kvh * d});
-    mms.push_back({h, kvh * dv});
+    mms.push_back({h, heads * d, true});
+    mms.push_back({h, kvh * d, true});
+    mms.push_back({h, kvh * dv, true});
   }
   mms.push_back({heads * dv, h});  // o (row-parallel: a full-width partial sum)
   auto mlp = [&](std::int64_t full_width, std::int64_t copies) {
     const std::int64_t w = ceil_div(full_width, tp);
     for (std::int64_t c = 0; c < copies; ++c) {
       if (a.mlp.gated && !a.mlp.fused_gate_up) {
-        mms.push_back({h, w});
-        mms.push_back({h, w});
+        mms.push_back({h, w, true});
+        mms.push_back({h, w, true});
       } else {
-        mms.push_back({h, a.mlp.gated ? 2 * w : w});
+        mms.push_back({h, a.mlp.gated ? 2 * w : w, true});
       }
       mms.push_back({w, h});
     }

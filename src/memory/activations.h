@@ -36,6 +36,9 @@ struct ActivationSplit {
 /// One matmul of a transformer block, per token on one rank: its input and output widths.
 struct BlockMatmul {
   std::int64_t in = 0, out = 0;
+  /// Column-parallel: reads the block's (norm) input, which tensor parallelism gathers under
+  /// sequence parallelism and whose input gradient it reduces (q, k, v, gate, up; not o, down).
+  bool column = false;
 };
 
 /// The block's matmuls in forward order, as torchtitan's op-level checkpointing policy counts

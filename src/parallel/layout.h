@@ -68,6 +68,18 @@ struct DistributedBehaviour {
   /// Sequence parallel keeps the all-gathered inputs of column-parallel linears for backward
   /// (DTensor tensor parallelism) rather than the local shard (Megatron).
   bool sp_saves_gathered_inputs = false;
+  /// Column-parallel linears launch their backward collectives asynchronously: the input
+  /// gradient's all-reduce (reduce-scatter under sequence parallelism) runs beside the weight-
+  /// gradient GEMM and the re-gather of the saved input shard beside the input-gradient GEMM
+  /// (Megatron-LM @ d98e8a64 core/tensor_parallel/layers.py
+  /// LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine @ d0067d0d
+  /// pytorch/module/layernorm_linear.py, linear.py backward, async_op=True; ordered by
+  /// CUDA_DEVICE_MAX_CONNECTIONS=1). DTensor's collectives block the backward.
+  bool tp_backward_overlap = false;
+  /// The distributed optimizer's parameter all-gather after the step runs bucket by bucket
+  /// beside the next step's first forward (Megatron --overlap-param-gather,
+  /// core/distributed/distributed_data_parallel.py forward pre-hooks); otherwise it is waited on.
+  bool param_gather_overlaps_forward = false;
   /// Under tp > 1 the vocabulary-parallel cross-entropy runs as DTensor's decomposed
   /// log-softmax and nll backward (torch loss_parallel): more fp32 temporaries than one kernel.
   bool loss_parallel_decomposed = false;

@@ -359,7 +359,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   }
 
   struct LayerCost {
-    double compute_s = 0, recompute_s = 0, tp_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
+    double compute_s = 0, recompute_s = 0, tp_s = 0, tp_total_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
   };
   auto layer_cost = [&](const PerfLayer& pl) {
     LayerCost lc;
@@ -436,8 +436,8 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
     // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two
-    // in the backward, two more when the forward is recomputed (Shoeybi et al. 2019 §3;
-    // Korthikanti et al. 2022 §4.2.2). Not overlapped (no async TP).
+    // more when the forward is recomputed, and the backward's (Shoeybi et al. 2019 §3;
+    // Korthikanti et al. 2022 §4.2.2). The forward's are not overlapped (no async TP).
     if (row_tp) {
       // Row-split linears: each all-reduces its partial output in the forward (again when
       // recomputed) and all-gathers its input gradient in the backward, one collective per
@@ -446,15 +446,45 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       const double fwd_s = all_reduce_s(tokens * pl.linear_out_width * act_bytes, l.tp, tp_link) + extra;
       const double bwd_s = gather_s(tokens * pl.linear_in_width * act_bytes, l.tp, tp_link) + extra;
       lc.tp_s = (1 + recompute_all) * fwd_s + bwd_s;
+      lc.tp_total_s = lc.tp_s;
     } else if (l.tp > 1) {
       const double msg = tokens * static_cast<double>(b.hidden) * act_bytes;
-      const double collectives = 4 + 2 * recompute_all;
-      lc.tp_s = collectives * all_reduce_s(msg, l.tp, tp_link);
+      const double ar = all_reduce_s(msg, l.tp, tp_link), ag = gather_s(msg, l.tp, tp_link);
+      lc.tp_s = (2 + 2 * recompute_all) * ar;
+      // Backward, for each column-parallel group (attention's q k v, the MLP's gate and up): its
+      // input gradient all-reduced (reduce-scattered under sequence parallelism); under sequence
+      // parallelism the row-parallel output's gradient all-gathered, and a saved local input
+      // shard gathered again for the weight gradient (the memory model keeps the shard unless
+      // sp_saves_gathered_inputs). With tp_backward_overlap the reduction runs beside the
+      // group's weight-gradient GEMMs and the re-gather beside its input-gradient GEMMs.
+      const double column_reduce = l.sequence_parallel ? ag : ar;
+      const double row_gather = l.sequence_parallel ? ag : 0.0;
+      const double regather = l.sequence_parallel && !l.behaviour.sp_saves_gathered_inputs ? ag : 0.0;
+      double group_gemm_s[2] = {0, 0};  // the column-parallel GEMMs before and after the first row-parallel one
+      if (const std::vector<BlockMatmul>* mms = matmuls_for(pl, l.tp)) {
+        std::size_t group = 0;
+        for (const BlockMatmul& mm : *mms) {
+          if (!mm.column) group = 1;
+          else group_gemm_s[group] += 2.0 * tokens * static_cast<double>(mm.in) * static_cast<double>(mm.out) / mm_peak;
+        }
+      }
+      lc.tp_s += 2 * row_gather;
+      lc.tp_total_s = lc.tp_s + 2 * (column_reduce + regather);
+      for (const double gemm_s : group_gemm_s) {
+        if (l.behaviour.tp_backward_overlap) {
+          lc.tp_s += overlapped_exposed_s(column_reduce, trainable_share * gemm_s, k.overlap_compute_slowdown) +
+                     overlapped_exposed_s(regather, gemm_s, k.overlap_compute_slowdown);
+        } else {
+          lc.tp_s += column_reduce + regather;
+        }
+      }
       // torchtitan's op-level policy saves reduce-scatter outputs but not all-gathers or
       // all-reduces (_save_list @9dec370, @820504e): recomputing the block runs the two
       // all-gathers again under sequence parallelism, the two all-reduces without it.
       if (recompute_mm_policy) {
-        lc.tp_s += l.sequence_parallel ? 2 * gather_s(msg, l.tp, tp_link) : 2 * all_reduce_s(msg, l.tp, tp_link);
+        const double again = l.sequence_parallel ? 2 * ag : 2 * ar;
+        lc.tp_s += again;
+        lc.tp_total_s += again;
       }
     }
     // Each forward pass of the attention core runs the ring again: full recomputation and
@@ -496,6 +526,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       sc.recompute_s += n * lc.recompute_s;
       sc.bwd_s += n * lc.bwd_s;
       sc.tp_s += n * lc.tp_s;
+      sc.tp_total_s += n * lc.tp_total_s;
       sc.cp_s += n * lc.cp_exposed_s;
       sc.ep_s += n * lc.ep_s;
       sc.trainable += n * pl.trainable_params;
@@ -546,8 +577,12 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       // nn/_ops/embedding.py discards one to_replicate()).
       const double head_tp = all_reduce_s(tokens * static_cast<double>(b.vocab) * act_bytes, l.tp, tp_link) +
                              gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
+      const double embedding_tp = 2 * gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
       last.tp_s += head_tp;
-      (l.pp > 1 ? first_stage : last_stage).tp_s += 2 * gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
+      last.tp_total_s += head_tp;
+      StageCost& embedding_stage = l.pp > 1 ? first_stage : last_stage;
+      embedding_stage.tp_s += embedding_tp;
+      embedding_stage.tp_total_s += embedding_tp;
     }
     if (b.head_trains) last.trainable += b.head_params;
     last.params += b.head_params / tp;
@@ -619,10 +654,14 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
       case Sharding::kZero2: {
         const double rs = gather_s(grad_bytes, group, dp_link);
         const double reductions = l.sharding == Sharding::kZero2 ? m : 1.0;  // ZeRO-2 reduces every micro-batch
+        // The updated parameters' all-gather: waited on, or beside the next step's first
+        // forward (Megatron --overlap-param-gather).
+        const double ag = gather_s(param16_bytes, group, dp_link);
+        const double first_forward = sc.compute_s - sc.bwd_s - sc.recompute_s;
         dp_s = reductions * overlapped_exposed_s(rs, overlap_window, k.overlap_compute_slowdown) +
-               gather_s(param16_bytes, group, dp_link);
+               (l.behaviour.param_gather_overlaps_forward ? overlapped_exposed_s(ag, first_forward, k.overlap_compute_slowdown) : ag);
         if (l.sharding == Sharding::kZero2) st.dp_per_micro_batch_floor_s = rs * contention;
-        st.communication_total_s += reductions * rs + gather_s(param16_bytes, group, dp_link);
+        st.communication_total_s += reductions * rs + ag;
         break;
       }
       case Sharding::kZero3: {
@@ -662,7 +701,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     }
     st.comm.dp_s = dp_s;
   }
-  st.communication_total_s += st.comm.tp_s + st.comm.cp_s + st.comm.ep_s + st.comm.pp_s;
+  st.communication_total_s += m * sc.tp_total_s + st.comm.cp_s + st.comm.ep_s + st.comm.pp_s;
 
   // Optimizer step: memory-bound over this rank's trainable shard (read weight, gradient and
   // states, write weight and states), on the GPU or, offloaded, on the host.
@@ -751,7 +790,7 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   out.emplace_back("data-parallel reductions overlap the last backward; ZeRO-3 gathers overlap compute except the first block's");
   std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);
   out.emplace_back(buf);
-  out.emplace_back("tensor-parallel collectives are not overlapped (no async TP); pipeline bubble (p-1)/v micro-batch slots");
+  out.emplace_back("tensor-parallel collectives of the forward are not overlapped (no async TP); the backward's run beside their GEMMs where the framework launches them asynchronously (Megatron-LM, Transformer Engine); pipeline bubble (p-1)/v micro-batch slots");
   out.emplace_back("context-parallel ring: each step's transfer overlaps that step's attention (PyTorch's all-gather rotation: the first step's only; its fp32 merges as eager kernels)");
   out.emplace_back("load-balanced experts and stages; no kernel-launch or data-loading overhead");
   return out;

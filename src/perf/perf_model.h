@@ -221,6 +221,7 @@ struct StepTime {
 /// trainable and held parameters (per tp rank).
 struct StageCost {
   double compute_s = 0, recompute_s = 0, bwd_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, trainable = 0, params = 0;
+  double tp_total_s = 0;    // the tensor-parallel collectives before overlap (tp_s: exposed)
   double block_params = 0;  // part of `params` in transformer blocks (a QLoRA base's NF4 weights)
 };
 /// The first and last stages' costs (one stage: `last` holds the whole model): the part of a step

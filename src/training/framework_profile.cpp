@@ -207,11 +207,16 @@ FrameworkProfile megatron() {
   p.dist.grad_buffer_at_init = true;
   p.dist.vocab_multiple = 128;                   // --make-vocab-size-divisible-by 128 (x tp)
   p.dist.cp_gather_kv = false;                   // ring attention: K/V chunks passed by p2p
+  p.dist.tp_backward_overlap = true;             // async dgrad all-reduce / reduce-scatter, input re-gather
+  p.dist.param_gather_overlaps_forward = true;   // --overlap-param-gather (the launch command sets it)
   p.sources = {"NVIDIA/Megatron-LM @ d98e8a64: megatron/training/arguments.py (bf16, fp32 main_grad, recompute)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/core/distributed/param_and_grad_buffer.py (grad_data at init)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/core/pipeline_parallel/schedules.py (warm-up micro-batches)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/training/tokenizer/tokenizer.py (_vocab_size_with_padding)",
                "NVIDIA/Megatron-LM @ d98e8a64: megatron/core/tensor_parallel/cross_entropy.py (fp32 logits)",
+               "NVIDIA/Megatron-LM @ d98e8a64: megatron/core/tensor_parallel/layers.py (async backward collectives)",
+               "NVIDIA/TransformerEngine @ d0067d0d: transformer_engine/pytorch/module/layernorm_linear.py (async backward collectives)",
+               "NVIDIA/Megatron-LM @ d98e8a64: megatron/training/arguments.py (--overlap-grad-reduce, --overlap-param-gather)",
                "NVIDIA/Megatron-LM @ d98e8a64: megatron/training/utils/common_utils.py (report_memory)"};
   return p;
 }

@@ -341,6 +341,69 @@ TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
   CHECK(estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8)).comm.tp_s == 0);
 }
 
+TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the column-parallel GEMMs", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  ParallelLayout l = tp8_sequence_parallel();
+  // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %, 10 us).
+  const double msg = 8192.0 * 4096 * 2, link = 450e9 * 0.8;
+  const double ag = 7.0 / 8.0 * msg / link + 10e-6, ar = 2 * 7.0 / 8.0 * msg / link + 10e-6;
+  // DTensor keeps the gathered inputs: all-gather + reduce-scatter twice in the forward, and in
+  // the backward the row outputs' gradients gathered and the column inputs' reduce-scattered.
+  l.behaviour.sp_saves_gathered_inputs = true;
+  CHECK(stage_costs(b, t, l, c).last.tp_s == Approx(32 * (2 * ar + 4 * ag)).epsilon(1e-9));
+  // Megatron keeps the local shard: two more all-gathers rebuild it for the weight gradients.
+  l.behaviour.sp_saves_gathered_inputs = false;
+  const StageCosts blocking = stage_costs(b, t, l, c);
+  CHECK(blocking.last.tp_s == Approx(32 * (2 * ar + 6 * ag)).epsilon(1e-9));
+  // Launched asynchronously, each group's reduce-scatter runs beside its weight-gradient GEMM
+  // and its re-gather beside its input-gradient GEMM (the same FLOPs): q k v fused (4096 -> 768
+  // per rank) is shorter than a gather and leaves the rest exposed; gate + up (4096 -> 3584) is
+  // longer and costs the overlap price.
+  l.behaviour.tp_backward_overlap = true;
+  const StageCosts async = stage_costs(b, t, l, c);
+  const double mm_peak = c.gpu.dense_tflops_bf16 * 1e12 * matmul_efficiency_for(c.gpu);
+  const double qkv_s = 2.0 * 8192 * 4096 * 768 / mm_peak, fc1_s = 2.0 * 8192 * 4096 * 3584 / mm_peak;
+  REQUIRE(qkv_s < ag);
+  REQUIRE(fc1_s > ag);
+  const double share = 0.189 / 1.189;
+  CHECK(async.last.tp_s == Approx(32 * (2 * ar + 2 * ag + 2 * (ag - qkv_s) + 2 * share * ag)).epsilon(1e-9));
+  // The same collectives run, fewer of them exposed.
+  CHECK(async.last.tp_total_s == Approx(blocking.last.tp_total_s).epsilon(1e-12));
+  CHECK(blocking.last.tp_total_s == Approx(blocking.last.tp_s).epsilon(1e-12));
+  // Without sequence parallelism only the column inputs' gradients are all-reduced, beside the
+  // weight gradients.
+  l.sequence_parallel = false;
+  CHECK(stage_costs(b, t, l, c).last.tp_s == Approx(32 * (2 * ar + (ar - qkv_s) + share * ar)).epsilon(1e-9));
+  CHECK(framework_profile(Framework::kMegatron).dist.tp_backward_overlap);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.tp_backward_overlap);
+}
+
+TEST_CASE("Megatron's distributed optimizer gathers the parameters beside the next forward", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ClusterSpec c = cluster("H100-80GB", 64);
+  ParallelLayout l;
+  l.tp = 2;
+  l.dp = 32;
+  l.sequence_parallel = true;
+  l.sharding = Sharding::kZero1;
+  const StepTime waited = estimate_step_time(b, t, l, c);
+  l.behaviour.param_gather_overlaps_forward = true;
+  const StepTime beside = estimate_step_time(b, t, l, c);
+  // 8.03 B bf16 parameters over tp 2, gathered over 32 ranks across nodes (50 GB/s at 80 %).
+  const double params = static_cast<double>(build_tensor_inventory(a).total_params) / 2;
+  const double gather = 31.0 / 32.0 * params * 2 / (50e9 * 0.8) + 25e-6;
+  const StageCosts sc = stage_costs(b, t, l, c);
+  const double forward = sc.last.compute_s - sc.last.bwd_s - sc.last.recompute_s;
+  REQUIRE(forward < gather);
+  CHECK(waited.comm.dp_s - beside.comm.dp_s == Approx(forward).epsilon(1e-6));
+  CHECK(beside.communication_total_s == Approx(waited.communication_total_s).epsilon(1e-12));
+}
+
 TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and split only the matmuls", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
@@ -807,7 +870,8 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
                                      "max-position-embeddings", "micro-batch-size", "global-batch-size",
                                      "tensor-model-parallel-size", "pipeline-model-parallel-size", "use-distributed-optimizer",
                                      "use-megatron-fsdp", "data-parallel-sharding-strategy", "bf16", "recompute-granularity",
-                                     "recompute-method", "recompute-num-layers", "ckpt-format", "train-iters"};
+                                     "recompute-method", "recompute-num-layers", "ckpt-format", "train-iters",
+                                     "overlap-grad-reduce", "overlap-param-gather", "context-parallel-size"};
   std::istringstream args(f[2].text);
   std::string tok;
   std::int64_t flags = 0;
@@ -821,6 +885,29 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   // Megatron FSDP asserts the fsdp_dtensor checkpoint format (arguments.py @ core_v0.14.0).
   CHECK(f[2].text.find("--use-megatron-fsdp") != std::string::npos);
   CHECK(f[2].text.find("--ckpt-format fsdp_dtensor") != std::string::npos);
+  // The overlaps the step-time model assumes (off by default; param gather needs grad reduce).
+  CHECK(f[2].text.find("--overlap-grad-reduce") != std::string::npos);
+  CHECK(f[2].text.find("--overlap-param-gather") != std::string::npos);
+  // Megatron FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1; tp or cp > 1 without it assert 1.
+  CHECK(f[2].text.find("CUDA_DEVICE_MAX_CONNECTIONS") == std::string::npos);
+  {
+    LaunchInput mp = in;
+    mp.layout.sharding = Sharding::kZero1;
+    mp.layout.dp = 2;
+    mp.layout.tp = 2;
+    mp.layout.cp = 2;
+    const std::string text = launch_configs(mp)[2].text;
+    CHECK(text.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun ", 0) == 0);
+    CHECK(text.find("--use-distributed-optimizer") != std::string::npos);
+    CHECK(text.find("--overlap-param-gather") != std::string::npos);
+    mp.layout.sharding = Sharding::kNone;
+    mp.layout.dp = 1;
+    mp.layout.cp = 1;
+    mp.layout.pp = 2;
+    const std::string no_dp = launch_configs(mp)[2].text;
+    CHECK(no_dp.find("--overlap-grad-reduce") == std::string::npos);  // nothing to reduce across
+    CHECK(no_dp.find("--overlap-param-gather") == std::string::npos);
+  }
   // torchtitan: FSDP over all 8 ranks, full AC.
   CHECK(f[3].text.find("data_parallel_shard_degree = 8") != std::string::npos);
   CHECK(f[3].text.find("mode = \"full\"") != std::string::npos);
