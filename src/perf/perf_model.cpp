@@ -566,8 +566,11 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double head_fwd_flops = tokens * b.head_flops_fwd / tp;
     const double head_fwd = head_fwd_flops / mm_peak;
     const double head_bwd = head_fwd * (b.head_trains ? 2.0 : 1.0);
+    // A compile that covers the blocks only (torchtitan before 2025-04, torchtune's distributed
+    // recipes: TrainingSetup::compile_loss) leaves the loss eager.
+    const bool loss_fused = (t.compile && t.compile_loss) || t.loss == LossKernel::kFused;
     const double loss_bytes = tokens * static_cast<double>(b.vocab) / act_tp *
-                              (t.compile || t.loss == LossKernel::kFused ? kFusedLossBytesPerLogit : kEagerLossBytesPerLogit);
+                              (loss_fused ? kFusedLossBytesPerLogit : kEagerLossBytesPerLogit);
     const double loss_s = loss_bytes / hbm;
     last.compute_s += head_fwd + head_bwd + loss_s;
     last.bwd_s += head_bwd;

@@ -92,6 +92,27 @@ TEST_CASE("recomputation costs time: none < selective < full", "[perf]") {
   CHECK(full.mfu < 1.0);
 }
 
+TEST_CASE("a compile of the blocks alone leaves the cross-entropy eager", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  t.compile = true;
+  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const ParallelLayout l;
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const double whole = stage_costs(b, t, l, c).last.compute_s;
+  t.compile_loss = false;
+  const double blocks = stage_costs(b, t, l, c).last.compute_s;
+  // Eager: upcast, log-softmax, nll, softmax - one-hot and the cast back pass every logit
+  // through HBM (34 bytes with the matmul's write); the compiled loss reads and writes 16 bits
+  // (6 bytes). 8192 x 128256 logits at 85 % of 3.35 TB/s.
+  const double logits = 8192.0 * 128256;
+  CHECK(blocks - whole == Approx(logits * (34 - 6) / (3350e9 * 0.85)).epsilon(1e-9));
+  // torchtitan compiled the blocks only until build_loss_fn (2025-04).
+  const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
+  CHECK_FALSE(framework_defaults(titan, 202412).compile_loss);
+  CHECK(framework_defaults(titan, 202506).compile_loss);
+}
+
 TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every memory-bound op", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(1, 8192);
