@@ -453,13 +453,14 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       lc.tp_s = (2 + 2 * recompute_all) * ar;
       // Backward, for each column-parallel group (attention's q k v, the MLP's gate and up): its
       // input gradient all-reduced (reduce-scattered under sequence parallelism); under sequence
-      // parallelism the row-parallel output's gradient all-gathered, and a saved local input
-      // shard gathered again for the weight gradient (the memory model keeps the shard unless
+      // parallelism the row-parallel output's gradient all-gathered, and, for a weight gradient,
+      // a saved local input shard gathered again (the memory model keeps the shard unless
       // sp_saves_gathered_inputs). With tp_backward_overlap the reduction runs beside the
       // group's weight-gradient GEMMs and the re-gather beside its input-gradient GEMMs.
       const double column_reduce = l.sequence_parallel ? ag : ar;
       const double row_gather = l.sequence_parallel ? ag : 0.0;
-      const double regather = l.sequence_parallel && !l.behaviour.sp_saves_gathered_inputs ? ag : 0.0;
+      const bool regathers = l.sequence_parallel && !l.behaviour.sp_saves_gathered_inputs && trainable_share > 0;
+      const double regather = regathers ? ag : 0.0;
       double group_gemm_s[2] = {0, 0};  // the column-parallel GEMMs before and after the first row-parallel one
       if (const std::vector<BlockMatmul>* mms = matmuls_for(pl, l.tp)) {
         std::size_t group = 0;
