@@ -44,6 +44,11 @@ TrainingSetup bf16(std::int64_t mb, std::int64_t seq, std::int64_t ga = 1) {
   return t;
 }
 
+/// The step-time basis of a model under a setup (its tensor inventory built on the way).
+PerfBasis basis_of(const ModelArchitecture& a, const TrainingSetup& t) {
+  return build_perf_basis(a, build_tensor_inventory(a), t);
+}
+
 ParallelLayout tp8_sequence_parallel() {
   ParallelLayout l;
   l.tp = 8;
@@ -76,7 +81,7 @@ TEST_CASE("model FLOPs per token follow 6N + 12 L H Q T", "[perf]") {
 
 TEST_CASE("recomputation costs time: none < selective < full", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
   ParallelLayout l;
   const ClusterSpec c = cluster("H100-80GB", 1);
   TrainingSetup t = bf16(1, 4096);
@@ -96,7 +101,7 @@ TEST_CASE("a compile of the blocks alone leaves the cross-entropy eager", "[perf
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(1, 8192);
   t.compile = true;
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ParallelLayout l;
   const ClusterSpec c = cluster("H100-80GB", 1);
   const double whole = stage_costs(b, t, l, c).last.compute_s;
@@ -116,7 +121,7 @@ TEST_CASE("a compile of the blocks alone leaves the cross-entropy eager", "[perf
 TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every memory-bound op", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(1, 8192);
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   REQUIRE(b.layers.size() == 1);
   // Block order q k v o gate up down: the 2nd, 4th and 6th (k, o, up) are recomputed.
   const double h = 4096, kv = 1024, f = 14336;
@@ -146,7 +151,7 @@ TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every me
 
 TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
   const ClusterSpec c = cluster("H100-80GB", 8);
   for (std::int64_t m : {4, 8, 16}) {
     for (std::int64_t v : {1, 2}) {
@@ -163,7 +168,7 @@ TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]")
 
 TEST_CASE("data-parallel reductions that cross nodes are slower; more data parallelism raises throughput", "[perf][dp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
   ParallelLayout l;
   l.dp = 16;
   l.sharding = Sharding::kZero3;
@@ -195,7 +200,7 @@ TEST_CASE("overlapped collectives slow the compute beside them; longer ones stic
   // ZeRO-3's gathers hide behind compute but charge that compute the slowdown: the exposed
   // data-parallel time grows with the slowdown, and with none it is only the first block's gather.
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(2, 8192));
+  const PerfBasis b = basis_of(a, bf16(2, 8192));
   ParallelLayout l;
   l.dp = 64;
   l.sharding = Sharding::kZero3;
@@ -280,9 +285,9 @@ TEST_CASE("torchtitan before 2026-01 repeats K/V for every query head: saved, an
   l.behaviour.cp_gather_kv = true;
   const ClusterSpec c = cluster("H100-80GB", 64);
   t.attention_repeats_kv = false;
-  const double narrow = stage_costs(build_perf_basis(a, build_tensor_inventory(a), t), t, l, c).last.cp_s;
+  const double narrow = stage_costs(basis_of(a, t), t, l, c).last.cp_s;
   t.attention_repeats_kv = true;
-  const double wide = stage_costs(build_perf_basis(a, build_tensor_inventory(a), t), t, l, c).last.cp_s;
+  const double wide = stage_costs(basis_of(a, t), t, l, c).last.cp_s;
   CHECK(wide > narrow);
 }
 
@@ -303,7 +308,7 @@ TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways wait
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(12, 8192);
   t.checkpointing = Checkpointing::kNone;
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ParallelLayout l = tp8_sequence_parallel();
   const ClusterSpec c = cluster("H100-80GB", 8);
   const StageCosts sc = stage_costs(b, t, l, c);
@@ -322,7 +327,7 @@ TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways wait
   // Megatron-Core runs q, k, v as one linear_qkv and gate, up as one linear_fc1: 4 matmuls, the
   // fused qkv (4096 -> 768 per rank) no longer memory-bound, the same FLOPs.
   t.fused_qkv_linear = t.fused_gate_up_linear = true;
-  const PerfBasis fused = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis fused = basis_of(a, t);
   ModelArchitecture as_run = a;
   as_run.attention.layout = QkvLayout::kFused;
   as_run.mlp.fused_gate_up = true;
@@ -339,7 +344,7 @@ TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel input
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(2, 8192);
   t.checkpointing = Checkpointing::kSelective;
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ParallelLayout l = tp8_sequence_parallel();
   const ClusterSpec c = cluster("H100-80GB", 8);
   const double attention_only = stage_costs(b, t, l, c).last.tp_s;
@@ -352,7 +357,7 @@ TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel input
 
 TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), bf16(1, 4096));
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
   ParallelLayout l;
   l.tp = 8;
   const StepTime s = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8));
@@ -365,7 +370,7 @@ TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
 TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the column-parallel GEMMs", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ClusterSpec c = cluster("H100-80GB", 8);
   ParallelLayout l = tp8_sequence_parallel();
   // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %, 10 us).
@@ -405,7 +410,7 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
 TEST_CASE("Megatron's distributed optimizer gathers the parameters beside the next forward", "[perf][dp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ClusterSpec c = cluster("H100-80GB", 64);
   ParallelLayout l;
   l.tp = 2;
@@ -428,7 +433,7 @@ TEST_CASE("Megatron's distributed optimizer gathers the parameters beside the ne
 TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and split only the matmuls", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ClusterSpec c = cluster("H100-80GB", 8);
   ParallelLayout l;
   l.tp = 4;
@@ -453,7 +458,7 @@ TEST_CASE("activation offloading moves what the checkpointing mode keeps, beside
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(2, 4096);
   t.offload = Offload::kActivations;
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ParallelLayout l;
   ClusterSpec c = cluster("A100-80GB", 1);
   const PerfConstants k;
@@ -494,8 +499,8 @@ TEST_CASE("QLoRA dequantizes each NF4 weight for the forward, its recomputation 
   const ParallelLayout l;
   const ClusterSpec c = cluster("A100-80GB", 1);
   const PerfConstants k;
-  const StepTime plain = estimate_step_time(build_perf_basis(a, build_tensor_inventory(a), lora), lora, l, c, k);
-  const PerfBasis qb = build_perf_basis(a, build_tensor_inventory(a), qlora);
+  const StepTime plain = estimate_step_time(basis_of(a, lora), lora, l, c, k);
+  const PerfBasis qb = basis_of(a, qlora);
   const StepTime quantized = estimate_step_time(qb, qlora, l, c, k);
   double block_params = 0;
   for (const PerfLayer& pl : qb.layers) block_params += pl.dense_params * static_cast<double>(pl.count);
@@ -510,7 +515,7 @@ TEST_CASE("FSDP2 copies every gathered unit out of the all-gather buffer on the 
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(2, 2048, 3);
   t.checkpointing = Checkpointing::kFull;
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ClusterSpec c = cluster("A100-80GB", 8);
   const PerfConstants k;
   ParallelLayout views;
@@ -532,7 +537,7 @@ TEST_CASE("FSDP2 copies every gathered unit out of the all-gather buffer on the 
   TrainingSetup q = t;
   q.method = Method::kQlora;
   q.base_quant = BaseQuant::kNf4;
-  const PerfBasis qb = build_perf_basis(a, build_tensor_inventory(a), q);
+  const PerfBasis qb = basis_of(a, q);
   double blocks = 0;
   for (const PerfLayer& pl : qb.layers) blocks += pl.dense_params * static_cast<double>(pl.count);
   const double packed = blocks * (kNf4MicroBytesPerParam / 1e6) + 2 * (qb.embedding_params + qb.head_params);
@@ -547,7 +552,7 @@ TEST_CASE("FSDP2 copies every gathered unit out of the all-gather buffer on the 
 TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   const ParallelLayout l;
   CHECK(attention_efficiency_for(*presets::find_gpu("H100-80GB")) == 0.35);
   CHECK(attention_efficiency_for(*presets::find_gpu("H200")) == 0.35);
@@ -571,7 +576,7 @@ TEST_CASE("torchao's dynamically scaled fp8 casts cost HBM traffic; Transformer 
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(1, 8192);
   t.precision = Precision::kFp8;
-  const PerfBasis b = build_perf_basis(a, build_tensor_inventory(a), t);
+  const PerfBasis b = basis_of(a, t);
   REQUIRE(b.layers.size() == 1);
   // Per token: in-features q k v o gate up down = 6 x 4096 + 14336; out-features
   // 4096 + 2 x 1024 + 4096 + 2 x 14336 + 4096.
