@@ -203,9 +203,10 @@ std::vector<GpuGroup> read_gpu_mix(const Json& j, const std::string& path) {
   return out;
 }
 
-ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile) {
+ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile,
+                             std::int64_t framework_yyyymm) {
   ParallelLayout p;
-  p.behaviour = profile.dist;
+  p.behaviour = framework_behaviour(profile, framework_yyyymm);
   bool dp_given = false;
   const std::string where = path.empty() ? "/parallel" : path;
   if (j) {
@@ -464,7 +465,7 @@ EstimateRequest read_estimate_request(const Json& req) {
 
   const Json* parallel = f.find({"parallel"});
   if (parallel && !parallel->is_object()) throw Error(ErrorCode::kInvalidType, "/parallel", "parallel must be an object");
-  r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus, *r.framework);
+  r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus, *r.framework, framework_yyyymm);
   r.parallel.gpus_per_node = r.gpus_per_node;
   if (auto v = check_layout(r.parallel, r.model.arch, r.training)) {
     // Rules on training fields name them; the rest are fields of the layout.

@@ -144,6 +144,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"gather_copy_out", b.gather_copy_out},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"tp_backward_overlap", b.tp_backward_overlap},
+           {"pp_scatter_gather", b.pp_scatter_gather},
            {"param_gather_overlaps_forward", b.param_gather_overlaps_forward},
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},
            {"grads_in_param_chunks", b.grads_in_param_chunks},

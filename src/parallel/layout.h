@@ -80,6 +80,10 @@ struct DistributedBehaviour {
   /// beside the next step's first forward (Megatron --overlap-param-gather,
   /// core/distributed/distributed_data_parallel.py forward pre-hooks); otherwise it is waited on.
   bool param_gather_overlaps_forward = false;
+  /// Without sequence parallelism, each tp rank sends 1/tp of a pipeline stage's activation (or
+  /// its gradient) and the receiving stage all-gathers the pieces in its tp group (Megatron-LM
+  /// 2021-02 to 2023-03, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).
+  bool pp_scatter_gather = false;
   /// Under tp > 1 the vocabulary-parallel cross-entropy runs as DTensor's decomposed
   /// log-softmax and nll backward (torch loss_parallel): more fp32 temporaries than one kernel.
   bool loss_parallel_decomposed = false;

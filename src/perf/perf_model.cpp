@@ -67,17 +67,35 @@ double sixteen_bit_peak(const GpuSpec& g) {
 }
 
 // One group of ranks and the links it crosses: ranks are placed tp innermost, then cp, dp
-// (with ep inside dp x cp), pp outermost (Megatron's default order tp-cp-ep-dp-pp), so a group
-// stays in a node when the product of its degree and the degrees inside it fits one node.
+// (with ep inside dp x cp), pp outermost (Megatron's default order tp-cp-ep-dp-pp). A group of
+// `group` ranks, `stride` ranks apart (the product of the degrees inside it), stays in a node when
+// stride x group fits one. Across nodes a collective runs over the NICs of all its ranks in a
+// node: NCCL builds one ring per NIC and splits the operation between them over NVLink
+// (NVIDIA/nccl issue #601: "creates 4 rings, each using a different NIC"; multi-NIC aggregation
+// "works well when GPUs are connected through NVLink"), so each rank moves its share at the
+// per-GPU NIC bandwidth times its group's ranks per node, up to the node's own links. A
+// point-to-point transfer (a pipeline send, a ring-attention hand-off) crosses one NIC.
 struct Link {
   double bytes_per_s = 1;
   double latency_s = 0;
 };
 
-Link link_for(std::int64_t span, const ClusterSpec& c, const PerfConstants& k) {
-  const bool intra = span <= c.gpus_per_node;
+enum class Traffic { kCollective, kPointToPoint };
+
+Link link_for(std::int64_t stride, std::int64_t group, const ClusterSpec& c, const PerfConstants& k,
+              Traffic traffic = Traffic::kCollective) {
+  stride = std::max<std::int64_t>(stride, 1);
+  group = std::max<std::int64_t>(group, 1);
+  const bool intra = group <= c.gpus_per_node / stride;
+  double gb = c.gpu.intra_node_bandwidth_gb_per_s;
+  if (!intra) {
+    const std::int64_t per_node = traffic == Traffic::kCollective
+                                      ? std::clamp<std::int64_t>(c.gpus_per_node / stride, 1, group)
+                                      : 1;
+    gb = c.inter_node_bandwidth_gb_per_s;
+    if (per_node > 1) gb = std::max(gb, std::min(c.gpu.intra_node_bandwidth_gb_per_s, static_cast<double>(per_node) * gb));
+  }
   Link l;
-  const double gb = intra ? c.gpu.intra_node_bandwidth_gb_per_s : c.inter_node_bandwidth_gb_per_s;
   l.bytes_per_s = std::max(gb, 1e-3) * 1e9 * k.collective_efficiency;
   l.latency_s = intra ? k.collective_latency_intra_s : k.collective_latency_inter_s;
   return l;
@@ -341,9 +359,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const double act_tp = row_tp ? 1.0 : tp;
 
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
-  const Link tp_link = link_for(l.tp, c, k);
-  const Link cp_link = link_for(l.tp * l.cp, c, k);
-  const Link ep_link = link_for(l.tp * std::max<std::int64_t>(l.ep, 1), c, k);
+  const Link tp_link = link_for(1, l.tp, c, k);
+  const Link cp_link = link_for(l.tp, l.cp, c, k, Traffic::kPointToPoint);
+  const Link ep_link = link_for(l.tp, std::max<std::int64_t>(l.ep, 1), c, k, Traffic::kPointToPoint);
 
   // Recomputation multipliers on the forward of a block. torchtitan's op-level policy keeps the
   // attention kernel's outputs and every other matmul output and recomputes everything else:
@@ -611,8 +629,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
   const double act_tp = l.behaviour.tp_row_linears && l.tp > 1 ? 1.0 : tp;  // as stage_costs
-  const Link dp_link = link_for(l.tp * l.cp * l.dp, c, k);
-  const Link pp_link = link_for(l.tp * l.cp * l.dp * l.pp, c, k);
+  const Link pp_link = link_for(l.tp * l.cp * l.dp, l.pp, c, k, Traffic::kPointToPoint);
   StageCosts computed;
   const StageCosts& costs = known ? *known : (computed = stage_costs(b, t, l, c, k));
   const StageCost& first_stage = costs.first;
@@ -630,8 +647,14 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   // and one activation send plus one gradient receive per micro-batch and chunk boundary.
   if (l.pp > 1) {
     st.bubble_s = (p - 1) / v * per_mb;
-    const double msg = tokens * static_cast<double>(b.hidden) * act_bytes / sp_div;
-    st.comm.pp_s = 2.0 * m * v * gather_s(msg * 2.0, 2, pp_link);  // a 2-rank transfer of msg
+    double msg = tokens * static_cast<double>(b.hidden) * act_bytes / sp_div;
+    double regather = 0;
+    if (l.behaviour.pp_scatter_gather && !l.sequence_parallel && l.tp > 1) {
+      // Each tp rank sends its 1/tp of the activation; the receiving stage all-gathers them.
+      regather = gather_s(msg, l.tp, link_for(1, l.tp, c, k));
+      msg /= tp;
+    }
+    st.comm.pp_s = 2.0 * m * v * (gather_s(msg * 2.0, 2, pp_link) + regather);  // a 2-rank transfer of msg
   }
   // Data parallel gradient reduction and parameter gathers over dp x cp ranks.
   const std::int64_t dpn = l.dp * l.cp;
@@ -648,6 +671,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double contention = overlap_contention_share(k.overlap_compute_slowdown);
   if (dpn > 1) {
     const std::int64_t group = l.sharding == Sharding::kNone ? dpn : l.dense_shard();
+    const Link dp_link = link_for(l.tp, group, c, k);  // dp x cp ranks (or a shard group of them), tp apart
     double dp_s = 0;
     switch (l.sharding) {
       case Sharding::kNone:
@@ -698,7 +722,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     // HSDP: the shards are all-reduced across the replicas of each shard group.
     if (l.sharding != Sharding::kNone && l.dense_shard() < dpn) {
       const std::int64_t replicas = dpn / l.dense_shard();
-      const Link across = link_for(l.tp * l.cp * l.dp, c, k);
+      const Link across = link_for(l.tp * l.dense_shard(), replicas, c, k);
       const double ar = all_reduce_s(grad_bytes / shard_n, replicas, across);
       dp_s += ar;
       st.communication_total_s += ar;

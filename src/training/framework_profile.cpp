@@ -9,7 +9,7 @@ namespace memfit {
 namespace {
 
 FrameworkProfile hf_trainer() {
-  FrameworkProfile p{Framework::kHfTrainer, "hf_trainer", "Hugging Face Trainer (+ PEFT)", {}, {}};
+  FrameworkProfile p{Framework::kHfTrainer, "hf_trainer", "Hugging Face Trainer (+ PEFT)", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   // v5 from_pretrained loads the checkpoint dtype (bf16); bf16=True autocasts over bf16 weights,
   // so weights, gradients and AdamW states are all bf16 (no fp32 master).
@@ -72,7 +72,7 @@ FrameworkProfile peft_bench() {
 }
 
 FrameworkProfile torchtune() {
-  FrameworkProfile p{Framework::kTorchtune, "torchtune", "torchtune", {}, {}};
+  FrameworkProfile p{Framework::kTorchtune, "torchtune", "torchtune", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kBf16;                // dtype: bf16 builds the model in bf16, no master
   t.optimizer = Optimizer::kAdamW;
@@ -128,7 +128,7 @@ FrameworkProfile torchtune() {
 }
 
 FrameworkProfile torchtitan() {
-  FrameworkProfile p{Framework::kTorchtitan, "torchtitan", "torchtitan", {}, {}};
+  FrameworkProfile p{Framework::kTorchtitan, "torchtitan", "torchtitan", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   // training.dtype float32 with mixed_precision_param bfloat16: on one device torch.autocast.
   t.precision = Precision::kAmpBf16;
@@ -181,7 +181,7 @@ FrameworkProfile torchtitan() {
 }
 
 FrameworkProfile megatron() {
-  FrameworkProfile p{Framework::kMegatron, "megatron", "Megatron-LM / Megatron-Core", {}, {}};
+  FrameworkProfile p{Framework::kMegatron, "megatron", "Megatron-LM / Megatron-Core", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   // --bf16: bf16 params, fp32 main params and fp32 main_grad (18 B/param with Adam); amp_bf16
   // carries the same 18 bytes (fp32 weights + fp32 grads + 8 state + 2 bf16 copy).
@@ -209,6 +209,16 @@ FrameworkProfile megatron() {
   p.dist.cp_gather_kv = false;                   // ring attention: K/V chunks passed by p2p
   p.dist.tp_backward_overlap = true;             // async dgrad all-reduce / reduce-scatter, input re-gather
   p.dist.param_gather_overlaps_forward = true;   // --overlap-param-gather (the launch command sets it)
+  p.history = {{202109, "the input gradient's tensor-parallel all-reduce waits for its GEMM (no asynchronous backward collectives)",
+                "NVIDIA/Megatron-LM cf7efd4f (2021-08-30, \"allreduce overlap with wgrad gemm\"): the all-reduce launched "
+                "async beside the weight-gradient GEMM; before it mpu/layers.py reduced in the autograd function's backward",
+                nullptr, [](DistributedBehaviour& d) { d.tp_backward_overlap = false; }},
+               {202304, "pipeline sends split over the tensor-parallel ranks (scatter-gather): each sends 1/tp of the activation "
+                "and the receiving stage all-gathers it in its tp group",
+                "NVIDIA/Megatron-LM 27fc4689 (2021-01-20), on by default from 72e4230b (2021-02-16, "
+                "--no-scatter-gather-tensors-in-pipeline turns it off); dropped when 3c92fa93 (2023-03-23) moved "
+                "p2p_communication.py into megatron/core",
+                nullptr, [](DistributedBehaviour& d) { d.pp_scatter_gather = true; }, 202102}};
   p.sources = {"NVIDIA/Megatron-LM @ d98e8a64: megatron/training/arguments.py (bf16, fp32 main_grad, recompute)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/core/distributed/param_and_grad_buffer.py (grad_data at init)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/core/pipeline_parallel/schedules.py (warm-up micro-batches)",
@@ -222,7 +232,7 @@ FrameworkProfile megatron() {
 }
 
 FrameworkProfile deepspeed() {
-  FrameworkProfile p{Framework::kDeepspeed, "deepspeed", "DeepSpeed", {}, {}};
+  FrameworkProfile p{Framework::kDeepspeed, "deepspeed", "DeepSpeed", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kAmpBf16;             // bf16 model + fp32 master partitions
   t.optimizer = Optimizer::kAdamW;
@@ -247,7 +257,7 @@ FrameworkProfile deepspeed() {
 }
 
 FrameworkProfile litgpt() {
-  FrameworkProfile p{Framework::kLitgpt, "litgpt", "LitGPT", {}, {}};
+  FrameworkProfile p{Framework::kLitgpt, "litgpt", "LitGPT", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kBf16;                // config_hub/finetune/*.yaml: precision bf16-true
   t.optimizer = Optimizer::kAdamW;
@@ -266,7 +276,7 @@ FrameworkProfile litgpt() {
 }
 
 FrameworkProfile fsdp_qlora() {
-  FrameworkProfile p{Framework::kFsdpQlora, "fsdp_qlora", "Answer.AI fsdp_qlora", {}, {}};
+  FrameworkProfile p{Framework::kFsdpQlora, "fsdp_qlora", "Answer.AI fsdp_qlora", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   t.method = Method::kQlora;                     // train_type="qlora"
   t.precision = Precision::kBf16;                // precision="bf16": pure bf16, quant_storage bf16
@@ -297,7 +307,7 @@ FrameworkProfile fsdp_qlora() {
 }
 
 FrameworkProfile colossalai() {
-  FrameworkProfile p{Framework::kColossalai, "colossalai", "Colossal-AI (Gemini)", {}, {}};
+  FrameworkProfile p{Framework::kColossalai, "colossalai", "Colossal-AI (Gemini)", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kAmpFp16;             // precision="fp16", master_weights=True
   t.optimizer = Optimizer::kAdamW;
@@ -329,7 +339,7 @@ FrameworkProfile colossalai() {
 }
 
 FrameworkProfile other() {
-  FrameworkProfile p{Framework::kOther, "other", "other (PyTorch defaults)", {}, {}};
+  FrameworkProfile p{Framework::kOther, "other", "other (PyTorch defaults)", {}, {}, {}, {}};
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
   p.sources = {"pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)"};
   return p;
@@ -346,11 +356,18 @@ const std::vector<FrameworkProfile>& framework_profiles() {
 
 TrainingSetup framework_defaults(const FrameworkProfile& p, std::int64_t yyyymm) {
   TrainingSetup t = p.defaults;
-  if (yyyymm <= 0) return t;
   for (const DatedBehaviour& b : p.history) {
-    if (yyyymm < b.until_yyyymm) b.apply(t);
+    if (b.apply && b.applies_to(yyyymm)) b.apply(t);
   }
   return t;
+}
+
+DistributedBehaviour framework_behaviour(const FrameworkProfile& p, std::int64_t yyyymm) {
+  DistributedBehaviour d = p.dist;
+  for (const DatedBehaviour& b : p.history) {
+    if (b.apply_dist && b.applies_to(yyyymm)) b.apply_dist(d);
+  }
+  return d;
 }
 
 const FrameworkProfile& framework_profile(Framework f) {

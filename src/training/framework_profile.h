@@ -20,12 +20,18 @@ enum class Framework {
 };
 
 /// A behaviour of the framework's code before a dated change: requests that name an earlier
-/// `framework_version` (YYYY-MM) get it applied on top of the current defaults.
+/// `framework_version` (YYYY-MM) get it applied on top of the current defaults. `since_yyyymm`
+/// (0: always) bounds a behaviour that the code also lacked before some month.
 struct DatedBehaviour {
   std::int64_t until_yyyymm;         // the change landed in this month: versions before it behave so
   std::string what;
   std::string source;
-  void (*apply)(TrainingSetup&);
+  void (*apply)(TrainingSetup&);                       // null: the setup is unchanged
+  void (*apply_dist)(DistributedBehaviour&) = nullptr;  // its distributed code, when that differed
+  std::int64_t since_yyyymm = 0;
+  bool applies_to(std::int64_t yyyymm) const {
+    return yyyymm > 0 && yyyymm < until_yyyymm && yyyymm >= since_yyyymm;
+  }
 };
 
 struct FrameworkProfile {
@@ -44,6 +50,8 @@ struct FrameworkProfile {
 
 /// The profile's defaults as of `yyyymm` (e.g. 202404); 0 means the current code.
 TrainingSetup framework_defaults(const FrameworkProfile& p, std::int64_t yyyymm);
+/// The profile's distributed behaviours as of `yyyymm`; 0 means the current code.
+DistributedBehaviour framework_behaviour(const FrameworkProfile& p, std::int64_t yyyymm);
 
 const std::vector<FrameworkProfile>& framework_profiles();
 const FrameworkProfile& framework_profile(Framework f);

@@ -231,6 +231,22 @@ TEST_CASE("framework_version applies the framework's dated behaviour", "[api][es
     req["training"]["framework_version"] = bad;
     expect_error(req, "invalid_value", "/training/framework_version");
   }
+  // A dated distributed behaviour reaches the layout (and its echo): Megatron's pipeline
+  // scatter-gather of 2021-02 to 2023-03, and its backward all-reduce before 2021-09.
+  json mg = base_request();
+  mg["training"]["framework"] = "megatron";
+  mg["cluster"]["gpus"] = 8;
+  mg["parallel"] = {{"tp", 4}, {"pp", 2}};
+  mg["training"]["framework_version"] = "2021-08";
+  const json old = estimate(mg);
+  mg["training"]["framework_version"] = "2024-08";
+  const json later = estimate(mg);
+  REQUIRE(old["ok"] == true);
+  REQUIRE(later["ok"] == true);
+  CHECK(old["result"]["parallel"]["behaviour"]["pp_scatter_gather"] == true);
+  CHECK(old["result"]["parallel"]["behaviour"]["tp_backward_overlap"] == false);
+  CHECK(later["result"]["parallel"]["behaviour"]["pp_scatter_gather"] == false);
+  CHECK(later["result"]["parallel"]["behaviour"]["tp_backward_overlap"] == true);
 }
 
 // torchtune's recipes since PR #1512 (2024-09-07): only lora_finetune_single_device keeps the

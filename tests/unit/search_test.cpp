@@ -185,6 +185,47 @@ TEST_CASE("data-parallel reductions that cross nodes are slower; more data paral
   CHECK(replicated.tokens_per_s_per_gpu <= single.tokens_per_s_per_gpu);
 }
 
+TEST_CASE("a collective across nodes runs over the NICs of all its ranks in a node; a pipeline send over one", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 4096);
+  const PerfBasis b = basis_of(a, t);
+  const PerfConstants k;
+  ParallelLayout ddp;
+  ddp.dp = 16;
+  // The all-reduce's bandwidth term: 16 ranks, 8 in each node (8 NICs of 50 GB/s, under NVLink's
+  // 450) against 16 nodes of one GPU (one NIC); both pay the inter-node latency.
+  const double eight = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 8)).communication_total_s;
+  const double one = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 1)).communication_total_s;
+  REQUIRE(one > 0);
+  CHECK((one - k.collective_latency_inter_s) / (eight - k.collective_latency_inter_s) == Approx(8).epsilon(1e-9));
+  // Four ranks per node (tp 2 inside them): four NICs.
+  ParallelLayout tp2 = ddp;
+  tp2.dp = 8;
+  tp2.tp = 2;
+  ClusterSpec two_nodes = cluster("H100-80GB", 16, 8);
+  const StepTime four_nics = estimate_step_time(b, t, tp2, two_nodes);
+  two_nodes.gpus_per_node = 2;  // one dp rank per node
+  const StepTime one_nic = estimate_step_time(b, t, tp2, two_nodes);
+  CHECK((one_nic.communication_total_s - one_nic.comm.tp_s - k.collective_latency_inter_s) /
+            (four_nics.communication_total_s - four_nics.comm.tp_s - k.collective_latency_inter_s) ==
+        Approx(4).epsilon(1e-9));
+  // No faster than the node's own links: 8 NICs of 100 GB/s give NVLink's 450 GB/s.
+  ClusterSpec fast = cluster("H100-80GB", 16, 8);
+  fast.inter_node_bandwidth_gb_per_s = 100;
+  const double capped = estimate_step_time(b, t, ddp, fast).communication_total_s;
+  const double in_node = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 16)).communication_total_s;
+  CHECK(capped - k.collective_latency_inter_s == Approx(in_node - k.collective_latency_intra_s).epsilon(1e-9));
+  // A pipeline send crosses one NIC, however many ranks of the stage share the node.
+  ParallelLayout pp;
+  pp.dp = 4;
+  pp.pp = 4;
+  TrainingSetup ga = bf16(1, 4096, 8);
+  const PerfBasis bg = basis_of(a, ga);
+  const StepTime piped = estimate_step_time(bg, ga, pp, cluster("H100-80GB", 16, 8));
+  const double msg = 4096.0 * 4096 * 2;  // tokens x hidden x 2 bytes, per micro-batch
+  CHECK(piped.comm.pp_s == Approx(2 * 8 * (msg / (50e9 * k.collective_efficiency) + k.collective_latency_inter_s)).epsilon(1e-9));
+}
+
 TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
   constexpr double s = 0.189;
   CHECK(overlapped_exposed_s(0, 1, s) == 0);
@@ -407,11 +448,56 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
   CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.tp_backward_overlap);
 }
 
+TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipeline sends over the tp ranks", "[perf][pp]") {
+  const FrameworkProfile& megatron = framework_profile(Framework::kMegatron);
+  const DistributedBehaviour now = framework_behaviour(megatron, 0);
+  const DistributedBehaviour aug2021 = framework_behaviour(megatron, 202108);
+  const DistributedBehaviour sep2021 = framework_behaviour(megatron, 202109);
+  const DistributedBehaviour jan2021 = framework_behaviour(megatron, 202101);
+  const DistributedBehaviour mar2023 = framework_behaviour(megatron, 202303);
+  const DistributedBehaviour apr2023 = framework_behaviour(megatron, 202304);
+  CHECK(now.tp_backward_overlap);
+  CHECK_FALSE(now.pp_scatter_gather);
+  CHECK_FALSE(aug2021.tp_backward_overlap);
+  CHECK(aug2021.pp_scatter_gather);
+  CHECK(sep2021.tp_backward_overlap);
+  CHECK(sep2021.pp_scatter_gather);
+  CHECK_FALSE(jan2021.pp_scatter_gather);  // before 72e4230b turned it on
+  CHECK(mar2023.pp_scatter_gather);
+  CHECK_FALSE(apr2023.pp_scatter_gather);
+  // The dated setup of another profile is untouched by a distributed-only behaviour.
+  CHECK(framework_defaults(megatron, 202108).checkpointing == megatron.defaults.checkpointing);
+
+  // Scatter-gather: each of the tp ranks sends 1/tp of the activation across the node boundary
+  // (one NIC), and the receiving stage all-gathers the pieces over NVLink.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 4096, 8);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 32, 8);
+  const PerfConstants k;
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 4;
+  const StepTime whole = estimate_step_time(b, t, l, c);
+  l.behaviour.pp_scatter_gather = true;
+  const StepTime split = estimate_step_time(b, t, l, c);
+  const double msg = 4096.0 * 4096 * 2;
+  const double inter = 50e9 * k.collective_efficiency, nvlink = 450e9 * k.collective_efficiency;
+  CHECK(whole.comm.pp_s == Approx(2 * 8 * (msg / inter + k.collective_latency_inter_s)).epsilon(1e-9));
+  CHECK(split.comm.pp_s == Approx(2 * 8 * (msg / 8 / inter + k.collective_latency_inter_s +
+                                           7.0 / 8 * msg / nvlink + k.collective_latency_intra_s)).epsilon(1e-9));
+  // Sequence parallelism already sends the 1/tp shard: nothing to split.
+  l.sequence_parallel = true;
+  const StepTime sp_split = estimate_step_time(b, t, l, c);
+  l.behaviour.pp_scatter_gather = false;
+  CHECK(sp_split.comm.pp_s == Approx(estimate_step_time(b, t, l, c).comm.pp_s).epsilon(1e-12));
+}
+
 TEST_CASE("Megatron's distributed optimizer gathers the parameters beside the next forward", "[perf][dp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = bf16(1, 8192);
   const PerfBasis b = basis_of(a, t);
-  const ClusterSpec c = cluster("H100-80GB", 64);
+  const ClusterSpec c = cluster("H100-80GB", 64, 2);  // one data-parallel rank per node: one NIC
   ParallelLayout l;
   l.tp = 2;
   l.dp = 32;

@@ -24,8 +24,18 @@ function gpuSpec(source) {
   return spec;
 }
 
+// A source that publishes teraFLOP/s per GPU (Megatron's SC21 Table 1) converts with its own
+// FLOPs per token, Narayanan et al. 2021 eq. (3): 96 l h^2 (1 + s / (6 h) + V / (16 l h)),
+// which counts the recomputed forward (every row recomputes in full).
+function sc21TokensPerS(row) {
+  const c = row.request.model.config;
+  const l = c.n_layer, h = c.n_embd, v = c.vocab_size, s = row.request.training.seq_len;
+  return (row.tflops_per_gpu * 1e12) / (96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)));
+}
+
 const rows = [];
-for (const row of data.rows) {
+for (const raw of data.rows) {
+  const row = raw.tps === undefined ? { ...raw, tps: sc21TokensPerS(raw) } : raw;
   let request;
   if (row.calibration_id) {
     const c = byId.get(row.calibration_id);
@@ -47,8 +57,8 @@ for (const row of data.rows) {
 }
 
 // One table per framework whose runs the rows come from (the source id's prefix): torchtitan's
-// pre-training runs, then torchtune's fine-tuning runs.
-const names = { titan: 'torchtitan', tune: 'torchtune' };
+// pre-training runs, torchtune's fine-tuning runs, then Megatron-LM's.
+const names = { titan: 'torchtitan', tune: 'torchtune', megatron: 'Megatron-LM' };
 const groups = [...new Set(rows.map((r) => r.source.split('-')[0]))];
 const out = [];
 for (const g of groups) {
@@ -62,7 +72,7 @@ for (const g of groups) {
   out.push('|---|---|---:|---:|---:|---:|');
   for (const r of group) {
     if (r.error) out.push(`| ${r.id} | ${r.what} | ${r.tps} | error: ${r.error} | | |`);
-    else out.push(`| ${r.id} | ${r.what} | ${r.tps} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
+    else out.push(`| ${r.id} | ${r.what} | ${r.tflops_per_gpu === undefined ? r.tps : `${r.tps.toFixed(0)} (${r.tflops_per_gpu} TFLOP/s)`} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
   }
   out.push(`\n${ok.length} ${names[g] ?? g} rows: median |error| ${median.toFixed(1)} %, ${within} of ${ok.length} within 25 %.`);
 }
