@@ -465,8 +465,11 @@ TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipelin
   CHECK_FALSE(jan2021.pp_scatter_gather);  // before 72e4230b turned it on
   CHECK(mar2023.pp_scatter_gather);
   CHECK_FALSE(apr2023.pp_scatter_gather);
-  // The dated setup of another profile is untouched by a distributed-only behaviour.
-  CHECK(framework_defaults(megatron, 202108).checkpointing == megatron.defaults.checkpointing);
+  // Behaviours of the distributed code alone leave the dated setup as it is (no setup change to apply).
+  const TrainingSetup dated = framework_defaults(megatron, 202108);
+  CHECK(dated.checkpointing == megatron.defaults.checkpointing);
+  CHECK(dated.precision == megatron.defaults.precision);
+  CHECK(dated.attention == megatron.defaults.attention);
 
   // Scatter-gather: each of the tp ranks sends 1/tp of the activation across the node boundary
   // (one NIC), and the receiving stage all-gathers the pieces over NVLink.
