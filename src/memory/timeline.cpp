@@ -67,7 +67,7 @@ class Replay {
         const std::int64_t lo = std::max(g.first_layer, r.first);
         const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
         if (hi <= lo) continue;
-        GroupActs ga;
+        GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
         ga.first_layer = lo;
         ga.layers = hi - lo;
         ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
@@ -103,7 +103,6 @@ class Replay {
                            checked_mul(ga.layers - checkpointed, ga.saved_bytes, "activation bytes")) / ga.layers;
           ga.recomputed = checkpointed > 0;
         }
-        groups_.push_back(ga);
       }
     }
     comm_layer_ = attention_exchange_bytes();

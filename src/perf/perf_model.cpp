@@ -23,6 +23,10 @@ constexpr double kEagerNormBytes = 36, kResidualBytes = 6, kEagerGatedBytes = 10
 // torch.compile fuses each chain into one kernel that reads its inputs once and writes once:
 // norm + residual 2 + 2 (+2 for the residual operand), gated 2 + 2 + 2, rotary 2 + 2.
 constexpr double kCompiledNormBytes = 6, kCompiledGatedBytes = 6, kCompiledRotaryBytes = 4;
+// Hand-fused kernels (Megatron-LM: fused layer norm, bias-dropout-add, bias-activation, rotary)
+// fuse each op but not the chain: a norm reads 2 and writes 2; the residual add stays a kernel of
+// its own (kResidualBytes); gated and plain activations and rotary as compiled.
+constexpr double kFusedNormBytes = 4;
 // The backward of an elementwise chain reads the saved inputs and the incoming gradient and
 // writes the outgoing one: about twice the forward traffic.
 constexpr double kBackwardElementwiseRatio = 2;
@@ -86,14 +90,15 @@ Link link_for(std::int64_t stride, std::int64_t group, const ClusterSpec& c, con
               Traffic traffic = Traffic::kCollective) {
   stride = std::max<std::int64_t>(stride, 1);
   group = std::max<std::int64_t>(group, 1);
-  const bool intra = group <= c.gpus_per_node / stride;
+  // In doubles: no overflow whatever the degrees, and exact wherever the answer is close.
+  const bool intra = static_cast<double>(stride) * static_cast<double>(group) <= static_cast<double>(c.gpus_per_node);
   double gb = c.gpu.intra_node_bandwidth_gb_per_s;
   if (!intra) {
-    const std::int64_t per_node = traffic == Traffic::kCollective
-                                      ? std::clamp<std::int64_t>(c.gpus_per_node / stride, 1, group)
-                                      : 1;
     gb = c.inter_node_bandwidth_gb_per_s;
-    if (per_node > 1) gb = std::max(gb, std::min(c.gpu.intra_node_bandwidth_gb_per_s, static_cast<double>(per_node) * gb));
+    if (traffic == Traffic::kCollective && stride < c.gpus_per_node) {
+      const std::int64_t per_node = std::min(c.gpus_per_node / stride, group);  // the group's ranks in a node
+      gb = std::max(gb, std::min(c.gpu.intra_node_bandwidth_gb_per_s, static_cast<double>(per_node) * gb));
+    }
   }
   Link l;
   l.bytes_per_s = std::max(gb, 1e-3) * 1e9 * k.collective_efficiency;
@@ -304,6 +309,8 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.elementwise_split_fwd = (a.mlp.gated ? kEagerGatedBytes : kPlainActBytes) * ffn + kEagerRotaryBytes * rotated;
     pl.elementwise_wide_fwd_compiled = norms * kCompiledNormBytes * h;
     pl.elementwise_split_fwd_compiled = (a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes) * ffn + kCompiledRotaryBytes * rotated;
+    pl.elementwise_wide_fwd_fused = norms * kFusedNormBytes * h + 2 * kResidualBytes * h;
+    pl.elementwise_split_fwd_fused = pl.elementwise_split_fwd_compiled;
     {
       const std::vector<BlockMatmul> mms = block_matmuls(a, g.moe, 1);
       double all = 0, recomputed = 0;
@@ -424,8 +431,10 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       attn_fwd += ring.forward_merge_s;
       attn_bwd += ring.backward_merge_s;
     }
-    const double wide = t.compile ? pl.elementwise_wide_fwd_compiled : pl.elementwise_wide_fwd;
-    const double split = t.compile ? pl.elementwise_split_fwd_compiled : pl.elementwise_split_fwd;
+    const double wide = t.compile ? pl.elementwise_wide_fwd_compiled
+                        : t.fused_elementwise ? pl.elementwise_wide_fwd_fused : pl.elementwise_wide_fwd;
+    const double split = t.compile ? pl.elementwise_split_fwd_compiled
+                         : t.fused_elementwise ? pl.elementwise_split_fwd_fused : pl.elementwise_split_fwd;
     double elem_fwd = tokens * (wide / sp_div + split / act_tp) * elem_scale / hbm;
     double elem_bwd = kBackwardElementwiseRatio * elem_fwd;
     const double mm_policy = recompute_mm_policy ? pl.mm_policy_recomputed_fraction : 0;

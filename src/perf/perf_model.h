@@ -135,6 +135,7 @@ struct PerfLayer {
   /// (split by tp only under sequence parallelism), `split` the part on heads and MLP width.
   double elementwise_wide_fwd = 0, elementwise_split_fwd = 0;
   double elementwise_wide_fwd_compiled = 0, elementwise_split_fwd_compiled = 0;
+  double elementwise_wide_fwd_fused = 0, elementwise_split_fwd_fused = 0;  // TrainingSetup::fused_elementwise
   /// Widths a token passes through the layer's linears: sum of in-features and of out-features
   /// (MoE: top-k experts), for the fp8 cast traffic of dynamically scaled linears.
   double linear_in_width = 0, linear_out_width = 0;

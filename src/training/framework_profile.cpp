@@ -200,6 +200,7 @@ FrameworkProfile megatron() {
   t.loss_softmax_in_place = true;
   t.fp8_over_amp = true;                         // --fp8-format with --bf16: fp32 main params and grads
   t.softmax_fused_16bit = true;                  // FusedScaleMaskSoftmax (attention_softmax_in_fp32 off)
+  t.fused_elementwise = true;                    // fused layer norm, bias-dropout-add, bias-gelu/swiglu, rope
   t.fused_qkv_linear = true;                     // SelfAttention.linear_qkv
   t.fused_gate_up_linear = true;                 // MLP.linear_fc1 (x2 for gated_linear_unit)
   // _ParamAndGradBuffer allocates grad_data (fp32) at DDP construction; buckets are views.

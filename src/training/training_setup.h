@@ -89,6 +89,11 @@ struct TrainingSetup {
   bool logits_freed_before_backward = false;
   bool loss_input_held = false;     // the training loop keeps the (upcast) logits alive through backward
   bool softmax_fused_16bit = false;    // eager attention softmax fused in the compute dtype (Megatron FusedScaleMaskSoftmax)
+  /// The block's elementwise chains run as hand-fused kernels that read their inputs once and
+  /// write once: layer norm, bias + dropout + residual add, bias + activation, rotary (Megatron-LM:
+  /// apex / Transformer Engine fused layer norm, --bias-dropout-fusion, --bias-gelu-fusion /
+  /// --bias-swiglu-fusion, --apply-rope-fusion; Narayanan et al. 2021 §4.2). Step time only.
+  bool fused_elementwise = false;
   bool loss_softmax_in_place = false;  // one fp32 copy becomes the softmax, then its gradient (Megatron vocab-parallel CE)
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32

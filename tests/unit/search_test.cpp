@@ -149,6 +149,35 @@ TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every me
         Approx(32 * (recomputed / all * mm_fwd + elem_fwd - attn_fwd)).epsilon(1e-9));
 }
 
+TEST_CASE("Megatron's hand-fused kernels move each elementwise op's operands once", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const PerfLayer& pl = b.layers[0];
+  const double h = 4096, f = 14336, rotated = (32 + 8) * 128.0;
+  // Eager: two RMSNorms of 36 B and two residual adds of 6 B per hidden element; SwiGLU 10 B
+  // per MLP element, rotary 24 B per rotated element. Fused: norms 4 B, residual adds 6 B,
+  // SwiGLU 6 B, rotary 4 B.
+  CHECK(pl.elementwise_wide_fwd == Approx((2 * 36 + 2 * 6) * h).epsilon(1e-12));
+  CHECK(pl.elementwise_split_fwd == Approx(10 * f + 24 * rotated).epsilon(1e-12));
+  CHECK(pl.elementwise_wide_fwd_fused == Approx((2 * 4 + 2 * 6) * h).epsilon(1e-12));
+  CHECK(pl.elementwise_split_fwd_fused == Approx(6 * f + 4 * rotated).epsilon(1e-12));
+  // The step saves exactly the difference, forward and backward (twice the forward), on every layer.
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const ParallelLayout l;
+  const StepTime eager = estimate_step_time(b, t, l, c);
+  t.fused_elementwise = true;
+  const StepTime fused = estimate_step_time(b, t, l, c);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  const double saved = 8192 * ((2 * 32 * h) + (4 * f + 20 * rotated)) / hbm;
+  CHECK(eager.compute_s - fused.compute_s == Approx(32 * 3 * saved).epsilon(1e-9));
+  // torch.compile's whole-chain fusion wins over it; Megatron's profile sets it.
+  t.compile = true;
+  CHECK(estimate_step_time(b, t, l, c).compute_s < fused.compute_s);
+  CHECK(framework_profile(Framework::kMegatron).defaults.fused_elementwise);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).defaults.fused_elementwise);
+}
+
 TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const PerfBasis b = basis_of(a, bf16(1, 4096));

@@ -34,8 +34,16 @@ function sc21TokensPerS(row) {
 }
 
 const rows = [];
+// A published iteration time: the step's sequences over the time and the GPUs.
+function stepTokensPerS(row) {
+  const t = row.request.training, p = row.request.parallel;
+  return (t.micro_batch * t.grad_accum * (p.dp ?? 1) * t.seq_len) / (row.step_time_s * row.request.cluster.gpus);
+}
+
 for (const raw of data.rows) {
-  const row = raw.tps === undefined ? { ...raw, tps: sc21TokensPerS(raw) } : raw;
+  let row = raw;
+  if (raw.tflops_per_gpu !== undefined) row = { ...raw, tps: sc21TokensPerS(raw) };
+  if (raw.step_time_s !== undefined) row = { ...raw, tps: stepTokensPerS(raw) };
   let request;
   if (row.calibration_id) {
     const c = byId.get(row.calibration_id);
@@ -58,6 +66,13 @@ for (const raw of data.rows) {
 
 // One table per framework whose runs the rows come from (the source id's prefix): torchtitan's
 // pre-training runs, torchtune's fine-tuning runs, then Megatron-LM's.
+// The measured column: tokens/s as published, or converted with what was published beside it.
+function measuredCell(r) {
+  if (r.tflops_per_gpu !== undefined) return `${r.tps.toFixed(0)} (${r.tflops_per_gpu} TFLOP/s)`;
+  if (r.step_time_s !== undefined) return `${r.tps.toFixed(0)} (${r.step_time_s} s a step)`;
+  return `${r.tps}`;
+}
+
 const names = { titan: 'torchtitan', tune: 'torchtune', megatron: 'Megatron-LM' };
 const groups = [...new Set(rows.map((r) => r.source.split('-')[0]))];
 const out = [];
@@ -72,7 +87,7 @@ for (const g of groups) {
   out.push('|---|---|---:|---:|---:|---:|');
   for (const r of group) {
     if (r.error) out.push(`| ${r.id} | ${r.what} | ${r.tps} | error: ${r.error} | | |`);
-    else out.push(`| ${r.id} | ${r.what} | ${r.tflops_per_gpu === undefined ? r.tps : `${r.tps.toFixed(0)} (${r.tflops_per_gpu} TFLOP/s)`} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
+    else out.push(`| ${r.id} | ${r.what} | ${measuredCell(r)} | ${r.predicted.toFixed(0)} | ${r.err >= 0 ? '+' : ''}${r.err.toFixed(1)} % | ${(100 * r.mfu).toFixed(1)} % |`);
   }
   out.push(`\n${ok.length} ${names[g] ?? g} rows: median |error| ${median.toFixed(1)} %, ${within} of ${ok.length} within 25 %.`);
 }
