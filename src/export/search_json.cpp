@@ -75,7 +75,7 @@ Json search_to_json(const SearchResult& r, Objective objective) {
   return Json{{"objective", objective_name(objective)},
               {"counts",
                {{"enumerated", r.enumerated}, {"valid", r.valid}, {"rejected", rejected}, {"bounded", r.bounded},
-                {"timed", r.timed}, {"memory_estimated", r.memory_estimated}, {"settled_by_floor", r.settled_by_floor}, {"fit", r.fit}, {"oom", r.oom}, {"not_needed", r.not_needed},
+                {"timed", r.timed}, {"memory_estimated", r.memory_estimated}, {"settled_by_floor", r.settled_by_floor}, {"settled_by_activations", r.settled_by_activations}, {"fit", r.fit}, {"oom", r.oom}, {"not_needed", r.not_needed},
                 {"unexplored", r.unexplored}}},
               {"complete", r.complete},
               {"suggestions_complete", r.suggestions_complete},

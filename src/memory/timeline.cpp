@@ -298,9 +298,12 @@ class Replay {
   // activation saved for the backward, this micro-batch's and those in flight. The replay
   // passes an event at least this large (the loss, or the send to the next stage), so the
   // device total over it bounds peaks()' from below, without the replay.
-  Peaks forward_floor() const {
+  // `activation_bytes`, when given, receives the floor's part that depends on neither sharding
+  // nor offload: those activations and the pipeline buffers (forward_floor_lower_bound).
+  Peaks forward_floor(std::int64_t* activation_bytes = nullptr) const {
     const StepBase sb = step_base(/*states_live=*/true, /*grads_live=*/t_.grad_accum > 1);
     const std::int64_t activations = checked_add(sb.in_flight, sb.stage_kept, "activation bytes");
+    if (activation_bytes) *activation_bytes = checked_add(activations, sb.p2p, "activation bytes");
     return peaks_over(checked_add(sb.base.total(), activations, "device bytes"));
   }
 
@@ -377,6 +380,7 @@ class Replay {
     std::int64_t model_level = 0;  // token ids (and an embedding dropout mask) on the first stage
     std::int64_t stage_kept = 0;   // one micro-batch's saved set over this rank's layers
     std::int64_t in_flight = 0;    // the saved sets of the micro-batches waiting for their backward
+    std::int64_t p2p = 0;          // pipeline send/receive buffers (in base.communication_bytes)
   };
   StepBase step_base(bool states_live, bool grads_live) const {
     StepBase sb;
@@ -413,6 +417,7 @@ class Replay {
     const std::int64_t p2p = rank_.kind.chunks_in_flight > 1 || !rank_.kind.embedding || !rank_.kind.head
         ? checked_mul(2 * tokens_, ceil_div(e * a_.hidden_size, seq_div_), "p2p bytes") : 0;
     base.communication_bytes += p2p;
+    sb.p2p = p2p;
     return sb;
   }
 
@@ -681,10 +686,11 @@ namespace {
 // Replays every rank kind of `l` for its peaks only and hands each to `f(k, rank, peaks)`.
 // With a limit, stops and returns false at the first rank kind whose forward floor's device
 // total passes it (that kind's peak does too).
+// `first_activation_bytes`, when given, receives the first kind's forward-floor activations.
 template <typename F>
 bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                         const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states, F&& f,
-                        std::int64_t oom_above_bytes = kNoMemoryLimit) {
+                        std::int64_t oom_above_bytes = kNoMemoryLimit, std::int64_t* first_activation_bytes = nullptr) {
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
@@ -693,7 +699,11 @@ bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& in
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
     Replay replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known, &acts);
-    if (oom_above_bytes != kNoMemoryLimit && replay.forward_floor().device_total_bytes > oom_above_bytes) return false;
+    std::int64_t* activations = k == 0 ? first_activation_bytes : nullptr;
+    if ((oom_above_bytes != kNoMemoryLimit || activations) &&
+        replay.forward_floor(activations).device_total_bytes > oom_above_bytes) {
+      return false;
+    }
     f(k, ranks[k], replay.peaks());
   }
   return true;
@@ -701,7 +711,7 @@ bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& in
 
 PeakSummary most_loaded(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                         const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states,
-                        std::int64_t oom_above_bytes, bool& within) {
+                        std::int64_t oom_above_bytes, bool& within, std::int64_t* first_activation_bytes = nullptr) {
   PeakSummary p;
   within = for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t k, RankContext& rank, const Replay::Peaks& e) {
     if (k == 0 || e.device_total_bytes > p.device_total_bytes) {
@@ -711,16 +721,16 @@ PeakSummary most_loaded(const ModelArchitecture& arch, const TensorInventory& in
       p.peak_rank = k;
       p.rank_kind = std::move(rank.kind.name);
     }
-  }, oom_above_bytes);
+  }, oom_above_bytes, first_activation_bytes);
   return p;
 }
 
 bool rank_peaks_into(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                      const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states,
-                     std::int64_t oom_above_bytes, std::vector<RankPeak>& out) {
+                     std::int64_t oom_above_bytes, std::vector<RankPeak>& out, std::int64_t* first_activation_bytes = nullptr) {
   return for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t, RankContext& rank, const Replay::Peaks& e) {
     out.push_back(RankPeak{e.allocated_bytes, e.reserved_bytes, e.device_total_bytes, rank.kind.ranks, std::move(rank.kind.name)});
-  }, oom_above_bytes);
+  }, oom_above_bytes, first_activation_bytes);
 }
 }  // namespace
 
@@ -775,6 +785,23 @@ std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, co
   return floor;
 }
 
+std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64_t first_activation_bytes,
+                                       const ParallelLayout& l, const RuntimeProfile& rt) noexcept {
+  // Saturating sums: no exception leaves (the search calls it), and a sum past 2^63 reads as
+  // "more than any GPU".
+  const auto add = [](std::int64_t a, std::int64_t b) {
+    std::int64_t r = 0;
+    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+  };
+  std::int64_t nccl = 0;
+  if (__builtin_mul_overflow(communicator_count(l), rt.nccl_communicator_bytes, &nccl)) return std::numeric_limits<std::int64_t>::max();
+  std::int64_t total = add(first_kind.weights_bytes, first_kind.optimizer_states_bytes);
+  total = add(total, first_activation_bytes);
+  total = add(total, first_kind.unmanaged_optimizer_states_bytes);
+  total = add(total, add(rt.cublas_workspace_bytes, rt.cuda_context_bytes));
+  return add(total, nccl);
+}
+
 // The search's entry points catch the out_of_range error of the checked arithmetic here, in a
 // translation unit compiled with exception cleanups, and return nullopt instead.
 namespace {
@@ -791,10 +818,11 @@ auto unless_beyond_exact(F&& f) -> std::optional<decltype(f())> {
 
 std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes) {
+                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes,
+                                             std::int64_t* first_activation_bytes) {
   return unless_beyond_exact([&]() -> std::optional<PeakSummary> {
     bool within = true;
-    PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within);
+    PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within, first_activation_bytes);
     if (!within) return std::nullopt;
     return p;
   }).value_or(std::nullopt);
@@ -803,10 +831,10 @@ std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, cons
 std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
                                                              const TrainingSetup& t, const ParallelLayout& l,
                                                              const RuntimeProfile& rt, const std::vector<ModelStates>* states,
-                                                             std::int64_t oom_above_bytes) {
+                                                             std::int64_t oom_above_bytes, std::int64_t* first_activation_bytes) {
   return unless_beyond_exact([&]() -> std::optional<std::vector<RankPeak>> {
     std::vector<RankPeak> out;
-    if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out)) return std::nullopt;
+    if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out, first_activation_bytes)) return std::nullopt;
     return out;
   }).value_or(std::nullopt);
 }

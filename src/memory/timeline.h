@@ -178,13 +178,27 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
 /// out of memory on any GPU of that size, and its remaining replays are skipped (the search's
 /// fastest-first walk; the nullopt carries no size).
 inline constexpr std::int64_t kNoMemoryLimit = std::numeric_limits<std::int64_t>::max();
+/// `first_activation_bytes`, when given, receives what the first rank kind's forward floor holds
+/// beyond its model states and buffers (set once that kind's replay is built, even when the
+/// estimate is then cut): the activations its forward saves, this micro-batch's and those in
+/// flight, and the pipeline send/receive buffers. They depend on neither sharding nor offload.
 std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
                                              const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit);
+                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit,
+                                             std::int64_t* first_activation_bytes = nullptr);
+/// A lower bound on the first rank kind's forward floor (device total) with no replay: its
+/// weights and optimizer states (live at the floor), those activations, its paged states, the
+/// cuBLAS workspace, the CUDA context and the NCCL buffers (the floor adds the step's gradients,
+/// DDP buckets, gathered root units and allocator slack). The search settles a layout by it
+/// from the activations of another sharding or offload of the same layout and micro-batch.
+/// Saturates instead of throwing.
+std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64_t first_activation_bytes,
+                                       const ParallelLayout& l, const RuntimeProfile& rt) noexcept;
 std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
                                                              const TrainingSetup& t, const ParallelLayout& l,
                                                              const RuntimeProfile& rt, const std::vector<ModelStates>* states,
-                                                             std::int64_t oom_above_bytes = kNoMemoryLimit);
+                                                             std::int64_t oom_above_bytes = kNoMemoryLimit,
+                                                             std::int64_t* first_activation_bytes = nullptr);
 /// The largest forward floor of `l`'s rank kinds (device total), never above estimate_peak's.
 std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                               const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});

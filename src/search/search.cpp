@@ -84,6 +84,7 @@ struct Structure {
   std::int64_t tight_from = std::numeric_limits<std::int64_t>::max();
   std::uint32_t floor_group = 0;      // structures that differ only in sequence parallelism and checkpointing
   std::uint32_t speed_group = 0;      // structures that differ only in sharding and offload (stage costs)
+  std::uint32_t activation_group = 0; // ... and keep the same activations (not across ZeRO-3 or activation offload)
   bool probed = false;
   double bound = 0;                   // upper bound of its candidates' tokens/s (fastest objective)
   std::int64_t least_bytes = -1;      // device total at its smallest micro-batch, once estimated
@@ -193,6 +194,12 @@ class Searcher {
   // stage costs of each group's micro-batches on each GPU kind, computed on first use (the step
   // times of its structures share them; kept only for up to kMaxCachedStageCosts values).
   std::array<std::int64_t, 6> speed_groups_{};  // -1: not opened yet
+  // Activation groups of this (tp, pp, cp, vpp, ep): a speed group split by ZeRO-3 and by
+  // activation offload. By group and micro-batch, the first rank kind's forward-floor activations
+  // once one of its structures was estimated (-1: none yet).
+  std::array<std::int64_t, 24> activation_groups_{};
+  std::size_t activation_group_count_ = 0;
+  std::vector<std::int64_t> activation_bytes_;
   static constexpr std::size_t kMaxCachedStageCosts = 16;
   std::size_t speed_group_count_ = 0;
   std::vector<std::int64_t> stage_slot_;       // by speed group: its first cache entry, or -1
@@ -278,6 +285,7 @@ class Searcher {
               bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
               for (std::vector<StageCosts>& costs : bound_costs_) costs.clear();
               speed_groups_.fill(-1);
+              activation_groups_.fill(-1);
               floor_groups_.fill(-1);
               for (Sharding sh : shardings) {
                 if (dp * cp == 1 && sh != Sharding::kNone && in_.space.sharding.empty()) continue;  // nothing to shard over
@@ -361,6 +369,9 @@ class Searcher {
     std::int64_t& speed = speed_groups_[speed_key];
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
+    std::int64_t& acts = activation_groups_[speed_key * 4 + (sh == Sharding::kZero3 ? 2 : 0) + (off == Offload::kActivations ? 1 : 0)];
+    if (acts < 0) acts = static_cast<std::int64_t>(activation_group_count_++);
+    s.activation_group = static_cast<std::uint32_t>(acts);
     if (s.count > 0 && in_.objective == Objective::kFastest) {
       // Replication and ZeRO-1 pay no data-parallel time per micro-batch: they share one bound.
       const std::size_t floor_kind = sh == Sharding::kZero2 || sh == Sharding::kZero3 ? static_cast<std::size_t>(sh) : 0;
@@ -398,10 +409,31 @@ class Searcher {
   // Full memory estimate of a candidate (counted), or nullopt when it does not fit. The
   // candidate (setup copy, step time) is built only for a layout that fits, or for the family's
   // least-memory layout so far.
+  // The first rank kind's forward-floor activations of the candidate's activation group at its
+  // micro-batch (-1: not known yet), or null where they are not kept (sizes wanted:
+  // settle_closest; more micro-batch values than the stage-cost cache keeps).
+  std::int64_t* known_activations(const Structure& s, const Timed& c) {
+    if (!cut_at_floor_ || micro_batches_.size() > kMaxCachedStageCosts) return nullptr;
+    if (activation_bytes_.empty()) activation_bytes_.assign(activation_group_count_ * micro_batches_.size(), -1);
+    const auto mb = static_cast<std::size_t>(
+        std::lower_bound(micro_batches_.begin(), micro_batches_.end(), static_cast<std::int64_t>(c.micro_batch)) - micro_batches_.begin());
+    return &activation_bytes_[static_cast<std::size_t>(s.activation_group) * micro_batches_.size() + mb];
+  }
+
   std::optional<Candidate> evaluate(const Timed& c) {
     Structure& s = structures_[c.structure];
-    ++r_.memory_estimated;
-    const std::optional<Assessed> a = assess(s, scratch_setup(c));
+    // Out of memory by its model states and the activations another sharding or offload of the
+    // layout keeps at this micro-batch, with no replay (forward_floor_lower_bound): the verdict
+    // the estimate would reach, with no size, as its cut at the forward floor gives.
+    std::int64_t* acts = known_activations(s, c);
+    const std::vector<ModelStates>* states = acts && *acts >= 0 ? states_of(s) : nullptr;
+    std::optional<Assessed> a;
+    if (states && forward_floor_lower_bound(states->front(), *acts, s.layout, in_.runtime) > largest_memory(s)) {
+      ++r_.settled_by_activations;
+    } else {
+      ++r_.memory_estimated;
+      a = assess(s, scratch_setup(c), acts);
+    }
     const Verdict verdict = a ? a->verdict : Verdict::kOom;
     if (a && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = a->peak.device_total_bytes;
     if (verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
@@ -438,7 +470,8 @@ class Searcher {
     double usage_fraction = 0;
     std::vector<StagePlacement> placement;
   };
-  std::optional<Assessed> assess(const Structure& s, const TrainingSetup& t) {
+  // `first_activations`: receives the first rank kind's forward-floor activations.
+  std::optional<Assessed> assess(const Structure& s, const TrainingSetup& t, std::int64_t* first_activations = nullptr) {
     const std::vector<ModelStates>* states = states_of(s);
     if (!states) return std::nullopt;
     Assessed a;
@@ -446,8 +479,8 @@ class Searcher {
       // The fastest-first walk needs no size of a layout that does not fit: a rank kind whose
       // forward floor passes the GPU ends the estimate there (the verdict is the same).
       const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
-      std::optional<PeakSummary> peak =
-          try_estimate_peak(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states, cut_at_floor_ ? memory : kNoMemoryLimit);
+      std::optional<PeakSummary> peak = try_estimate_peak(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states,
+                                                          cut_at_floor_ ? memory : kNoMemoryLimit, first_activations);
       if (!peak) return std::nullopt;
       a.verdict = verdict_for(peak->device_total_bytes, memory);
       a.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
@@ -455,8 +488,8 @@ class Searcher {
       return a;
     }
     // Past the largest GPU of the mix, a rank kind fits no block.
-    const std::optional<std::vector<RankPeak>> kinds =
-        try_estimate_rank_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states, cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit);
+    const std::optional<std::vector<RankPeak>> kinds = try_estimate_rank_peaks(
+        *in_.arch, *in_.inv, t, s.layout, in_.runtime, states, cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit, first_activations);
     if (!kinds) return std::nullopt;
     // The headline is the most-loaded kind, as on one kind of GPU.
     std::size_t top = 0;

@@ -114,6 +114,9 @@ struct SearchResult {
   std::int64_t timed = 0;            // candidates whose step time was computed (the walk reached their structure)
   std::int64_t memory_estimated = 0; // full per-rank memory estimates run
   std::int64_t settled_by_floor = 0; // structures out of memory by their persistent state alone (no estimate)
+  /// candidates out of memory by their model states plus the activations that another sharding
+  /// or offload of the same layout and micro-batch was estimated to keep (no estimate)
+  std::int64_t settled_by_activations = 0;
   std::int64_t fit = 0, oom = 0;     // verdicts known (estimated or implied by monotonicity)
   std::int64_t not_needed = 0;       // valid, but ranked after the result was settled
   std::int64_t unexplored = 0;       // valid, verdict unknown: the walk reached max_estimates

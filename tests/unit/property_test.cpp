@@ -349,6 +349,43 @@ TEST_CASE("generated layouts: the forward floor never exceeds the estimate, and 
   CHECK(compared > kCases / 5);
 }
 
+TEST_CASE("generated layouts: the first kind's activations are shared by every sharding and offload, and bound its floor", "[property][search]") {
+  // The search settles a layout from the activations another sharding or offload of it was
+  // estimated to keep (forward_floor_lower_bound): they must not depend on either (ZeRO-3 apart),
+  // and the bound must stay under the first kind's forward floor, hence under the estimate.
+  int compared = 0;
+  for_each_parsed_request(8129, kCases / 5, [&](int i, const json& request, const api::EstimateRequest& req, Rng&) {
+    if (check_layout(req.parallel, req.model.arch, req.training)) return;
+    INFO("case " << i << ": " << request.dump());
+    const ModelArchitecture& a = req.model.arch;
+    const TensorInventory& inv = *req.model.inventory;
+    // Sharding none, ZeRO-1 and ZeRO-2 share one value, ZeRO-3 another, whatever the offload.
+    std::optional<std::int64_t> shared, shared_zero3;
+    for (Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero2, Sharding::kZero3}) {
+      for (Offload off : {Offload::kNone, Offload::kOptimizer, Offload::kParamsOptimizer}) {
+        ParallelLayout l = req.parallel;
+        l.sharding = sh;
+        TrainingSetup t = req.training;
+        if (t.offload != Offload::kActivations) t.offload = off;
+        if (check_layout(l, a, t)) continue;
+        std::int64_t acts = -1;
+        const std::optional<PeakSummary> peak = try_estimate_peak(a, inv, t, l, {}, nullptr, kNoMemoryLimit, &acts);
+        if (!peak) continue;  // past 2^53
+        REQUIRE(acts >= 0);
+        const std::vector<ModelStates> states = rank_model_states(a, inv, t, l);
+        const std::int64_t bound = forward_floor_lower_bound(states.front(), acts, l, {});
+        CHECK(bound <= forward_floor_device_total_bytes(a, inv, t, l));
+        CHECK(bound <= peak->device_total_bytes);
+        std::optional<std::int64_t>& same = sh == Sharding::kZero3 ? shared_zero3 : shared;
+        if (same) CHECK(acts == *same);
+        same = acts;
+        ++compared;
+      }
+    }
+  });
+  CHECK(compared > kCases / 5);
+}
+
 TEST_CASE("generated layouts: the speed bound covers every micro-batch, accumulation and offload under it", "[property][search]") {
   // The search ranks a structure by this bound before timing its candidates, and shares it
   // between layouts of one sharding stage that differ only in the offload.

@@ -781,6 +781,8 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   CHECK(r.recommended->verdict == Verdict::kFits);
   CHECK(r.recommended->perf.tokens_per_s == Approx(best_comfortable_tps).epsilon(1e-12));
   CHECK(r.memory_estimated < r.valid);  // the walk stopped early
+  // Some layouts were settled by another sharding's activations, with the answers above intact.
+  CHECK(r.settled_by_activations > 0);
   CHECK(r.timed < r.valid);             // structures the walk did not reach were never timed
   // Every family's best: its fastest layout under the 80 % line, else its fastest tight one.
   CHECK(r.methods.size() == family_tps.size());
