@@ -406,20 +406,24 @@ class Searcher {
     return t;
   }
 
-  // Full memory estimate of a candidate (counted), or nullopt when it does not fit. The
-  // candidate (setup copy, step time) is built only for a layout that fits, or for the family's
-  // least-memory layout so far.
+  // The candidate's micro-batch as an index into micro_batches_.
+  std::size_t micro_batch_index(const Timed& c) const {
+    return static_cast<std::size_t>(
+        std::lower_bound(micro_batches_.begin(), micro_batches_.end(), static_cast<std::int64_t>(c.micro_batch)) - micro_batches_.begin());
+  }
+
   // The first rank kind's forward-floor activations of the candidate's activation group at its
   // micro-batch (-1: not known yet), or null where they are not kept (sizes wanted:
   // settle_closest; more micro-batch values than the stage-cost cache keeps).
   std::int64_t* known_activations(const Structure& s, const Timed& c) {
     if (!cut_at_floor_ || micro_batches_.size() > kMaxCachedStageCosts) return nullptr;
     if (activation_bytes_.empty()) activation_bytes_.assign(activation_group_count_ * micro_batches_.size(), -1);
-    const auto mb = static_cast<std::size_t>(
-        std::lower_bound(micro_batches_.begin(), micro_batches_.end(), static_cast<std::int64_t>(c.micro_batch)) - micro_batches_.begin());
-    return &activation_bytes_[static_cast<std::size_t>(s.activation_group) * micro_batches_.size() + mb];
+    return &activation_bytes_[static_cast<std::size_t>(s.activation_group) * micro_batches_.size() + micro_batch_index(c)];
   }
 
+  // Memory verdict of a candidate (a counted estimate, or the activation bound), nullopt when it
+  // does not fit. The candidate (setup copy, step time) is built only for a layout that fits, or
+  // for the family's least-memory layout so far.
   std::optional<Candidate> evaluate(const Timed& c) {
     Structure& s = structures_[c.structure];
     // Out of memory by its model states and the activations another sharding or offload of the
@@ -545,9 +549,7 @@ class Searcher {
       stage_cache_.resize(stage_cache_.size() + per_slot);
       stage_known_.resize(stage_known_.size() + per_slot, 0);
     }
-    const auto mb = static_cast<std::size_t>(
-        std::lower_bound(micro_batches_.begin(), micro_batches_.end(), static_cast<std::int64_t>(c.micro_batch)) - micro_batches_.begin());
-    const std::size_t at = static_cast<std::size_t>(slot) + mb * clusters_.size() + kind;
+    const std::size_t at = static_cast<std::size_t>(slot) + micro_batch_index(c) * clusters_.size() + kind;
     if (!stage_known_[at]) {
       stage_cache_[at] = stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
       stage_known_[at] = 1;
