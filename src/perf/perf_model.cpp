@@ -163,6 +163,14 @@ RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_f
     const double kv_send = send_s(kv * e);
     r.forward_exposed_s = later * overlapped_exposed_s(kv_send, fwd_step, slowdown);
     r.backward_exposed_s = later * overlapped_exposed_s(2 * kv_send, bwd_step, slowdown);
+    // Its corrections, one fused kernel per step in the compute dtype (context_parallel.py @
+    // d0067d0d: flash_attn_fwd_out_correction_init, then out.add_(out_per_step x exp(lse diff));
+    // backward dq, dk, dv copied on the first step and added on later ones): the first step reads
+    // and writes each element (2e), every later step reads two and writes one (3e); counted for
+    // the ring's last rank, whose steps all take whole chunks.
+    const double steps_bytes = 2 * e + later * 3 * e;
+    r.forward_merge_s = out * steps_bytes / hbm;
+    r.backward_merge_s = (q + kv) * steps_bytes / hbm;
     return r;
   }
   // PyTorch: _AllGatherRotater gathers every rank's K/V once and next_buffer() waits for it

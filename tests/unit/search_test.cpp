@@ -315,8 +315,10 @@ TEST_CASE("context-parallel rings: what each implementation leaves exposed and w
   const double chunk = local_kv_bytes / bw + lat;
   CHECK(te.forward_exposed_s == Approx(7 * chunk * share).epsilon(1e-12));
   CHECK(te.backward_exposed_s == Approx(7 * 2 * chunk * share).epsilon(1e-12));
-  CHECK(te.forward_merge_s == 0);
-  CHECK(te.backward_merge_s == 0);
+  // Its fused corrections: 2e per element on the first step, 3e on each of the 7 later ones.
+  const double te_step_bytes = 2 * 2 + 7 * 3 * 2;
+  CHECK(te.forward_merge_s == Approx(r.tokens * r.out_width * te_step_bytes / hbm).epsilon(1e-12));
+  CHECK(te.backward_merge_s == Approx(r.tokens * (r.q_width + r.kv_width) * te_step_bytes / hbm).epsilon(1e-12));
 
   // PyTorch's eager merges grow by the same amount with every step added to the ring.
   r.gather_rotation = true;
