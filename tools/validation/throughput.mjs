@@ -36,7 +36,7 @@ function sc21TokensPerS(row) {
 const rows = [];
 // A published iteration time: the step's sequences over the time and the GPUs.
 function stepTokensPerS(row) {
-  const t = row.request.training, p = row.request.parallel;
+  const t = row.request.training, p = row.request.parallel;  // the published setup
   return (t.micro_batch * t.grad_accum * (p.dp ?? 1) * t.seq_len) / (row.step_time_s * row.request.cluster.gpus);
 }
 
@@ -50,6 +50,8 @@ for (const raw of data.rows) {
     request = validation.rowToRequest(c, findConfig(c.model));
   } else {
     request = structuredClone(row.request);
+    // A model of the memory validation's configs, by its id.
+    if (request.model.validation_config) request.model = { config: findConfig(request.model.validation_config) };
   }
   const spec = gpuSpec(row.source);
   if (spec) request.cluster.gpu = { spec };
