@@ -37,6 +37,14 @@ constexpr double kEagerLossBytesPerLogit = 34, kFusedLossBytesPerLogit = 6;
 // FlashAttention's backward runs five matmuls against the forward's two, recomputing the scores
 // (Dao 2023, Algorithm 2): 2.5 x the forward FLOPs.
 constexpr double kFlashBackwardRatio = 2.5;
+// A flash-attention kernel pays a fixed cost per query tile that its keys amortise: measured on
+// H100 (pytorch/benchmark PR #2391, D60117034: forward TFLOP/s at head dim 128 with batch x
+// sequence = 16k, FlashAttention-3 and the Triton FlashAttention-2 tutorial kernel), both
+// kernels' rates at 512 ... 16k keys follow L / (L + 240) within 1 % of their 16k rate
+// (0.69, 0.82, 0.91, 0.95–0.96, 0.99 at 512, 1k, 2k, 4k, 8k). The efficiencies above are long-
+// sequence figures: a kernel whose queries see L keys on average runs at
+// (L / (L + 240)) / (16k / (16k + 240)) of them, at most 1.
+constexpr double kFlashHalfRateKeys = 240, kFlashLongKeys = 16384;
 // Eager attention writes the scores, the softmax (and its fp32 upcast in most models) and reads
 // them back: ~12 bytes per score in the forward, twice that in the backward.
 constexpr double kEagerScoreBytes = 12;
@@ -130,6 +138,12 @@ double ffn_width(const ModelArchitecture& a, bool moe) {
 }
 
 }  // namespace
+
+double flash_length_factor(double keys) {
+  if (keys <= 0) return 1;
+  const double at = keys / (keys + kFlashHalfRateKeys);
+  return std::min(1.0, at / (kFlashLongKeys / (kFlashLongKeys + kFlashHalfRateKeys)));
+}
 
 double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
                              double peak_flops, double hbm_bytes_per_s, double width_div) {
@@ -413,7 +427,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
-      attn_fwd = attn_flops / (attn_peak * attn_eff);
+      // Each kernel call sees ctx / cp keys per query on average (a context-parallel ring splits
+      // the keys over its cp steps).
+      attn_fwd = attn_flops / (attn_peak * attn_eff * flash_length_factor(ctx / cp));
       attn_bwd = kFlashBackwardRatio * attn_fwd;
     } else {
       // Eager attention materialises every score of the s x s matrix (the mask included).

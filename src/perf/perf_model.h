@@ -70,6 +70,11 @@ struct PerfConstants {
   double overlap_compute_slowdown = 0.189;
 };
 
+/// The share of its long-sequence rate a flash-attention kernel reaches when its queries see
+/// `keys` keys on average: (L / (L + 240)) / (16k / (16k + 240)), at most 1 (H100 measurements of
+/// FlashAttention-3 and a Triton FlashAttention-2, pytorch/benchmark PR #2391).
+double flash_length_factor(double keys);
+
 /// The least share of an overlapped collective's own time a step pays: slowdown / (1 + slowdown).
 inline double overlap_contention_share(double slowdown) { return slowdown / (1 + slowdown); }
 

@@ -144,7 +144,7 @@ TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every me
   const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
   const double elem_fwd = tokens * (b.layers[0].elementwise_wide_fwd + b.layers[0].elementwise_split_fwd) / hbm;
   const double attn_fwd = tokens * b.layers[0].attention_flops_fwd_per_ctx * 4096 /
-                          (c.gpu.dense_tflops_bf16 * 1e12 * attention_efficiency_for(c.gpu));
+                          (c.gpu.dense_tflops_bf16 * 1e12 * attention_efficiency_for(c.gpu) * flash_length_factor(4096));
   CHECK(op.recompute_s - attention.recompute_s ==
         Approx(32 * (recomputed / all * mm_fwd + elem_fwd - attn_fwd)).epsilon(1e-9));
 }
@@ -687,9 +687,40 @@ TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Amper
     const double attn_flops = 3.5 * 8192.0 * 32 * (2.0 * 32 * 256) * (8192 / 2.0);
     k.flash_attention_efficiency = 0.7;
     const double faster = estimate_step_time(b, t, l, c, k).compute_s;
-    const double peak = c.gpu.dense_tflops_bf16 * 1e12;
+    const double peak = c.gpu.dense_tflops_bf16 * 1e12 * flash_length_factor(8192 / 2.0);
     CHECK(by_gpu - faster == Approx(attn_flops / peak * (1 / attention_efficiency_for(c.gpu) - 1 / 0.7)).epsilon(1e-9));
   }
+}
+
+TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys each query sees", "[perf][cp]") {
+  // L / (L + 240), normalised at 16k keys: the measured H100 rates of FlashAttention-3 and the
+  // Triton FlashAttention-2 at 512 ... 8k keys are 0.69, 0.82, 0.91, 0.95-0.96, 0.99 of their 16k rate.
+  const double norm = 16384.0 / (16384 + 240);
+  CHECK(flash_length_factor(512) == Approx(512.0 / 752 / norm).epsilon(1e-12));
+  for (const auto& [keys, measured] : std::vector<std::pair<double, double>>{{512, 0.69}, {1024, 0.82}, {2048, 0.91}, {4096, 0.955}, {8192, 0.99}}) {
+    CHECK(std::abs(flash_length_factor(keys) - measured) < 0.01);
+  }
+  CHECK(flash_length_factor(16384) == Approx(1).epsilon(1e-12));
+  CHECK(flash_length_factor(131072) == 1);  // long-sequence efficiencies are not exceeded
+  // A context-parallel ring's kernels see one step's keys: the 8B at seq 8192 over cp 4 runs its
+  // attention at flash_length_factor(8192 / 2 / 4). Two attention efficiencies differ in step
+  // time by exactly the attention FLOPs over the rate (the ring's transfers stay hidden and its
+  // merges do not depend on the kernel's rate).
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 4);
+  ParallelLayout ring;
+  ring.cp = 4;
+  PerfConstants slow, fast;
+  slow.overlap_compute_slowdown = fast.overlap_compute_slowdown = 0;
+  slow.flash_attention_efficiency = 0.35;
+  fast.flash_attention_efficiency = 0.7;
+  const double diff = estimate_step_time(b, t, ring, c, slow).compute_s - estimate_step_time(b, t, ring, c, fast).compute_s;
+  // Forward + backward (2.5x), 32 layers, the rank's 2048 queries over the causal context s/2.
+  const double flops = 32 * 3.5 * 2048.0 * (2.0 * 32 * 256) * 4096;
+  const double rate = c.gpu.dense_tflops_bf16 * 1e12 * flash_length_factor(1024);
+  CHECK(diff == Approx(flops / rate * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
 }
 
 TEST_CASE("torchao's dynamically scaled fp8 casts cost HBM traffic; Transformer Engine's fused casts do not", "[perf]") {
