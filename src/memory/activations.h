@@ -18,7 +18,7 @@ struct LayerActivations {
   std::int64_t backward_transient_per_token = 0;  // in-layer gradients at the layer's backward peak
   std::int64_t residual_grad_per_token = 0;       // gradient of the layer output flowing down
   /// Op-level selective checkpointing that saves the attention kernel's outputs and every other
-  /// matmul output (torchtitan's op policy): what stays per token besides the block input.
+  /// matmul output (torchtitan's op policy): what stays per token, the block input included.
   std::int64_t mm_policy_kept_per_token = 0;
 };
 

@@ -803,7 +803,8 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
           const double share = 1.0 / static_cast<double>(t.selective_layer_period);
           kept = share * full + (1 - share) * none / act_tp;
         } else if (t.selective_every_other_mm) {
-          kept = full + pl.kept_mm_policy_per_token / act_tp;
+          // The policy's kept set includes the block input (split by sequence parallelism only).
+          kept = full + (pl.kept_mm_policy_per_token - pl.kept_full_per_token) / act_tp;
         } else {
           kept = pl.kept_selective_per_token / act_tp;
         }

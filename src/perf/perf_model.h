@@ -155,7 +155,7 @@ struct PerfLayer {
   /// Activation bytes per token the layer keeps from forward to backward (layer_activations,
   /// whole layer on one rank) under each checkpointing mode: none (plus the eager attention's
   /// per-key scores, `kept_none_per_token_per_position`), full (the block input), selective
-  /// (the attention core recomputed) and torchtitan's op-level policy (besides the block input).
+  /// (the attention core recomputed) and torchtitan's op-level policy (the block input included).
   /// Activation offloading moves what is kept over PCIe.
   double kept_none_per_token = 0, kept_none_per_token_per_position = 0;
   double kept_full_per_token = 0, kept_selective_per_token = 0, kept_mm_policy_per_token = 0;

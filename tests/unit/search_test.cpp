@@ -605,6 +605,14 @@ TEST_CASE("activation offloading moves what the checkpointing mode keeps, beside
   const double slow = c.gpu.pcie_bandwidth_gb_per_s * 1e9 * k.host_link_efficiency;
   const StepTime exposed = estimate_step_time(b, full, l, c);
   CHECK(exposed.offload_s == Approx(2 * tokens * 32.0 * 2 * 4096 / slow - exposed.compute_s).epsilon(1e-9));
+  // torchtitan's op-level policy keeps what the memory model keeps for it (mm_policy_kept_per_token,
+  // the block input once).
+  TrainingSetup op = t;
+  op.checkpointing = Checkpointing::kSelective;
+  op.selective_every_other_mm = true;
+  const StepTime policy = estimate_step_time(b, op, l, c);
+  CHECK(policy.offload_s ==
+        Approx(2 * tokens * 32.0 * static_cast<double>(acts.mm_policy_kept_per_token) / slow - policy.compute_s).epsilon(1e-9));
 }
 
 TEST_CASE("QLoRA dequantizes each NF4 weight for the forward, its recomputation and the input gradient", "[perf]") {
