@@ -132,6 +132,11 @@ const std::vector<BlockMatmul>* matmuls_for(const PerfLayer& pl, std::int64_t tp
   return nullptr;
 }
 
+// Row-split linears (Colossal-AI 1D TP) split only the matmuls: activations stay whole on every
+// tp rank, which elsewhere divide by tp.
+bool row_split_tp(const ParallelLayout& l) { return l.behaviour.tp_row_linears && l.tp > 1; }
+double activation_tp(const ParallelLayout& l) { return row_split_tp(l) ? 1.0 : static_cast<double>(l.tp); }
+
 double ffn_width(const ModelArchitecture& a, bool moe) {
   if (!moe) return static_cast<double>(a.mlp.intermediate_size);
   return static_cast<double>(a.moe.top_k * a.moe.expert_intermediate_size + a.moe.shared_intermediate_size);
@@ -384,8 +389,8 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const double sp_div = l.sequence_parallel ? tp : 1.0;
   // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
   // elementwise kernels run on whole activations on every tp rank.
-  const bool row_tp = l.behaviour.tp_row_linears && l.tp > 1;
-  const double act_tp = row_tp ? 1.0 : tp;
+  const bool row_tp = row_split_tp(l);
+  const double act_tp = activation_tp(l);
 
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
   const Link tp_link = link_for(1, l.tp, c, k);
@@ -661,7 +666,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
-  const double act_tp = l.behaviour.tp_row_linears && l.tp > 1 ? 1.0 : tp;  // as stage_costs
+  const double act_tp = activation_tp(l);
   const Link pp_link = link_for(l.tp * l.cp * l.dp, l.pp, c, k, Traffic::kPointToPoint);
   StageCosts computed;
   const StageCosts& costs = known ? *known : (computed = stage_costs(b, t, l, c, k));
