@@ -37,10 +37,11 @@ struct ClusterSpec {
 
 /// Achievable fractions and overheads; each is a documented property of kernels or libraries.
 struct PerfConstants {
-  /// Largest matmul throughput measured over shapes, as a fraction of the dense peak ("MAMF",
-  /// stas00/ml-engineering compute/accelerator/README.md, bf16 table): A100 SXM 86.9 %,
-  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 60.1 %. 0: by GPU architecture
-  /// (matmul_efficiency_for), 0.80 for GPUs without a measurement.
+  /// Matmul throughput at training shapes as a fraction of the dense peak. 0: by GPU
+  /// architecture (matmul_efficiency_for): 0.90 of the largest throughput measured over shapes
+  /// ("MAMF", stas00/ml-engineering compute/accelerator/README.md, bf16 table: A100 SXM 86.9 %,
+  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 60.1 %; 80 % for GPUs without a
+  /// measurement), the share transformer-layer GEMMs reach (perf_model.cpp).
   double matmul_efficiency = 0;
   /// Fraction of the 16-bit peak the fused attention kernel (sdpa, flash: FlashAttention-2)
   /// sustains over forward and backward. 0: by GPU architecture (attention_efficiency_for):
@@ -120,7 +121,7 @@ RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_f
                                       double link_bytes_per_s, double link_latency_s, double hbm_bytes_per_s,
                                       double slowdown);
 
-/// 0.80 unless the MAMF table above has a measurement for the GPU's architecture.
+/// 0.90 of the MAMF table above for the GPU's architecture (of 0.80 where it has no measurement).
 double matmul_efficiency_for(const GpuSpec& gpu);
 /// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).
 double attention_efficiency_for(const GpuSpec& gpu);
