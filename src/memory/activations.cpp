@@ -7,7 +7,10 @@
 
 namespace memfit {
 
-std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp) {
+namespace {
+// Hands block_matmuls' matmuls to `f`, in order, without building the list.
+template <typename F>
+void for_each_block_matmul(const ModelArchitecture& a, bool moe, std::int64_t tp, F&& f) {
   tp = std::max<std::int64_t>(1, tp);
   const AttentionSpec& at = a.attention;
   const bool mla = at.layout == QkvLayout::kLowRank;
@@ -16,25 +19,24 @@ std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std
   const std::int64_t kvh = std::max<std::int64_t>(1, (mla ? at.num_heads : at.num_kv_heads) / tp);
   const std::int64_t d = mla ? at.qk_nope_head_dim + at.qk_rope_head_dim : at.head_dim;
   const std::int64_t dv = mla ? at.v_head_dim : d;
-  std::vector<BlockMatmul> mms;
   if (at.layout == QkvLayout::kFused) {
-    mms.push_back({h, heads * d + 2 * kvh * dv, true});
+    f(BlockMatmul{h, heads * d + 2 * kvh * dv, true});
   } else {
-    mms.push_back({h, heads * d, true});
-    mms.push_back({h, kvh * d, true});
-    mms.push_back({h, kvh * dv, true});
+    f(BlockMatmul{h, heads * d, true});
+    f(BlockMatmul{h, kvh * d, true});
+    f(BlockMatmul{h, kvh * dv, true});
   }
-  mms.push_back({heads * dv, h});  // o (row-parallel: a full-width partial sum)
+  f(BlockMatmul{heads * dv, h});  // o (row-parallel: a full-width partial sum)
   auto mlp = [&](std::int64_t full_width, std::int64_t copies) {
     const std::int64_t w = ceil_div(full_width, tp);
     for (std::int64_t c = 0; c < copies; ++c) {
       if (a.mlp.gated && !a.mlp.fused_gate_up) {
-        mms.push_back({h, w, true});
-        mms.push_back({h, w, true});
+        f(BlockMatmul{h, w, true});
+        f(BlockMatmul{h, w, true});
       } else {
-        mms.push_back({h, a.mlp.gated ? 2 * w : w, true});
+        f(BlockMatmul{h, a.mlp.gated ? 2 * w : w, true});
       }
-      mms.push_back({w, h});
+      f(BlockMatmul{w, h});
     }
   };
   if (moe) {
@@ -43,6 +45,12 @@ std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std
   } else {
     mlp(a.mlp.intermediate_size, 1);
   }
+}
+}  // namespace
+
+std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp) {
+  std::vector<BlockMatmul> mms;
+  for_each_block_matmul(a, moe, tp, [&](const BlockMatmul& m) { mms.push_back(m); });
   return mms;
 }
 
@@ -200,8 +208,10 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // the attention kernel (output and fp32 logsumexp), recompute the rest from the block input.
   {
     std::int64_t kept = e * heads * dv + 4 * heads;  // attention output + logsumexp
-    const std::vector<BlockMatmul> mms = block_matmuls(a, moe, tp);
-    for (std::size_t i = 0; i < mms.size(); i += 2) kept += e * mms[i].out;
+    std::size_t i = 0;
+    for_each_block_matmul(a, moe, tp, [&](const BlockMatmul& m) {
+      if (i++ % 2 == 0) kept += e * m.out;
+    });
     out.mm_policy_kept_per_token = kept;
   }
   // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.

@@ -14,10 +14,14 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-}  // namespace
-
-std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const ModelArchitecture& a,
-                                            const TrainingSetup& t) {
+// The first rule `l` breaks, as `make(field, code, unsupported, message)` makes it, or the
+// default value of make's result if none; `message()` builds the rule's text, for the makers that
+// want it (the search counts codes only).
+template <typename Make>
+auto first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t, Make&& make)
+    -> decltype(make("", "", false, [] { return std::string(); })) {
+  using Result = decltype(make("", "", false, [] { return std::string(); }));
+  auto text = [](const char* s) { return [s] { return std::string(s); }; };
   const std::int64_t heads = a.attention.num_heads;
   const std::int64_t kv = a.attention.layout == QkvLayout::kLowRank ? heads : a.attention.num_kv_heads;
   const std::int64_t layers = a.num_layers + a.num_encoder_layers;
@@ -25,83 +29,112 @@ std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const Model
     // Row-split linears slice their inputs: hidden size and MLP width must divide by tp.
     const std::int64_t ffn = a.is_moe() ? a.moe.expert_intermediate_size : a.mlp.intermediate_size;
     if (a.hidden_size % l.tp != 0 || ffn % l.tp != 0) {
-      return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the hidden size (" + str(a.hidden_size) +
-                                       ") and the MLP width (" + str(ffn) + ") that row-split linears slice",
-                             false, "tp_divides_linear_inputs"};
+      return make("tp", "tp_divides_linear_inputs", false, [&] {
+        return "tp = " + str(l.tp) + " must divide the hidden size (" + str(a.hidden_size) + ") and the MLP width (" +
+               str(ffn) + ") that row-split linears slice";
+      });
     }
   } else if (heads % l.tp != 0) {
     // Megatron splits attention by heads (ColumnParallelLinear over heads; GQA groups must split
     // evenly or be replicated: num_query_groups % tp == 0 in arguments.py).
-    return LayoutViolation{"tp", "tp = " + str(l.tp) + " must divide the " + str(heads) + " attention heads", false, "tp_divides_heads"};
+    return make("tp", "tp_divides_heads", false,
+                [&] { return "tp = " + str(l.tp) + " must divide the " + str(heads) + " attention heads"; });
   } else if (kv % l.tp != 0 && l.tp % kv != 0) {
-    return LayoutViolation{"tp", "tp = " + str(l.tp) + " and the " + str(kv) +
-                                     " key/value heads must divide one another", false, "tp_kv_heads"};
+    return make("tp", "tp_kv_heads", false, [&] {
+      return "tp = " + str(l.tp) + " and the " + str(kv) + " key/value heads must divide one another";
+    });
   }
   if (l.behaviour.tp_row_linears && l.sequence_parallel) {
-    return LayoutViolation{"sequence_parallel", "this framework's tensor parallelism (row-split linears) has no sequence parallelism",
-                           true, "sequence_parallel_unsupported"};
+    return make("sequence_parallel", "sequence_parallel_unsupported", true,
+                text("this framework's tensor parallelism (row-split linears) has no sequence parallelism"));
   }
   if (l.sequence_parallel && l.tp == 1) {
-    return LayoutViolation{"sequence_parallel", "sequence parallelism splits the tp group's activations: it needs tp > 1", false, "sequence_parallel_needs_tp"};
+    return make("sequence_parallel", "sequence_parallel_needs_tp", false,
+                text("sequence parallelism splits the tp group's activations: it needs tp > 1"));
   }
   if (l.vpp > 1 && l.pp == 1) {
-    return LayoutViolation{"vpp", "virtual pipeline stages interleave pipeline ranks: they need pp > 1", false, "vpp_needs_pp"};
+    return make("vpp", "vpp_needs_pp", false, text("virtual pipeline stages interleave pipeline ranks: they need pp > 1"));
   }
   if (l.pp > 1 && a.kind == ArchKind::kEncoderDecoder) {
-    return LayoutViolation{"pp", "pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)", true, "encoder_decoder_pp"};
+    return make("pp", "encoder_decoder_pp", true,
+                text("pipeline parallelism of encoder-decoder models is not modelled (pp must be 1)"));
   }
   if (l.pp * l.vpp > layers) {
-    return LayoutViolation{l.vpp > 1 ? "vpp" : "pp", "pp x vpp = " + str(l.pp * l.vpp) + " model chunks but the model has only " +
-                                                         str(layers) + " layers", false, "pp_vpp_exceeds_layers"};
+    return make(l.vpp > 1 ? "vpp" : "pp", "pp_vpp_exceeds_layers", false, [&] {
+      return "pp x vpp = " + str(l.pp * l.vpp) + " model chunks but the model has only " + str(layers) + " layers";
+    });
   }
   if (l.vpp > 1 && t.grad_accum % l.pp != 0) {
     // Megatron schedules.py: the interleaved schedule runs micro-batches in groups of pp.
-    return LayoutViolation{"training/grad_accum", "the interleaved schedule needs the micro-batches per step (grad_accum = " +
-                                                      str(t.grad_accum) + ") to be a multiple of pp = " + str(l.pp), false, "interleaved_grad_accum"};
+    return make("training/grad_accum", "interleaved_grad_accum", false, [&] {
+      return "the interleaved schedule needs the micro-batches per step (grad_accum = " + str(t.grad_accum) +
+             ") to be a multiple of pp = " + str(l.pp);
+    });
   }
   if (!l.stage_layers.empty()) {
     if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pp) {
-      return LayoutViolation{"stage_layers", "stage_layers needs one entry per pipeline stage (pp = " + str(l.pp) + ")", false, "stage_layers"};
+      return make("stage_layers", "stage_layers", false,
+                  [&] { return "stage_layers needs one entry per pipeline stage (pp = " + str(l.pp) + ")"; });
     }
-    if (l.vpp > 1) return LayoutViolation{"stage_layers", "stage_layers cannot be combined with vpp > 1", false, "stage_layers"};
+    if (l.vpp > 1) return make("stage_layers", "stage_layers", false, text("stage_layers cannot be combined with vpp > 1"));
     std::int64_t sum = 0;
     for (std::int64_t n : l.stage_layers) {
-      if (n < 1) return LayoutViolation{"stage_layers", "every pipeline stage needs at least one layer", false, "stage_layers"};
+      if (n < 1) return make("stage_layers", "stage_layers", false, text("every pipeline stage needs at least one layer"));
       sum += n;
     }
     if (sum != layers) {
-      return LayoutViolation{"stage_layers", "stage_layers sum to " + str(sum) + " but the model has " + str(layers) + " layers", false, "stage_layers"};
+      return make("stage_layers", "stage_layers", false,
+                  [&] { return "stage_layers sum to " + str(sum) + " but the model has " + str(layers) + " layers"; });
     }
   }
   if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0) {
     // Load-balanced context parallelism cuts the sequence into 2 x cp chunks (Liu et al. ring
     // attention as in torch context_parallel and Megatron's CP).
-    return LayoutViolation{"cp", "seq_len = " + str(t.seq_len) + " must divide into 2 x cp = " + str(2 * l.cp) + " equal chunks", false, "cp_divides_sequence"};
+    return make("cp", "cp_divides_sequence", false, [&] {
+      return "seq_len = " + str(t.seq_len) + " must divide into 2 x cp = " + str(2 * l.cp) + " equal chunks";
+    });
   }
   if (l.ep > 1) {
-    if (!a.is_moe()) return LayoutViolation{"ep", "expert parallelism needs a mixture-of-experts model", false, "ep_needs_moe"};
+    if (!a.is_moe()) return make("ep", "ep_needs_moe", false, text("expert parallelism needs a mixture-of-experts model"));
     if (a.moe.num_experts % l.ep != 0) {
-      return LayoutViolation{"ep", "ep = " + str(l.ep) + " must divide the " + str(a.moe.num_experts) + " experts", false, "ep_divides_experts"};
+      return make("ep", "ep_divides_experts", false,
+                  [&] { return "ep = " + str(l.ep) + " must divide the " + str(a.moe.num_experts) + " experts"; });
     }
     if ((l.dp * l.cp) % l.ep != 0) {
-      return LayoutViolation{"ep", "expert-parallel ranks come from the data- and context-parallel ranks: ep = " + str(l.ep) +
-                                       " must divide dp x cp = " + str(l.dp * l.cp), false, "ep_divides_dp_cp"};
+      return make("ep", "ep_divides_dp_cp", false, [&] {
+        return "expert-parallel ranks come from the data- and context-parallel ranks: ep = " + str(l.ep) +
+               " must divide dp x cp = " + str(l.dp * l.cp);
+      });
     }
   }
   if (l.shard_degree > 0) {
     if (l.sharding == Sharding::kNone) {
-      return LayoutViolation{"shard_degree", "shard_degree (HSDP) needs sharding zero1, zero2 or zero3", false, "shard_degree"};
+      return make("shard_degree", "shard_degree", false, text("shard_degree (HSDP) needs sharding zero1, zero2 or zero3"));
     }
     if ((l.dp * l.cp) % l.shard_degree != 0) {
-      return LayoutViolation{"shard_degree", "shard_degree = " + str(l.shard_degree) + " must divide dp x cp = " +
-                                                 str(l.dp * l.cp), false, "shard_degree"};
+      return make("shard_degree", "shard_degree", false, [&] {
+        return "shard_degree = " + str(l.shard_degree) + " must divide dp x cp = " + str(l.dp * l.cp);
+      });
     }
   }
   if (t.offload == Offload::kParamsOptimizer && l.sharding != Sharding::kZero3) {
     // ZeRO-Infinity parameter offload and FSDP CPUOffload(offload_params) both shard parameters.
-    return LayoutViolation{"sharding", "parameter offload moves parameter shards to the CPU: it needs sharding zero3", false, "offload_params_needs_zero3"};
+    return make("sharding", "offload_params_needs_zero3", false,
+                text("parameter offload moves parameter shards to the CPU: it needs sharding zero3"));
   }
-  return std::nullopt;
+  return Result{};
+}
+
+}  // namespace
+
+std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t) {
+  return first_broken_rule(l, a, t, [](const char* field, const char* code, bool unsupported, auto message) {
+    return std::optional<LayoutViolation>(LayoutViolation{field, message(), unsupported, code});
+  });
+}
+
+const char* broken_layout_rule(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t) {
+  return first_broken_rule(l, a, t, [](const char*, const char* code, bool, auto) { return code; });
 }
 
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers) {
@@ -135,7 +168,9 @@ std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitectur
     k.name = "all ranks";
     k.ranks = per_stage;
     k.layers = {{0, layers}};
-    return {k};
+    std::vector<RankKind> one;
+    one.push_back(std::move(k));  // (a braced list would copy it)
+    return one;
   }
   // Chunk i's first layer and size: explicit stage_layers, or chunk_layers' even split (the
   // remainder to the earliest chunks) in closed form.

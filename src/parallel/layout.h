@@ -138,6 +138,9 @@ struct LayoutViolation {
 /// by pp x vpp, experts by ep, ep within dp x cp, ...).
 std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const ModelArchitecture& a,
                                             const TrainingSetup& t);
+/// The code of the first rule `l` breaks (check_layout's `code`, a string literal), or null; builds
+/// no message (the search counts rejections by code).
+const char* broken_layout_rule(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t);
 
 /// A half-open range of layers [first, first + count).
 struct LayerRange {

@@ -170,6 +170,8 @@ class Searcher {
   TrainingSetup scratch_;  // see scratch_setup
   SearchResult r_;
   std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key
+  const char* last_reject_code_ = nullptr;  // the rule reject() counted last, and its entry
+  std::map<std::string, std::int64_t, std::less<>>::iterator last_reject_;
   std::vector<Structure> structures_;
   std::vector<std::uint32_t> structure_family_;  // structures_[i].family, packed
   std::vector<Timed> timed_;
@@ -242,10 +244,14 @@ class Searcher {
     return families_.size() - 1;
   }
 
-  void reject(std::string_view code, std::int64_t n) {
-    auto it = rejected_.find(code);
-    if (it == rejected_.end()) it = rejected_.emplace(std::string(code), 0).first;
-    it->second += n;
+  // `code` is a rule's string literal: consecutive rejections by the same rule reuse its entry.
+  void reject(const char* code, std::int64_t n) {
+    if (code != last_reject_code_) {
+      last_reject_ = rejected_.find(std::string_view(code));
+      if (last_reject_ == rejected_.end()) last_reject_ = rejected_.emplace(code, 0).first;
+      last_reject_code_ = code;
+    }
+    last_reject_->second += n;
     r_.enumerated += n;
   }
 
@@ -331,7 +337,7 @@ class Searcher {
     t.offload = off;
     t.micro_batch = in_.training.micro_batch;
     t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
-    if (auto v = check_layout(l, *in_.arch, t)) return reject(v->code, n_mb);
+    if (const char* code = broken_layout_rule(l, *in_.arch, t)) return reject(code, n_mb);
     const std::size_t family = family_of(l, off);
     Structure s{std::move(l), ck, off, family};
     const auto index = static_cast<std::uint32_t>(structures_.size());
