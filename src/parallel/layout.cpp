@@ -14,13 +14,12 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-// The first rule `l` breaks, as `make(field, code, unsupported, message)` makes it, or the
-// default value of make's result if none; `message()` builds the rule's text, for the makers that
-// want it (the search counts codes only).
-template <typename Make>
-auto first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t, Make&& make)
-    -> decltype(make("", "", false, [] { return std::string(); })) {
-  using Result = decltype(make("", "", false, [] { return std::string(); }));
+// The first rule `l` breaks, as `make(field, code, unsupported, message)` makes it, or Result{}
+// if none; `message()` builds the rule's text, for the makers that want it (the search counts
+// codes only). (Result is named, not deduced through a lambda in decltype, which crashes the
+// Debian clang 14 that emscripten 3.1.6 drives.)
+template <typename Result, typename Make>
+Result first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t, Make&& make) {
   auto text = [](const char* s) { return [s] { return std::string(s); }; };
   const std::int64_t heads = a.attention.num_heads;
   const std::int64_t kv = a.attention.layout == QkvLayout::kLowRank ? heads : a.attention.num_kv_heads;
@@ -128,13 +127,13 @@ auto first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, cons
 }  // namespace
 
 std::optional<LayoutViolation> check_layout(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t) {
-  return first_broken_rule(l, a, t, [](const char* field, const char* code, bool unsupported, auto message) {
+  return first_broken_rule<std::optional<LayoutViolation>>(l, a, t, [](const char* field, const char* code, bool unsupported, auto message) {
     return std::optional<LayoutViolation>(LayoutViolation{field, message(), unsupported, code});
   });
 }
 
 const char* broken_layout_rule(const ParallelLayout& l, const ModelArchitecture& a, const TrainingSetup& t) {
-  return first_broken_rule(l, a, t, [](const char*, const char* code, bool, auto) { return code; });
+  return first_broken_rule<const char*>(l, a, t, [](const char*, const char* code, bool, auto) { return code; });
 }
 
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers) {
