@@ -855,7 +855,14 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   char buf[256];
   std::vector<std::string> out;
   const PerfConstants by_gpu = resolved_for(k, c.gpu);
-  std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (0.90 of the measured maximum achievable matmul FLOPS: the share transformer-layer shapes reach)", 100 * by_gpu.matmul_efficiency);
+  if (k.matmul_efficiency > 0) {
+    std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (as given)", 100 * by_gpu.matmul_efficiency);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "matmuls at %.1f %% of the dense peak (%.2f of the measured maximum achievable matmul FLOPS: the share "
+                  "transformer-layer shapes reach)",
+                  100 * by_gpu.matmul_efficiency, kTrainingShapeShareOfSweepMax);
+  }
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * by_gpu.flash_attention_efficiency);
   out.emplace_back(buf);

@@ -696,6 +696,11 @@ TEST_CASE("matmuls run at 0.90 of the sweep maximum, the share training shapes r
   const double at_max = estimate_step_time(b, t, l, c, sweep_max).compute_s;
   CHECK(at_shapes > at_max * 1.05);
   CHECK(at_shapes < at_max / 0.90);
+  // The listed assumption names the share only where the model chose the rate.
+  CHECK(perf_assumptions({}, c).front() ==
+        "matmuls at 72.3 % of the dense peak (0.90 of the measured maximum achievable matmul FLOPS: the share "
+        "transformer-layer shapes reach)");
+  CHECK(perf_assumptions(sweep_max, c).front() == "matmuls at 80.3 % of the dense peak (as given)");
 }
 
 TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere", "[perf]") {
