@@ -509,7 +509,13 @@ TEST_CASE("generated layouts: valid ones estimate, every peak covers its breakdo
       TrainingSetup t = full_bf16(1 + next(4), 1024 << next(3));
       t.grad_accum = l.pp * (1 + next(3));
       t.checkpointing = static_cast<Checkpointing>(next(3));
-      if (check_layout(l, a, t)) {
+      const auto violation = check_layout(l, a, t);
+      // The search's code-only path breaks the same rule.
+      const char* code = broken_layout_rule(l, a, t);
+      REQUIRE((code != nullptr) == violation.has_value());
+      if (violation) {
+        CHECK(violation->code == code);
+        CHECK_FALSE(violation->rule.empty());
         ++rejected;
         continue;
       }
