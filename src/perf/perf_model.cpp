@@ -65,7 +65,10 @@ constexpr double kFp8CastBytes = 5, kFp8RelayoutBytes = 2;
 // against an H100 MAMF of 794.5: 0.906. A100-class results of EleutherAI/cookbook @0f810f8e
 // benchmarks/sizing/sample_results/transformer.out (h 4096, 8192 tokens: QKV 241.6, attention
 // out 234.9, h->4h 241.1, 4h->h 252.8 TFLOP/s; 244.5 FLOP-weighted) against the A100 MAMF of
-// 271.2: 0.902.
+// 271.2: 0.902. A check that set nothing: on an H200 NVL (835.5 TFLOP/s dense), Transformer
+// Engine's GEMM profiling example times a layer's bf16 GEMMs (h 4096, FFN 16384, 15,872 tokens;
+// NVIDIA/TransformerEngine @d0067d0d docs/examples/gemm_profiling/gemm_profiling.rst) at 10.653 ms
+// forward for 6.39 TFLOP: 600 TFLOP/s, where 0.90 x 80.3 % of 835.5 gives 604.
 constexpr double kTrainingShapeShareOfSweepMax = 0.90;
 
 double peak_tflops(const GpuSpec& g, Precision p, bool linears) {
