@@ -68,6 +68,17 @@ struct DistributedBehaviour {
   /// Sequence parallel keeps the all-gathered inputs of column-parallel linears for backward
   /// (DTensor tensor parallelism) rather than the local shard (Megatron).
   bool sp_saves_gathered_inputs = false;
+  /// DTensor sequence parallelism shards [batch, sequence, hidden] activations on the sequence
+  /// (dim 1) while NCCL gathers and scatters on dim 0, so PyTorch's functional collectives copy
+  /// each all-gather's output into sequence order (torch.cat of its chunks) and each reduce-
+  /// scatter's input into rank order, reading and writing the whole tensor on the compute stream
+  /// (torch/distributed/_functional_collectives.py all_gather_tensor, reduce_scatter_tensor; the
+  /// gather's chunk + cat since pytorch/pytorch #113324, 2023-11). Megatron keeps activations as
+  /// [sequence, batch, hidden] and gathers on dim 0 in place.
+  bool sp_collective_copies = false;
+  /// ... except an all-gather whose dims before the sequence are all 1 (micro-batch 1), which
+  /// is a view (torch/_utils.py _maybe_view_chunk_cat).
+  bool sp_gather_view_at_batch_1 = false;
   /// Column-parallel linears launch their backward collectives asynchronously: the input
   /// gradient's all-reduce (reduce-scatter under sequence parallelism) runs beside the weight-
   /// gradient GEMM and the re-gather of the saved input shard beside the input-gradient GEMM

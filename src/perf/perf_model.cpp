@@ -426,6 +426,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
 
   struct LayerCost {
     double compute_s = 0, recompute_s = 0, tp_s = 0, tp_total_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
+    double sp_gather_copy_s = 0;  // part of compute_s
   };
   auto layer_cost = [&](const PerfLayer& pl) {
     LayerCost lc;
@@ -499,6 +500,22 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       const double dequant = weights * (static_cast<double>(kNf4MicroBytesPerParam) / 1e6 + act_bytes) / hbm;
       elem_fwd += dequant;
       elem_bwd += dequant;
+    }
+    // Sequence-parallel collectives whose tensors are copied whole into and out of rank order
+    // (DTensor, sp_collective_copies): each pass of the block gathers its attention and MLP
+    // inputs and reduce-scatters their outputs, the backward gathers the two output gradients,
+    // reduce-scatters the two input gradients and re-gathers any saved shards; a full
+    // recomputation repeats the forward's four (inside elem_fwd), the op-level policy its two
+    // all-gathers (it saves reduce-scatter outputs). Each copy reads and writes the whole tensor.
+    if (!row_tp && l.tp > 1 && l.sequence_parallel && l.behaviour.sp_collective_copies) {
+      const double copy_s = 2 * tokens * static_cast<double>(b.hidden) * act_bytes / hbm;
+      const double gather_copy_s = t.micro_batch == 1 && l.behaviour.sp_gather_view_at_batch_1 ? 0.0 : copy_s;
+      const bool regathers = !l.behaviour.sp_saves_gathered_inputs && trainable_share > 0;
+      const double bwd_gathers = regathers ? 4.0 : 2.0, policy_gathers = recompute_mm_policy ? 2.0 : 0.0;
+      elem_fwd += 2 * (gather_copy_s + copy_s);
+      elem_bwd += 2 * copy_s + bwd_gathers * gather_copy_s;
+      recompute_elem += policy_gathers * gather_copy_s;
+      lc.sp_gather_copy_s = (2 * (1 + recompute_all) + bwd_gathers + policy_gathers) * gather_copy_s;
     }
     const double fwd = mm_fwd + attn_fwd + elem_fwd;
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
@@ -600,6 +617,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       sc.tp_total_s += n * lc.tp_total_s;
       sc.cp_s += n * lc.cp_exposed_s;
       sc.ep_s += n * lc.ep_s;
+      sc.sp_gather_copy_s += n * lc.sp_gather_copy_s;
       sc.trainable += n * pl.trainable_params;
       const double block = n * (pl.dense_params / tp + pl.expert_params / (tp * static_cast<double>(std::max<std::int64_t>(1, l.ep))));
       sc.params += block;
@@ -849,9 +867,18 @@ double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, 
                                 const ClusterSpec& c, const PerfConstants& k, const StageCosts* known) {
   const StepTime st = estimate_step_time(basis, t, l, c, k, known);
   const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
+  // Sequence-parallel all-gathers that are views at micro-batch 1 only: micro-batch 1 skips
+  // their copies, so the bound leaves them out at every micro-batch (the busiest stage's, at most
+  // what any stage spends on them).
+  double per_mb = st.per_micro_batch_s;
+  if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
+    StageCosts computed;
+    const StageCosts& costs = known ? *known : (computed = stage_costs(basis, t, l, c, k));
+    per_mb -= std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
+  }
   // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
   constexpr double kRoundingMargin = 1e-9;
-  return tokens_per_mb / std::max(st.per_micro_batch_s + st.dp_per_micro_batch_floor_s, 1e-12) * (1 + kRoundingMargin);
+  return tokens_per_mb / std::max(per_mb + st.dp_per_micro_batch_floor_s, 1e-12) * (1 + kRoundingMargin);
 }
 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {

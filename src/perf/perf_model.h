@@ -230,6 +230,7 @@ struct StageCost {
   double compute_s = 0, recompute_s = 0, bwd_s = 0, tp_s = 0, cp_s = 0, ep_s = 0, trainable = 0, params = 0;
   double tp_total_s = 0;    // the tensor-parallel collectives before overlap (tp_s: exposed)
   double block_params = 0;  // part of `params` in transformer blocks (a QLoRA base's NF4 weights)
+  double sp_gather_copy_s = 0;  // part of compute_s: copies after sequence-parallel all-gathers
 };
 /// The first and last stages' costs (one stage: `last` holds the whole model): the part of a step
 /// time that depends on neither dp, the sharding stage, the offload nor the accumulation, so the
@@ -251,8 +252,10 @@ StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, cons
 /// offload transfers and the optimizer step only add),
 /// and per_micro_batch_s / micro_batch never rises with the micro-batch (every term is a
 /// maximum or sum of a linear and a constant part: FLOPs, bytes, collective latency), so the
-/// largest micro-batch bounds them all. The search times a structure's micro-batches only when
-/// this bound reaches the walk (tests/unit/search_test.cpp checks it over layouts).
+/// largest micro-batch bounds them all; the copies after sequence-parallel all-gathers, which
+/// micro-batch 1 may skip (sp_gather_view_at_batch_1), are left out of it. The search times a
+/// structure's micro-batches only when this bound reaches the walk (tests/unit/property_test.cpp
+/// and search_test.cpp check it over layouts).
 /// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).
 double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
                                 const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr);

@@ -71,6 +71,16 @@ FrameworkProfile peft_bench() {
   return p;
 }
 
+// DTensor sequence parallelism (torchtitan, torchtune): PyTorch's functional all-gather copied
+// its output into sequence order at every micro-batch until _maybe_view_chunk_cat returned a view
+// for a batch of 1; the month is the first in which the helper is known to be in the code.
+DatedBehaviour sp_batch1_gather_copied() {
+  return {202604, "a sequence-parallel all-gather at micro-batch 1 is copied into sequence order too (no view)",
+          "pytorch/pytorch #169404 (opened 2025-12-02, \"Optimize bs=1 case for allgather on dim 1 to not "
+          "split/cat\"); torch/_utils.py _maybe_view_chunk_cat is in the code by #180389 (2026-04-15)",
+          nullptr, [](DistributedBehaviour& d) { d.sp_gather_view_at_batch_1 = false; }};
+}
+
 FrameworkProfile torchtune() {
   FrameworkProfile p{Framework::kTorchtune, "torchtune", "torchtune", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
@@ -100,7 +110,8 @@ FrameworkProfile torchtune() {
                {202408, "compile: True compiles the model only; the loss runs eager",
                 "pytorch/torchtune recipes/lora_finetune_single_device.py @0217d44c2 (utils.wrap_compile(model)); "
                 "PR #1296 (merged 2024-08-10) compiled model and loss together",
-                [](TrainingSetup& s) { s.compile_loss = false; }}};
+                [](TrainingSetup& s) { s.compile_loss = false; }},
+               sp_batch1_gather_copied()};
   // Since PR #1512 (2024-09-07) only lora_finetune_single_device assigns training.compile_loss's
   // result; full_finetune_single_device and the distributed recipes discard it, so a loss other
   // than CEWithChunkedOutputLoss (compiled in place) runs eager.
@@ -111,11 +122,18 @@ FrameworkProfile torchtune() {
   p.sources.push_back("pytorch/torchtune @1814feb17: recipes/full_finetune_single_device.py, full_finetune_distributed.py, "
                       "lora_finetune_distributed.py (training.compile_loss(self._loss_fn), result unused); "
                       "lora_finetune_single_device.py (self._loss_fn = training.compile_loss(...)); torchtune/training/_compile.py");
+  p.sources.push_back("pytorch/torchtune @ bd2a0fc7: torchtune/models/llama3/_parallelism.py (base_llama_tp_plan: "
+                      "SequenceParallel norms, Shard(1) layouts)");
   // training.shard_model: fully_shard per layer and the root, reshard_after_forward=True, no
   // MixedPrecisionPolicy (the model is bf16): gradients reduced in bf16.
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
   p.dist.gather_copy_out = true;                 // FSDP2 fully_shard
+  // Tensor parallelism (models/llama3/_parallelism.py base_llama_tp_plan): DTensor sequence
+  // parallelism over [batch, seq, hidden], Shard(1) between blocks, as in torchtitan.
+  p.dist.sp_saves_gathered_inputs = true;
+  p.dist.sp_collective_copies = true;
+  p.dist.sp_gather_view_at_batch_1 = true;
   // Distributed configs list custom_sharded_layers: ['tok_embeddings', 'output']: units of
   // their own, resharded like the blocks (not a root that stays gathered).
   p.dist.root_unit_gathered = false;
@@ -159,8 +177,11 @@ FrameworkProfile torchtitan() {
   p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
   p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input
+  p.dist.sp_collective_copies = true;            // Shard(1) of [batch, seq, hidden]: funcol chunk + cat
+  p.dist.sp_gather_view_at_batch_1 = true;
   p.dist.loss_parallel_decomposed = true;        // train.py: loss_parallel() context under tp > 1
-  p.history = {{202504, "torch.compile covers the transformer blocks only, not the loss",
+  p.history = {sp_batch1_gather_copied(),
+               {202504, "torch.compile covers the transformer blocks only, not the loss",
                 "pytorch/torchtitan PR #1033 (merged 2025-04-01): build_loss_fn compiles the loss when training.compile is "
                 "set (PR #1608, 2025-08, made model and loss separate compile components, both on by default)",
                 [](TrainingSetup& s) { s.compile_loss = false; }},
@@ -171,6 +192,8 @@ FrameworkProfile torchtitan() {
   p.sources = {"pytorch/torchtitan @ b5bcd76c: torchtitan/config/configs.py (dtype, AC, optimizer)",
                "pytorch/torchtitan @ 9dec370: torchtitan/parallelisms/parallelize_llama.py (apply_fsdp)",
                "pytorch/pytorch @ 0123248a: torch/distributed/tensor/experimental/_attention.py (all-gather K/V)",
+               "pytorch/pytorch: torch/distributed/_functional_collectives.py (all_gather_tensor, reduce_scatter_tensor: "
+               "chunk + cat off dim 0)",
                "pytorch/pytorch @ 02eef6b8: torch/distributed/tensor/parallel/loss.py (_log_softmax, "
                "_nll_loss_and_log_softmax_backward)",
                "pytorch/pytorch: torch/distributed/pipelining/stage.py (backward_maybe_with_nosync)",

@@ -479,6 +479,56 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
   CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.tp_backward_overlap);
 }
 
+TEST_CASE("DTensor sequence parallelism copies every gathered and scattered activation whole", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  ParallelLayout l = tp8_sequence_parallel();
+  l.behaviour.sp_saves_gathered_inputs = true;
+  // Compute of 32 blocks with and without the copies; each copy reads and writes one whole
+  // micro-batch x 8192 x 4096 bf16 activation.
+  auto extra_s = [&](const TrainingSetup& t, bool view_at_1) {
+    const PerfBasis b = basis_of(a, t);
+    ParallelLayout with = l;
+    with.behaviour.sp_collective_copies = true;
+    with.behaviour.sp_gather_view_at_batch_1 = view_at_1;
+    return stage_costs(b, t, with, c).last.compute_s - stage_costs(b, t, l, c).last.compute_s;
+  };
+  const double copy2 = 2.0 * (2 * 8192.0) * 4096 * 2 / hbm, copy1 = copy2 / 2;
+  // No recomputation: the forward's 2 all-gathers + 2 reduce-scatters, the backward's 2 + 2.
+  CHECK(extra_s(bf16(2, 8192), true) == Approx(32 * 8 * copy2).epsilon(1e-9));
+  // Micro-batch 1 gathers into a view: only the four reduce-scatters copy.
+  CHECK(extra_s(bf16(1, 8192), true) == Approx(32 * 4 * copy1).epsilon(1e-9));
+  CHECK(extra_s(bf16(1, 8192), false) == Approx(32 * 8 * copy1).epsilon(1e-9));
+  // Full recomputation repeats the forward's four; the op-level policy its two all-gathers.
+  TrainingSetup full = bf16(2, 8192);
+  full.checkpointing = Checkpointing::kFull;
+  CHECK(extra_s(full, true) == Approx(32 * 12 * copy2).epsilon(1e-9));
+  TrainingSetup op = bf16(2, 8192);
+  op.checkpointing = Checkpointing::kSelective;
+  op.selective_every_other_mm = true;
+  CHECK(extra_s(op, true) == Approx(32 * 10 * copy2).epsilon(1e-9));
+  // Megatron's [sequence, batch, hidden] gathers in place; DTensor frameworks copy, and torch
+  // before the batch-1 view copied at every micro-batch.
+  CHECK_FALSE(framework_profile(Framework::kMegatron).dist.sp_collective_copies);
+  for (Framework f : {Framework::kTorchtitan, Framework::kTorchtune}) {
+    const FrameworkProfile& p = framework_profile(f);
+    CHECK(framework_behaviour(p, 0).sp_collective_copies);
+    CHECK(framework_behaviour(p, 0).sp_gather_view_at_batch_1);
+    CHECK(framework_behaviour(p, 202604).sp_gather_view_at_batch_1);
+    CHECK_FALSE(framework_behaviour(p, 202603).sp_gather_view_at_batch_1);
+    CHECK(framework_behaviour(p, 202412).sp_collective_copies);
+  }
+  // Micro-batch 1 is then faster per token than 2, and the speed bound at 2 still covers it.
+  l.behaviour.sp_collective_copies = true;
+  l.behaviour.sp_gather_view_at_batch_1 = true;
+  const TrainingSetup one = bf16(1, 8192), two = bf16(2, 8192);
+  const PerfBasis b = basis_of(a, two);
+  const double tps1 = estimate_step_time(b, one, l, c).tokens_per_s;
+  REQUIRE(tps1 > estimate_step_time(b, two, l, c).tokens_per_s);
+  CHECK(tps1 <= tokens_per_s_upper_bound(b, two, l, c));
+}
+
 TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipeline sends over the tp ranks", "[perf][pp]") {
   const FrameworkProfile& megatron = framework_profile(Framework::kMegatron);
   const DistributedBehaviour now = framework_behaviour(megatron, 0);
