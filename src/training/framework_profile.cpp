@@ -177,10 +177,16 @@ FrameworkProfile torchtitan() {
   p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
   p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input
-  p.dist.sp_collective_copies = true;            // Shard(1) of [batch, seq, hidden]: funcol chunk + cat
+  p.dist.sp_collective_copies = false;           // #4121: activations [tokens, hidden], Shard(0) between blocks
   p.dist.sp_gather_view_at_batch_1 = true;
   p.dist.loss_parallel_decomposed = true;        // train.py: loss_parallel() context under tp > 1
-  p.history = {sp_batch1_gather_copied(),
+  p.history = {{202608, "sequence-parallel collectives gather and scatter [batch, seq, hidden] activations on the sequence "
+                "(Shard(1)), copying each gathered and scattered tensor whole",
+                "pytorch/torchtitan @ 9dec370: parallelisms/parallelize_llama.py apply_tp (Shard(1) layouts; its note: "
+                "folding batch and sequence would accelerate sequence parallelism, PR #437); 73aed7f6c (#4121, 2026-08-20, "
+                "\"fold batch dim\") made activations [tokens, hidden], Shard(0) between blocks",
+                nullptr, [](DistributedBehaviour& d) { d.sp_collective_copies = true; }},
+               sp_batch1_gather_copied(),
                {202504, "torch.compile covers the transformer blocks only, not the loss",
                 "pytorch/torchtitan PR #1033 (merged 2025-04-01): build_loss_fn compiles the loss when training.compile is "
                 "set (PR #1608, 2025-08, made model and loss separate compile components, both on by default)",

@@ -508,12 +508,17 @@ TEST_CASE("DTensor sequence parallelism copies every gathered and scattered acti
   op.checkpointing = Checkpointing::kSelective;
   op.selective_every_other_mm = true;
   CHECK(extra_s(op, true) == Approx(32 * 10 * copy2).epsilon(1e-9));
-  // Megatron's [sequence, batch, hidden] gathers in place; DTensor frameworks copy, and torch
-  // before the batch-1 view copied at every micro-batch.
+  // Megatron's [sequence, batch, hidden] gathers in place; DTensor frameworks copy, torch before
+  // the batch-1 view copied at every micro-batch, and torchtitan has folded the batch into the
+  // tokens since 2026-08 (its activations gather on dim 0).
   CHECK_FALSE(framework_profile(Framework::kMegatron).dist.sp_collective_copies);
+  const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
+  CHECK_FALSE(framework_behaviour(titan, 0).sp_collective_copies);
+  CHECK_FALSE(framework_behaviour(titan, 202608).sp_collective_copies);
+  CHECK(framework_behaviour(titan, 202607).sp_collective_copies);
+  CHECK(framework_profile(Framework::kTorchtune).dist.sp_collective_copies);
   for (Framework f : {Framework::kTorchtitan, Framework::kTorchtune}) {
     const FrameworkProfile& p = framework_profile(f);
-    CHECK(framework_behaviour(p, 0).sp_collective_copies);
     CHECK(framework_behaviour(p, 0).sp_gather_view_at_batch_1);
     CHECK(framework_behaviour(p, 202604).sp_gather_view_at_batch_1);
     CHECK_FALSE(framework_behaviour(p, 202603).sp_gather_view_at_batch_1);
