@@ -145,6 +145,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"sp_collective_copies", b.sp_collective_copies},
            {"sp_gather_view_at_batch_1", b.sp_gather_view_at_batch_1},
+           {"tp_sequence_parallel_only", b.tp_sequence_parallel_only},
            {"tp_backward_overlap", b.tp_backward_overlap},
            {"pp_scatter_gather", b.pp_scatter_gather},
            {"param_gather_overlaps_forward", b.param_gather_overlaps_forward},

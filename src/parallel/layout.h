@@ -79,6 +79,10 @@ struct DistributedBehaviour {
   /// ... except an all-gather whose dims before the sequence are all 1 (micro-batch 1), which
   /// is a view (torch/_utils.py _maybe_view_chunk_cat).
   bool sp_gather_view_at_batch_1 = false;
+  /// The framework's tensor-parallel plan always shards the sequence between blocks (torchtitan
+  /// apply_tp, torchtune's training plans: SequenceParallel norms): the search offers no tensor
+  /// parallelism without sequence parallelism.
+  bool tp_sequence_parallel_only = false;
   /// Column-parallel linears launch their backward collectives asynchronously: the input
   /// gradient's all-reduce (reduce-scatter under sequence parallelism) runs beside the weight-
   /// gradient GEMM and the re-gather of the saved input shard beside the input-gradient GEMM

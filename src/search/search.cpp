@@ -319,6 +319,7 @@ class Searcher {
   void add_structure(std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int64_t dp, std::int64_t vpp, std::int64_t ep,
                      Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
     if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
+    if (tp > 1 && !sp && in_.behaviour.tp_sequence_parallel_only) return reject("framework_tp_needs_sequence_parallel", n_mb);
     ParallelLayout l;
     l.tp = tp;
     l.pp = pp;

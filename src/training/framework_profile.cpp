@@ -134,6 +134,7 @@ FrameworkProfile torchtune() {
   p.dist.sp_saves_gathered_inputs = true;
   p.dist.sp_collective_copies = true;
   p.dist.sp_gather_view_at_batch_1 = true;
+  p.dist.tp_sequence_parallel_only = true;       // every training plan has SequenceParallel norms
   // Distributed configs list custom_sharded_layers: ['tok_embeddings', 'output']: units of
   // their own, resharded like the blocks (not a root that stays gathered).
   p.dist.root_unit_gathered = false;
@@ -179,6 +180,7 @@ FrameworkProfile torchtitan() {
   p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input
   p.dist.sp_collective_copies = false;           // #4121: activations [tokens, hidden], Shard(0) between blocks
   p.dist.sp_gather_view_at_batch_1 = true;
+  p.dist.tp_sequence_parallel_only = true;       // apply_tp: SequenceParallel norms in every plan
   p.dist.loss_parallel_decomposed = true;        // train.py: loss_parallel() context under tp > 1
   p.history = {{202608, "sequence-parallel collectives gather and scatter [batch, seq, hidden] activations on the sequence "
                 "(Shard(1)), copying each gathered and scattered tensor whole",

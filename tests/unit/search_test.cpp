@@ -930,6 +930,44 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
   CHECK(r.enumerated == r.valid + rejected);
 }
 
+TEST_CASE("torchtitan and torchtune are offered tensor parallelism only with sequence parallelism", "[search][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  SearchInput in;
+  in.arch = &a;
+  in.inv = &inv;
+  in.training = bf16(1, 4096);
+  in.cluster = cluster("H100-80GB", 8);
+  in.top = 50;
+  in.space.pp = {1};
+  in.space.cp = {1};
+  in.space.tp = {1, 8};
+  in.space.max_micro_batch = 1;
+  in.space.offload = {Offload::kNone};
+  in.space.checkpointing = {Checkpointing::kFull};
+  // Two structures at tp 8 (dp 1, so no sharding stage; sequence parallel off and on) and the
+  // rest at tp 1: each framework's plan decides whether tp 8 without sequence parallel is offered.
+  auto run = [&](Framework f) {
+    in.behaviour = framework_profile(f).dist;
+    return run_search(in);
+  };
+  const SearchResult titan = run(Framework::kTorchtitan), megatron = run(Framework::kMegatron);
+  const auto rejected = [](const SearchResult& r, const char* code) {
+    std::int64_t n = 0;
+    for (const auto& [rule, count] : r.rejected) n += rule == code ? count : 0;
+    return n;
+  };
+  CHECK(rejected(titan, "framework_tp_needs_sequence_parallel") == 1);
+  CHECK(rejected(megatron, "framework_tp_needs_sequence_parallel") == 0);
+  CHECK(titan.valid + 1 == megatron.valid);
+  bool titan_tp_without_sp = false, megatron_tp_without_sp = false;
+  for (const Candidate& c : titan.top) titan_tp_without_sp |= c.layout.tp > 1 && !c.layout.sequence_parallel;
+  for (const Candidate& c : megatron.top) megatron_tp_without_sp |= c.layout.tp > 1 && !c.layout.sequence_parallel;
+  CHECK_FALSE(titan_tp_without_sp);
+  CHECK(megatron_tp_without_sp);
+  CHECK(framework_profile(Framework::kTorchtune).dist.tp_sequence_parallel_only);
+}
+
 TEST_CASE("every method family reports a per-GPU peak: its best that fits, or its least-memory layout", "[search]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-70B-Instruct");
   const TensorInventory inv = build_tensor_inventory(a);
