@@ -56,6 +56,22 @@ ParallelLayout tp8_sequence_parallel() {
   return l;
 }
 
+/// A search over one 8-GPU node of `gpu`, bf16 at sequence 4096, with neither pipeline nor
+/// context parallelism, full checkpointing and no offload.
+SearchInput one_node_search(const ModelArchitecture& a, const TensorInventory& inv, const char* gpu, std::int64_t top) {
+  SearchInput in;
+  in.arch = &a;
+  in.inv = &inv;
+  in.training = bf16(1, 4096);
+  in.cluster = cluster(gpu, 8);
+  in.top = top;
+  in.space.pp = {1};
+  in.space.cp = {1};
+  in.space.offload = {Offload::kNone};
+  in.space.checkpointing = {Checkpointing::kFull};
+  return in;
+}
+
 json call(std::string (*f)(std::string_view), const json& request) { return json::parse(f(request.dump())); }
 
 std::string read_file(const std::string& path) {
@@ -933,18 +949,9 @@ TEST_CASE("the pruned search finds the best layout that estimating every candida
 TEST_CASE("torchtitan and torchtune are offered tensor parallelism only with sequence parallelism", "[search][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TensorInventory inv = build_tensor_inventory(a);
-  SearchInput in;
-  in.arch = &a;
-  in.inv = &inv;
-  in.training = bf16(1, 4096);
-  in.cluster = cluster("H100-80GB", 8);
-  in.top = 50;
-  in.space.pp = {1};
-  in.space.cp = {1};
+  SearchInput in = one_node_search(a, inv, "H100-80GB", 50);
   in.space.tp = {1, 8};
   in.space.max_micro_batch = 1;
-  in.space.offload = {Offload::kNone};
-  in.space.checkpointing = {Checkpointing::kFull};
   // Two structures at tp 8 (dp 1, so no sharding stage; sequence parallel off and on) and the
   // rest at tp 1: each framework's plan decides whether tp 8 without sequence parallel is offered.
   auto run = [&](Framework f) {
@@ -971,17 +978,8 @@ TEST_CASE("torchtitan and torchtune are offered tensor parallelism only with seq
 TEST_CASE("every method family reports a per-GPU peak: its best that fits, or its least-memory layout", "[search]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-70B-Instruct");
   const TensorInventory inv = build_tensor_inventory(a);
-  SearchInput in;
-  in.arch = &a;
-  in.inv = &inv;
-  in.training = bf16(1, 4096);
-  in.cluster = cluster("A100-80GB", 8);
-  in.top = 3;
-  in.space.pp = {1};
-  in.space.cp = {1};
+  SearchInput in = one_node_search(a, inv, "A100-80GB", 3);
   in.space.max_micro_batch = 2;
-  in.space.offload = {Offload::kNone};
-  in.space.checkpointing = {Checkpointing::kFull};
   const SearchResult r = run_search(in);
   // Brute force at micro-batch 1 (memory grows with the micro-batch, so it settles each family).
   std::map<std::string, std::pair<bool, std::int64_t>> brute;  // family -> (fits, least bytes)
