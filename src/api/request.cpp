@@ -220,7 +220,8 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     p.vpp = f.int_or({"vpp"}, 1, kMaxDegree, 1);
     p.cp = f.int_or({"cp"}, 1, kMaxDegree, 1);
     p.ep = f.int_or({"ep"}, 1, kMaxDegree, 1);
-    p.sequence_parallel = f.bool_or({"sequence_parallel"}, false);
+    // A framework whose tensor-parallel plan always shards the sequence runs tp > 1 with it.
+    p.sequence_parallel = f.bool_or({"sequence_parallel"}, p.tp > 1 && p.behaviour.tp_sequence_parallel_only);
     p.sharding = enum_or(f, "sharding", kShardingNames, p.sharding);
     p.shard_degree = f.int_or({"shard_degree"}, 1, kMaxDegree, 0);
     p.schedule = enum_or(f, "schedule", kScheduleNames, p.vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B);

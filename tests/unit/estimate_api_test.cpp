@@ -249,6 +249,26 @@ TEST_CASE("framework_version applies the framework's dated behaviour", "[api][es
   CHECK(later["result"]["parallel"]["behaviour"]["tp_backward_overlap"] == true);
 }
 
+TEST_CASE("tensor parallelism under torchtitan or torchtune shards the sequence unless the request says not", "[api][estimate][frameworks]") {
+  json req = base_request();
+  req["cluster"]["gpus"] = 2;
+  req["parallel"] = {{"tp", 2}};
+  auto sequence_parallel = [&](const char* framework) {
+    req["training"]["framework"] = framework;
+    const json r = estimate(req);
+    REQUIRE(r["ok"] == true);
+    return r["result"]["parallel"]["sequence_parallel"].get<bool>();
+  };
+  CHECK(sequence_parallel("torchtitan"));
+  CHECK(sequence_parallel("torchtune"));
+  CHECK_FALSE(sequence_parallel("megatron"));
+  req["parallel"]["sequence_parallel"] = false;
+  CHECK_FALSE(sequence_parallel("torchtitan"));
+  // Without tensor parallelism there is nothing to shard.
+  req["parallel"] = {{"dp", 2}};
+  CHECK_FALSE(sequence_parallel("torchtitan"));
+}
+
 // torchtune's recipes since PR #1512 (2024-09-07): only lora_finetune_single_device keeps the
 // compiled loss (the others discard training.compile_loss's result), and a chunked loss is
 // compiled in place everywhere.
