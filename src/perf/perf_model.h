@@ -40,15 +40,16 @@ struct PerfConstants {
   /// Matmul throughput at training shapes as a fraction of the dense peak. 0: by GPU
   /// architecture (matmul_efficiency_for): 0.90 of the largest throughput measured over shapes
   /// ("MAMF", stas00/ml-engineering compute/accelerator/README.md, bf16 table: A100 SXM 86.9 %,
-  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 60.1 %; 80 % for GPUs without a
-  /// measurement), the share transformer-layer GEMMs reach (perf_model.cpp).
+  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 51.4 %, MI325X 60.4 %; 80 % for GPUs
+  /// without a measurement), the share transformer-layer GEMMs reach (perf_model.cpp).
   double matmul_efficiency = 0;
   /// Fraction of the 16-bit peak the fused attention kernel (sdpa, flash: FlashAttention-2)
   /// sustains over forward and backward. 0: by GPU architecture (attention_efficiency_for):
   /// 0.5 where FlashAttention-2 was built for the GPU (Dao 2023, §4.1, Fig. 5–6: 50–73 % of the
   /// A100 peak forward, 40–63 % backward), 0.35 on Hopper, where it lacks the asynchronous
   /// (TMA, WGMMA) instructions (Shah et al. 2024, FlashAttention-3, abstract: "only 35 %
-  /// utilization on the H100 GPU"; Dao 2023 §4.1: up to 335 TFLOP/s forward + backward on H100).
+  /// utilization on the H100 GPU"; Dao 2023 §4.1: up to 335 TFLOP/s forward + backward on H100),
+  /// 0.238 on CDNA3 (MI300X, MI325X), PyTorch's ROCm kernel (AOTriton) as measured (perf_model.cpp).
   double flash_attention_efficiency = 0;
   /// Fraction of HBM bandwidth that memory-bound elementwise kernels sustain (STREAM-like copy
   /// kernels reach 85–92 % of the datasheet bandwidth on A100/H100; 0.85 taken).
