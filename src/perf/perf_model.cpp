@@ -518,11 +518,13 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     // reduce-scatters the two input gradients and re-gathers any saved shards; a full
     // recomputation repeats the forward's four (inside elem_fwd), the op-level policy its two
     // all-gathers (it saves reduce-scatter outputs). Each copy reads and writes the whole tensor.
+    // Under sequence parallelism the backward gathers a saved local input shard again for a
+    // weight gradient, unless the gathered input itself was saved (sp_saves_gathered_inputs).
+    const bool sp_regathers = l.sequence_parallel && !l.behaviour.sp_saves_gathered_inputs && trainable_share > 0;
     if (!row_tp && l.tp > 1 && l.sequence_parallel && l.behaviour.sp_collective_copies) {
       const double copy_s = 2 * tokens * static_cast<double>(b.hidden) * act_bytes / hbm;
       const double gather_copy_s = t.micro_batch == 1 && l.behaviour.sp_gather_view_at_batch_1 ? 0.0 : copy_s;
-      const bool regathers = !l.behaviour.sp_saves_gathered_inputs && trainable_share > 0;
-      const double bwd_gathers = regathers ? 4.0 : 2.0, policy_gathers = recompute_mm_policy ? 2.0 : 0.0;
+      const double bwd_gathers = sp_regathers ? 4.0 : 2.0, policy_gathers = recompute_mm_policy ? 2.0 : 0.0;
       elem_fwd += 2 * (gather_copy_s + copy_s);
       elem_bwd += 2 * copy_s + bwd_gathers * gather_copy_s;
       recompute_elem += policy_gathers * gather_copy_s;
@@ -557,8 +559,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       // group's weight-gradient GEMMs and the re-gather beside its input-gradient GEMMs.
       const double column_reduce = l.sequence_parallel ? ag : ar;
       const double row_gather = l.sequence_parallel ? ag : 0.0;
-      const bool regathers = l.sequence_parallel && !l.behaviour.sp_saves_gathered_inputs && trainable_share > 0;
-      const double regather = regathers ? ag : 0.0;
+      const double regather = sp_regathers ? ag : 0.0;
       double group_gemm_s[2] = {0, 0};  // the column-parallel GEMMs before and after the first row-parallel one
       if (const std::vector<BlockMatmul>* mms = matmuls_for(pl, l.tp)) {
         std::size_t group = 0;
@@ -876,15 +877,15 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
 
 double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
                                 const ClusterSpec& c, const PerfConstants& k, const StageCosts* known) {
-  const StepTime st = estimate_step_time(basis, t, l, c, k, known);
+  StageCosts computed;
+  const StageCosts& costs = known ? *known : (computed = stage_costs(basis, t, l, c, k));
+  const StepTime st = estimate_step_time(basis, t, l, c, k, &costs);
   const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
   // Sequence-parallel all-gathers that are views at micro-batch 1 only: micro-batch 1 skips
   // their copies, so the bound leaves them out at every micro-batch (the busiest stage's, at most
   // what any stage spends on them).
   double per_mb = st.per_micro_batch_s;
   if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
-    StageCosts computed;
-    const StageCosts& costs = known ? *known : (computed = stage_costs(basis, t, l, c, k));
     per_mb -= std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
   }
   // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
