@@ -1,6 +1,7 @@
-# Layering rules (docs/architecture.md), checked by grep so a violation fails ctest:
-# 1. nothing under src/ mentions Emscripten; 2. formula code (model/) never includes JSON;
-# 3. wasm_bindings/ includes only the api facade; 4. nothing reads the sibling shared/ folder.
+# Layering rules (README "Layout"), checked by grep so a violation fails ctest:
+# 1. nothing under src/ mentions Emscripten; 2. formula code never includes JSON (nlohmann or the
+# reader's Json alias); 3. the step-time model never includes the memory model (both read block/);
+# 4. wasm_bindings/ includes only the api facade; 5. nothing reads the sibling shared/ folder.
 file(GLOB_RECURSE core ${ROOT}/src/*.h ${ROOT}/src/*.cpp)
 foreach(f ${core})
   file(READ ${f} text)
@@ -8,12 +9,19 @@ foreach(f ${core})
     message(FATAL_ERROR "src/ must not mention Emscripten: ${f}")
   endif()
 endforeach()
-file(GLOB_RECURSE formula ${ROOT}/src/model/* ${ROOT}/src/memory/* ${ROOT}/src/parallel/*
-     ${ROOT}/src/search/* ${ROOT}/src/perf/*)
+file(GLOB_RECURSE formula ${ROOT}/src/model/* ${ROOT}/src/block/* ${ROOT}/src/memory/* ${ROOT}/src/parallel/*
+     ${ROOT}/src/search/* ${ROOT}/src/perf/* ${ROOT}/src/training/* ${ROOT}/src/reference/* ${ROOT}/src/hardware/*)
 foreach(f ${formula})
   file(READ ${f} text)
-  if(text MATCHES "nlohmann")
+  if(text MATCHES "nlohmann|json_input\\.h|[^A-Za-z_]Json[^A-Za-z_]")
     message(FATAL_ERROR "formula code must not see JSON: ${f}")
+  endif()
+endforeach()
+file(GLOB_RECURSE perf ${ROOT}/src/perf/*)
+foreach(f ${perf})
+  file(READ ${f} text)
+  if(text MATCHES "#include \"memory/")
+    message(FATAL_ERROR "the step-time model must not include the memory model: ${f}")
   endif()
 endforeach()
 file(GLOB bindings ${ROOT}/wasm_bindings/*.cpp)

@@ -5,30 +5,11 @@
 #include <string>
 
 #include "common/units.h"
+#include "parallel/as_run.h"
 
 namespace memfit {
 
-std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
-  switch (o) {
-    case Optimizer::kAdamW: return 2 * elem;            // exp_avg + exp_avg_sq in the param dtype
-    case Optimizer::kPagedAdamW32bit: return 8;         // fp32 moments (paged: unified memory)
-    case Optimizer::kAdamW8bit:
-    case Optimizer::kPagedAdamW8bit: return 2;          // two uint8 moments (+ per-2048 absmax)
-    case Optimizer::kAdamW4bit: return 1;               // two 4-bit moments
-    case Optimizer::kSgd: return 0;
-    case Optimizer::kSgdMomentum:
-    case Optimizer::kLion:
-    case Optimizer::kMuon: return elem;                 // one momentum buffer
-    case Optimizer::kAdafactor: return 0;               // factored: rows + cols, added per tensor
-  }
-  return 2 * elem;
-}
-
 namespace {
-
-bool is_linear_in_block(const TensorSpec& s) {
-  return s.linear_weight && s.kind != ModuleKind::kLmHead && s.kind != ModuleKind::kRouter;
-}
 
 // Millionths of a byte per parameter of a quantised frozen linear with `in` input features.
 std::int64_t quant_micro_bytes(BaseQuant q, std::int64_t in) {
@@ -42,37 +23,6 @@ std::int64_t quant_micro_bytes(BaseQuant q, std::int64_t in) {
 }
 
 }  // namespace
-
-bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
-  if (s.kind == ModuleKind::kLmHead && s.linear_weight && !s.tied) {
-    for (const std::string& target : t.lora_targets) {
-      if (target == "head") return true;  // the output projection (torchtune apply_lora_to_output)
-    }
-    return false;
-  }
-  if (!is_linear_in_block(s)) return false;
-  for (const std::string& target : t.lora_targets) {
-    if (target == "all-linear") return true;
-    if (target == s.role) return true;
-    // Fused projections carry the adapter when any of their parts is targeted.
-    if (s.role == "qkv" && (target == "q" || target == "k" || target == "v")) return true;
-    if (s.role == "gate_up" && (target == "gate" || target == "up")) return true;
-    if ((s.role == "q_a" || s.role == "q_b") && target == "q") return true;
-    if ((s.role == "kv_a" || s.role == "kv_b") && (target == "k" || target == "v")) return true;
-  }
-  return false;
-}
-
-bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept {
-  switch (t.method) {
-    case Method::kFull: return true;
-    case Method::kFreeze: return layer >= 0 && layer >= num_layers - t.freeze_trainable_layers;
-    case Method::kLora:
-    case Method::kQlora:
-    case Method::kDora: return false;
-  }
-  return true;
-}
 
 std::int64_t RankShard::held(std::int64_t first, std::int64_t count) const noexcept {
   if (layers.empty()) return count;
@@ -121,9 +71,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const std::int64_t wb = master_in_opt ? 2 : stored_weight_bytes(t);
   const bool lora = is_lora_like(t.method);
   const BaseQuant quant = lora ? effective_base_quant(t) : BaseQuant::kNone;
-  // PEFT keeps adapters in fp32 (autocast_adapter_dtype=True since PEFT 0.12); frameworks that
-  // build adapters in the model dtype keep them in the parameter dtype.
-  const std::int64_t adapter_bytes = t.adapters_fp32 ? 4 : wb;
+  const std::int64_t adapter_elem_bytes = adapter_bytes(t);
   // prepare_model_for_kbit_training casts the non-quantised parameters to fp32.
   const std::int64_t quant_other_bytes = t.kbit_prep_fp32 ? 4 : wb;
   // Trainable elements by class (0 dense, 1 expert) and by element bytes of the stored tensor.
@@ -133,9 +81,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   std::int64_t adafactor_state = 0;
   std::int64_t layer_grad_sum = 0;
   std::int64_t layer_gather = 0, layer_reduce = 0;  // of the layer being visited
-  // Gradient element bytes as computed in backward, and as reduced.
-  const std::int64_t compute_grad_bytes = gathered_16bit ? 2 : 0;  // 0: the stored dtype
-  const bool reduce_fp32 = shard.behaviour.reduce_in_fp32 && (gathered_16bit || wb == 2);
+  // Gradient element bytes of base weights as computed in backward, and as reduced.
+  const GradientBytes grad_bytes = base_gradient_bytes(t, shard.behaviour);
 
   auto visit = [&](const TensorSpec& s, std::int64_t layer, std::int64_t layers_in_group, bool in_stack) {
     if (!in_stack) {
@@ -185,14 +132,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;
       }
       const std::int64_t gb = master_in_opt ? t.main_grad_bytes : bytes_per;
-      {
-        const std::int64_t cb = compute_grad_bytes > 0 ? compute_grad_bytes : gb;
-        m.unsharded_accumulated_gradient_bytes += n * (reduce_fp32 && cb == 2 ? 4 : cb);
-      }
+      m.unsharded_accumulated_gradient_bytes += n * grad_bytes.reduced;
       if (in_stack) {
         layer_grad_sum += n * gb;
-        const std::int64_t cb = compute_grad_bytes > 0 ? compute_grad_bytes : gb;
-        layer_reduce += per_copy * copies * (cb + (reduce_fp32 && cb == 2 ? 4 : 0));
+        // The computed gradient, and its fp32 copy when the reduction upcasts it.
+        const std::int64_t upcast = grad_bytes.reduced != grad_bytes.computed ? grad_bytes.reduced : 0;
+        layer_reduce += per_copy * copies * (grad_bytes.computed + upcast);
       } else if (s.kind == ModuleKind::kLmHead || s.kind == ModuleKind::kNorm) {
         m.head_gradient_bytes += n * gb;
       }
@@ -208,21 +153,21 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       const std::int64_t a = checked_mul(per_adapter, checked_mul(copies, layers_in_group, "adapter size"), "adapter size");
       m.adapter_params += a;
       m.trainable_params += a;
-      trainable_elems[c][adapter_bytes] += a;
-      cls[c].weights = checked_add(cls[c].weights, a * adapter_bytes, "weight bytes");
-      largest_trainable = std::max(largest_trainable, per_adapter * adapter_bytes);
-      m.unsharded_accumulated_gradient_bytes += a * adapter_bytes;
+      trainable_elems[c][adapter_elem_bytes] += a;
+      cls[c].weights = checked_add(cls[c].weights, a * adapter_elem_bytes, "weight bytes");
+      largest_trainable = std::max(largest_trainable, per_adapter * adapter_elem_bytes);
+      m.unsharded_accumulated_gradient_bytes += a * adapter_elem_bytes;
       if (in_stack) {
-        layer_grad_sum += a * adapter_bytes;
-        layer_gather += per_adapter * copies * adapter_bytes;
-        layer_reduce += per_adapter * copies * adapter_bytes;
+        layer_grad_sum += a * adapter_elem_bytes;
+        layer_gather += per_adapter * copies * adapter_elem_bytes;
+        layer_reduce += per_adapter * copies * adapter_elem_bytes;
       } else {
-        m.head_gradient_bytes += a * adapter_bytes;
+        m.head_gradient_bytes += a * adapter_elem_bytes;
       }
       if (t.method == Method::kDora) {
         // PEFT DoRA: lora_B.weight @ lora_A.weight and W + that product, both (out, in) in the
         // adapter dtype, to take the column norm each forward (peft/tuners/lora/dora.py).
-        m.dora_norm_workspace_bytes = std::max(m.dora_norm_workspace_bytes, checked_mul(2 * out * in, adapter_bytes, "workspace bytes"));
+        m.dora_norm_workspace_bytes = std::max(m.dora_norm_workspace_bytes, checked_mul(2 * out * in, adapter_elem_bytes, "workspace bytes"));
       }
     }
   };

@@ -10,19 +10,10 @@
 #include "common/units.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
+#include "training/parameters.h"
 #include "training/training_setup.h"
 
 namespace memfit {
-
-/// NF4 with block size 64 and double-quantised absmax: 4 bits per weight + 8-bit absmax per
-/// 64 weights + one fp32 scale per 256 absmax blocks (bitsandbytes Linear4bit, Dettmers et al.
-/// 2023 §3). In millionths of a byte per parameter, to keep integer arithmetic exact enough.
-inline constexpr std::int64_t kNf4MicroBytesPerParam = 515'869;  // 0.5 + 1/64 + 4/(64*256)
-/// GPTQ 4-bit, group size 128: packed int4 weights + one fp16 scale and one packed 4-bit zero
-/// point per group of 128 input features (AutoGPTQ/optimum QuantLinear qweight/scales/qzeros).
-inline constexpr std::int64_t kGptq4MicroBytesPerParam = 519'531;  // 0.5 + 2/128 + 0.5/128
-/// bitsandbytes LLM.int8 (Linear8bitLt): int8 weights + one fp32 absmax (SCB) per output row.
-inline constexpr std::int64_t kInt8RowScaleBytes = 4;
 
 struct ModelStates {
   std::int64_t total_params = 0;
@@ -88,16 +79,6 @@ struct RankShard {
   /// How many of layers [first, first + count) this rank holds.
   std::int64_t held(std::int64_t first, std::int64_t count) const noexcept;
 };
-
-/// Whether the base weights of block `layer` (-1: embeddings, final norm, head) train:
-/// full = all, freeze = the last k blocks, lora/qlora/dora = none.
-bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept;
-/// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
-bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
-
-/// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes (Adafactor's
-/// factored rows and columns are added per tensor: 0 here).
-std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem);
 
 /// States of one rank; the default shard is the whole model on one GPU.
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,

@@ -35,9 +35,7 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
     c.shard.expert_shard = l.expert_shard();
     c.shard.data_parallel = l.dp * l.cp;
     c.shard.padded_vocab = vocab_multiple > 1 ? ceil_div(arch.vocab_size, vocab_multiple) * vocab_multiple : 0;
-    // Row-split linears (Colossal-AI 1D TP) leave every activation whole on each tp rank.
-    c.split = {l.behaviour.tp_row_linears ? 1 : l.tp, l.sequence_parallel,
-               l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs};
+    c.split = activation_split(l);
     c.cp = l.cp;
     c.communicators = communicators;
     c.shard.behaviour = l.behaviour;

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "common/units.h"
-#include "memory/activations.h"
+#include "block/activations.h"
 
 namespace memfit {
 
@@ -46,14 +46,10 @@ class Replay {
     // still spans the whole sequence (each query attends to seq_len keys).
     tokens_ = checked_mul(t.micro_batch, t.seq_len / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
     seq_div_ = rank.split.sequence_parallel ? rank.split.tp : 1;
-    const bool ckpt = t.checkpointing == Checkpointing::kFull;
-    // Layer-wise selective checkpointing: the blocks that are not checkpointed save everything.
-    const bool layer_sac = t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0;
-    const bool mm_sac = t.checkpointing == Checkpointing::kSelective && !layer_sac && t.selective_every_other_mm;
-    // Only layer- and op-level selective checkpointing read the unchecked layer (a copy holds
-    // the LoRA target list: made only when needed).
+    // Layer- and op-level selective checkpointing read the unchecked layer (a copy holds the LoRA
+    // target list: made only when needed).
     std::optional<TrainingSetup> unchecked;
-    if (layer_sac || mm_sac) {
+    if (policy_reads_unchecked_layer(t)) {
       unchecked = t;
       unchecked->checkpointing = Checkpointing::kNone;
     }
@@ -87,22 +83,11 @@ class Replay {
         ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                      checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
                                                  positions, "activation bytes"), "activation bytes");
-        const std::int64_t checkpoint = checked_mul(ga.acts.checkpoint_per_token, tokens_, "activation bytes");
-        ga.kept_bytes = ckpt ? checkpoint : ga.saved_bytes;
-        ga.recomputed = ckpt;
-        if (mm_sac) {
-          // The saved matmul outputs stay; the rest of the layer is recomputed in its backward.
-          ga.kept_bytes = checked_mul(ga.acts.mm_policy_kept_per_token, tokens_, "activation bytes");
-          ga.recomputed = true;
-        }
-        if (layer_sac) {
-          // torchtitan counts blocks from 1 and checkpoints those whose count the period divides.
-          const std::int64_t p = t.selective_layer_period;
-          const std::int64_t checkpointed = hi / p - lo / p;
-          ga.kept_bytes = (checked_mul(checkpointed, checkpoint, "activation bytes") +
-                           checked_mul(ga.layers - checkpointed, ga.saved_bytes, "activation bytes")) / ga.layers;
-          ga.recomputed = checkpointed > 0;
-        }
+        const LayerKeep keep = layer_keep(ga.acts, t, lo, hi);
+        ga.kept_bytes = keep.bytes_per_layer(tokens_, positions);
+        ga.recomputed = keep.recomputes;
+        kept_activation_bytes_ = checked_add(kept_activation_bytes_, checked_mul(ga.kept_bytes, ga.layers, "activation bytes"),
+                                             "activation bytes");
       }
     }
     comm_layer_ = attention_exchange_bytes();
@@ -287,6 +272,7 @@ class Replay {
     est.nccl_bytes = p.nccl_bytes;
     est.device_total_bytes = p.device_total_bytes;
     est.activations_peak_bytes = act_peak_;
+    est.kept_activation_bytes_per_micro_batch = kept_activation_bytes_;
   }
 
  public:
@@ -613,6 +599,7 @@ class Replay {
   mutable std::int64_t step_peak_ = 0;  // the largest total of this step's events so far
   bool totals_only_ = false;            // peaks(): no breakdown or label of the peak kept
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
+  std::int64_t kept_activation_bytes_ = 0;  // every held layer's kept set for one micro-batch
   std::vector<GroupActs> groups_;
 };
 
@@ -633,11 +620,6 @@ Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv
 
 namespace {
 // FSDP with a 16-bit mixed-precision policy gathers 16-bit parameters: no autocast copies.
-bool gathers_16bit_params(const ParallelLayout& l, const TrainingSetup& t) {
-  return l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
-         l.behaviour.sharded_params_16bit;
-}
-
 // The setup as the layout runs it (resolve_distributed_setup), copied into `storage` only when
 // the layout changes it (a copy holds the LoRA target list).
 const TrainingSetup& resolved_setup(const ParallelLayout& l, const TrainingSetup& t,
@@ -648,11 +630,6 @@ const TrainingSetup& resolved_setup(const ParallelLayout& l, const TrainingSetup
   return *storage;
 }
 }  // namespace
-
-TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t) {
-  std::optional<TrainingSetup> storage;
-  return resolved_setup(l, t, storage);
-}
 
 DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const TensorInventory& inv,
                                          const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "memory/activations.h"
+#include "block/activations.h"
 #include "memory/model_states.h"
 #include "model/tensor_inventory.h"
+#include "parallel/as_run.h"
 #include "parallel/layout.h"
 #include "training/training_setup.h"
 
@@ -87,6 +88,9 @@ struct Estimate {
   /// Largest stored-activation footprint of the forward (saved tensors of every micro-batch in
   /// flight), the quantity papers report as "activation memory".
   std::int64_t activations_peak_bytes = 0;
+  /// What the checkpointing policy keeps of one micro-batch over the rank's layers, before
+  /// activation offload moves it to the host (the bytes the step time's offload moves).
+  std::int64_t kept_activation_bytes_per_micro_batch = 0;
   std::vector<TimelineEvent> timeline;          // steady-state step
 };
 
@@ -104,8 +108,6 @@ struct RankContext {
 std::int64_t communicator_count(const ParallelLayout& l);
 /// The context of every rank kind of `l` (a single GPU gives one plain context).
 std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t);
-/// The training setup as the distributed code runs it (FSDP mixed precision gathers 16-bit).
-TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t);
 
 Estimate estimate_single_gpu(const ModelArchitecture& arch, const TensorInventory& inv,
                              const TrainingSetup& t, const RuntimeProfile& rt = {});

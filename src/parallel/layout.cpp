@@ -136,6 +136,11 @@ const char* broken_layout_rule(const ParallelLayout& l, const ModelArchitecture&
   return first_broken_rule<const char*>(l, a, t, [](const char*, const char* code, bool, auto) { return code; });
 }
 
+ActivationSplit activation_split(const ParallelLayout& l) {
+  return {l.behaviour.tp_row_linears ? 1 : l.tp, l.sequence_parallel,
+          l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs};
+}
+
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers) {
   if (!l.stage_layers.empty()) return l.stage_layers;
   const std::int64_t chunks = l.pp * l.vpp;

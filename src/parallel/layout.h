@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "block/activations.h"
 #include "model/architecture.h"
 #include "training/training_setup.h"
 
@@ -175,6 +176,11 @@ struct RankKind {
   std::int64_t chunks_in_flight = 1;
   std::int64_t chunks = 1;      // model chunks per rank (vpp)
 };
+
+/// How the layout splits a rank's activations: heads and MLP width by tp (whole under row-split
+/// linears, Colossal-AI 1D TP), full-width tensors by sequence parallelism. The memory replay and
+/// the step time both read it.
+ActivationSplit activation_split(const ParallelLayout& l);
 
 /// Layers per pipeline chunk (pp x vpp chunks, in order).
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers);

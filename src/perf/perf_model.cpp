@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
-#include "memory/activations.h"
-#include "memory/model_states.h"
+#include "block/activations.h"
+#include "parallel/as_run.h"
+#include "training/parameters.h"
 
 namespace memfit {
 
@@ -150,6 +152,37 @@ const std::vector<BlockMatmul>* matmuls_for(const PerfLayer& pl, std::int64_t tp
 bool row_split_tp(const ParallelLayout& l) { return l.behaviour.tp_row_linears && l.tp > 1; }
 double activation_tp(const ParallelLayout& l) { return row_split_tp(l) ? 1.0 : static_cast<double>(l.tp); }
 
+// What the checkpointing policy keeps of one micro-batch over the whole model on a rank of `l`:
+// the memory replay's kept set (the setup as the layout runs it, its activation split, layer_keep).
+double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, double tokens,
+                             double positions) {
+  std::optional<TrainingSetup> resolved;  // a copy (the LoRA target list) only when the layout changes it
+  if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
+  const TrainingSetup& run = resolved ? *resolved : t;
+  std::optional<TrainingSetup> unchecked;
+  if (policy_reads_unchecked_layer(run)) {
+    unchecked = run;
+    unchecked->checkpointing = Checkpointing::kNone;
+  }
+  const ActivationSplit split = activation_split(l);
+  double kept = 0;
+  for (const PerfLayer& pl : b.layers) {
+    const LayerActivations acts =
+        layer_activations(b.arch, unchecked ? *unchecked : run, pl.moe, pl.cross_attention, pl.base_trains, split);
+    kept += layer_keep(acts, run, pl.first_layer, pl.first_layer + pl.count).bytes_per_layer(tokens, positions) *
+            static_cast<double>(pl.count);
+  }
+  return kept;
+}
+
+// Element bytes of the gradients a data-parallel collective moves: adapters in their own dtype;
+// base weights as a ZeRO-2/3 reduce-scatter moves them, else as backward computes them.
+std::int64_t reduced_gradient_element_bytes(const TrainingSetup& t, const ParallelLayout& l) {
+  if (is_lora_like(t.method)) return adapter_bytes(t);
+  const GradientBytes g = base_gradient_bytes(t, l.behaviour, gathers_16bit_params(l, t));
+  return l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3 ? g.reduced : g.computed;
+}
+
 double ffn_width(const ModelArchitecture& a, bool moe) {
   if (!moe) return static_cast<double>(a.mlp.intermediate_size);
   return static_cast<double>(a.moe.top_k * a.moe.expert_intermediate_size + a.moe.shared_intermediate_size);
@@ -270,6 +303,7 @@ PerfConstants resolved_for(const PerfConstants& k, const GpuSpec& gpu) {
 
 PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t) {
   PerfBasis b;
+  b.arch = a;
   b.num_layers = a.num_layers + a.num_encoder_layers;
   b.hidden = a.hidden_size;
   b.vocab = a.vocab_size;
@@ -334,23 +368,8 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.attention_flops_fwd_per_ctx = 2.0 * heads * (qk_dim + v_dim);
     pl.heads = heads;
     pl.ring_kv_heads = static_cast<double>(kernel_kv_heads(a, t));
-    {
-      // What each checkpointing mode keeps (the search varies the mode over one basis).
-      const bool cross = g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder;
-      const bool trains = layer_trains(t, g.first_layer + g.layer_count - 1, a.num_layers);
-      TrainingSetup mode = t;
-      mode.checkpointing = Checkpointing::kNone;
-      const LayerActivations none = layer_activations(a, mode, g.moe, cross, trains);
-      mode.checkpointing = Checkpointing::kSelective;
-      mode.selective_layer_period = 0;
-      mode.selective_every_other_mm = false;
-      const LayerActivations selective = layer_activations(a, mode, g.moe, cross, trains);
-      pl.kept_none_per_token = static_cast<double>(none.saved_per_token);
-      pl.kept_none_per_token_per_position = static_cast<double>(none.saved_per_token_per_position);
-      pl.kept_full_per_token = static_cast<double>(none.checkpoint_per_token);
-      pl.kept_selective_per_token = static_cast<double>(selective.saved_per_token);
-      pl.kept_mm_policy_per_token = static_cast<double>(none.mm_policy_kept_per_token);
-    }
+    pl.cross_attention = g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder;
+    pl.base_trains = layer_trains(t, g.first_layer + g.layer_count - 1, a.num_layers);
     pl.qk_dim = qk_dim;
     pl.v_dim = v_dim;
     pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;
@@ -710,7 +729,6 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
-  const double act_tp = activation_tp(l);
   const Link pp_link = link_for(l.tp * l.cp * l.dp, l.pp, c, k, Traffic::kPointToPoint);
   StageCosts computed;
   const StageCosts& costs = known ? *known : (computed = stage_costs(b, t, l, c, k));
@@ -743,10 +761,11 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double shard_n = static_cast<double>(l.sharding == Sharding::kNone ? 1 : l.dense_shard());
   const double trainable_rank = sc.trainable / tp;  // before data-parallel sharding
   const bool amp = amp_like(t);
+  // Gradients as the optimizer reads them, and as the data-parallel collective moves them.
   double grad_elem = amp ? 4.0 : static_cast<double>(weight_bytes(t.precision));
   if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) grad_elem = static_cast<double>(t.main_grad_bytes);
-  if (l.sharding == Sharding::kZero3 && l.behaviour.reduce_in_fp32 && amp) grad_elem = 4.0;
-  const double grad_bytes = trainable_rank * grad_elem;
+  st.gradient_reduce_element_bytes = static_cast<double>(reduced_gradient_element_bytes(t, l));
+  const double grad_bytes = trainable_rank * st.gradient_reduce_element_bytes;
   const double param16_bytes = sc.params * act_bytes;
   const double overlap_window = sc.bwd_s;  // the last micro-batch's backward hides the reduction
   // The least share of an overlapped collective's time the step pays (overlapped_exposed_s).
@@ -839,28 +858,8 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     // forward produces it and comes back for backward (torchtune OffloadActivations: its own
     // CUDA streams, so the copies run beside the compute, down and up).
     const double pcie = std::max(g.pcie_bandwidth_gb_per_s, 1e-3) * 1e9 * k.host_link_efficiency;
-    const double positions = seq / static_cast<double>(l.cp);
-    double kept_stage = 0;
-    for (const PerfLayer& pl : b.layers) {
-      const double none = pl.kept_none_per_token + pl.kept_none_per_token_per_position * positions;
-      const double full = pl.kept_full_per_token / sp_div;
-      double kept = none / act_tp;
-      if (t.checkpointing == Checkpointing::kFull) {
-        kept = full;
-      } else if (t.checkpointing == Checkpointing::kSelective) {
-        if (t.selective_layer_period > 0) {
-          const double share = 1.0 / static_cast<double>(t.selective_layer_period);
-          kept = share * full + (1 - share) * none / act_tp;
-        } else if (t.selective_every_other_mm) {
-          // The policy's kept set includes the block input (split by sequence parallelism only).
-          kept = full + (pl.kept_mm_policy_per_token - pl.kept_full_per_token) / act_tp;
-        } else {
-          kept = pl.kept_selective_per_token / act_tp;
-        }
-      }
-      kept_stage += kept * static_cast<double>(pl.count);
-    }
-    const double saved = tokens * kept_stage / p;
+    const double saved = kept_activation_bytes(b, t, l, tokens, seq / cp) / p;
+    st.activation_offload_bytes_per_micro_batch = saved;
     st.offload_s += std::max(0.0, m * 2.0 * saved / pcie - st.compute_s);
   }
 

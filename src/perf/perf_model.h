@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "block/activations.h"
 #include "hardware/gpu_spec.h"
-#include "memory/activations.h"
 #include "model/architecture.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
@@ -154,13 +154,10 @@ struct PerfLayer {
   double dense_params = 0;             // parameters of one layer outside the routed experts
   double expert_params = 0;            // routed experts of one layer (all experts)
   double trainable_params = 0;         // trainable parameters of one layer (adapters for LoRA)
-  /// Activation bytes per token the layer keeps from forward to backward (layer_activations,
-  /// whole layer on one rank) under each checkpointing mode: none (plus the eager attention's
-  /// per-key scores, `kept_none_per_token_per_position`), full (the block input), selective
-  /// (the attention core recomputed) and torchtitan's op-level policy (the block input included).
-  /// Activation offloading moves what is kept over PCIe.
-  double kept_none_per_token = 0, kept_none_per_token_per_position = 0;
-  double kept_full_per_token = 0, kept_selective_per_token = 0, kept_mm_policy_per_token = 0;
+  /// The layer's activations as the memory replay derives them (layer_activations of the group's
+  /// last layer): T5 decoder cross-attention, and whether its base weights train.
+  bool cross_attention = false;
+  bool base_trains = false;
   /// Heads whose K/V the context-parallel ring passes on (kernel_kv_heads).
   double ring_kv_heads = 0;
   double qk_dim = 0, v_dim = 0;        // head dims of queries/keys and of values
@@ -173,6 +170,7 @@ struct PerfLayer {
 };
 
 struct PerfBasis {
+  ModelArchitecture arch;              // what the layers' activations derive from (activation offload)
   std::vector<PerfLayer> layers;       // decoder groups in order (encoder groups first)
   std::int64_t num_layers = 0;
   std::int64_t hidden = 0, vocab = 0;
@@ -205,6 +203,11 @@ struct StepTime {
   double bubble_s = 0;           // pipeline fill and drain
   double optimizer_s = 0;        // optimizer step (GPU or host)
   double offload_s = 0;          // host transfers not hidden behind compute
+  /// Activation offload: what one micro-batch keeps on the slowest stage, moved to the host in
+  /// forward and back in backward (the memory replay's kept set, layer_keep).
+  double activation_offload_bytes_per_micro_batch = 0;
+  /// Element bytes of the gradients as the data-parallel collective moves them.
+  double gradient_reduce_element_bytes = 0;
   /// One micro-batch on the slowest stage: its compute plus the tensor, context and expert
   /// parallel collectives not hidden behind it (compute_s + tp + cp + ep = grad_accum x this).
   double per_micro_batch_s = 0;

@@ -7,7 +7,7 @@
 
 #include "api/api.h"
 #include "hf_config/parse_hf_config.h"
-#include "memory/activations.h"
+#include "block/activations.h"
 #include "memory/timeline.h"
 #include "parallel/layout.h"
 #include "presets/registry.h"

@@ -13,7 +13,7 @@
 #include "api/api.h"
 #include "export/launch.h"
 #include "hf_config/parse_hf_config.h"
-#include "memory/activations.h"
+#include "block/activations.h"
 #include "memory/model_states.h"
 #include "perf/perf_model.h"
 #include "presets/registry.h"

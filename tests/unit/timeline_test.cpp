@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "hf_config/parse_hf_config.h"
-#include "memory/activations.h"
+#include "block/activations.h"
 #include "memory/timeline.h"
 #include "presets/registry.h"
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/units.h"
 #include "model/architecture.h"
 #include "training/training_setup.h"
 
@@ -32,6 +33,43 @@ struct ActivationSplit {
   /// (Megatron saves the shard and gathers again in backward).
   bool gathered_linear_inputs = false;
 };
+
+/// Whether the checkpointing policy starts from the layer's activations without checkpointing
+/// (layer- and op-level selective checkpointing) rather than from those `t` computes (plain
+/// selective recomputes the attention core, so its kernel's own saved tensors drop).
+bool policy_reads_unchecked_layer(const TrainingSetup& t);
+
+/// What the checkpointing policy keeps of layers [lo, hi) of one group from forward to backward:
+/// `checkpointed` of them keep only their input (`checkpoint_per_token`), the others keep
+/// `per_token` (+ `per_token_per_position` x positions). The one rule the memory replay and the
+/// step time's activation offload both read.
+struct LayerKeep {
+  std::int64_t layers = 0, checkpointed = 0;
+  std::int64_t per_token = 0, per_token_per_position = 0, checkpoint_per_token = 0;
+  bool recomputes = false;  // some of the layers rerun their forward in backward
+  /// Mean bytes kept per layer of the range for `tokens` tokens attending over `positions` keys.
+  std::int64_t bytes_per_layer(std::int64_t tokens, std::int64_t positions) const {
+    const char* what = "activation bytes";
+    const std::int64_t checkpoint = checked_mul(checkpoint_per_token, tokens, what);
+    if (checkpointed == layers) return checkpoint;
+    const std::int64_t saved = checked_add(checked_mul(per_token, tokens, what),
+                                           checked_mul(checked_mul(per_token_per_position, tokens, what), positions, what), what);
+    if (checkpointed == 0) return saved;
+    return (checked_mul(checkpointed, checkpoint, what) + checked_mul(layers - checkpointed, saved, what)) / layers;
+  }
+  /// The same in floating point, for the step time (which never throws on a large layout).
+  double bytes_per_layer(double tokens, double positions) const {
+    const double checkpoint = static_cast<double>(checkpoint_per_token) * tokens;
+    const double saved = (static_cast<double>(per_token) + static_cast<double>(per_token_per_position) * positions) * tokens;
+    const double share = layers > 0 ? static_cast<double>(checkpointed) / static_cast<double>(layers) : 1.0;
+    return share * checkpoint + (1 - share) * saved;
+  }
+};
+
+/// The keep rule of `t.checkpointing` for layers [lo, hi), from `acts`: the layer's activations
+/// as policy_reads_unchecked_layer says (torchtitan counts blocks from 1 and checkpoints those
+/// whose count the layer period divides; its op policy keeps every other matmul output).
+LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t, std::int64_t lo, std::int64_t hi);
 
 /// One matmul of a transformer block, per token on one rank: its input and output widths.
 struct BlockMatmul {

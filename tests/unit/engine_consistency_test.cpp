@@ -1,0 +1,154 @@
+// The memory replay and the step-time model describe the same run: over generated layouts of each
+// framework, what activation offload moves in the step time is what the replay keeps, and the
+// gradient dtype the data-parallel collective moves is the replay's reduce-buffer dtype.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "hf_config/parse_hf_config.h"
+#include "memory/timeline.h"
+#include "parallel/as_run.h"
+#include "perf/perf_model.h"
+#include "presets/registry.h"
+#include "training/framework_profile.h"
+
+using namespace memfit;
+
+namespace {
+
+ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
+
+ClusterSpec h100s(std::int64_t gpus) {
+  ClusterSpec c;
+  c.gpu = *presets::find_gpu("H100-80GB");
+  c.gpus = gpus;
+  return c;
+}
+
+struct Generated {
+  TrainingSetup setup;
+  ParallelLayout layout;
+};
+
+// A random setup and layout of one of the frameworks: method, precision, checkpointing policy,
+// tp (sequence parallel or not), pp, cp and the sharding stage; `layers` divides by every pp.
+Generated generate(std::mt19937& rng, const ModelArchitecture& a) {
+  auto pick = [&](std::initializer_list<std::int64_t> xs) {
+    return *(xs.begin() + std::uniform_int_distribution<std::size_t>(0, xs.size() - 1)(rng));
+  };
+  const Framework frameworks[] = {Framework::kHfTrainer, Framework::kMegatron, Framework::kTorchtitan,
+                                  Framework::kTorchtune, Framework::kDeepspeed};
+  const FrameworkProfile& profile = framework_profile(frameworks[pick({0, 1, 2, 3, 4})]);
+  Generated g;
+  g.setup = framework_defaults(profile, 0);
+  TrainingSetup& t = g.setup;
+  t.method = pick({0, 1, 2}) == 0 ? Method::kLora : (pick({0, 1}) ? Method::kFull : Method::kFreeze);
+  if (t.method == Method::kLora) {
+    t.lora_rank = 16;
+    t.lora_targets = {"all-linear"};
+  }
+  t.precision = pick({0, 1}) ? Precision::kBf16 : Precision::kAmpBf16;
+  t.micro_batch = pick({1, 2});
+  t.seq_len = pick({2048, 4096});
+  t.attention = pick({0, 1, 2, 3}) == 0 ? AttentionKernel::kEager : AttentionKernel::kFlash;
+  t.checkpointing = static_cast<Checkpointing>(pick({0, 1, 2}));
+  t.selective_layer_period = t.checkpointing == Checkpointing::kSelective && pick({0, 1}) ? pick({2, 3}) : 0;
+  t.selective_every_other_mm = t.checkpointing == Checkpointing::kSelective && t.selective_layer_period == 0 && pick({0, 1});
+  t.offload = Offload::kActivations;
+  ParallelLayout& l = g.layout;
+  l.behaviour = framework_behaviour(profile, 0);
+  l.tp = pick({1, 2, 4, 8});
+  l.sequence_parallel = l.tp > 1 && pick({0, 1});
+  l.pp = pick({1, 1, 2, 4});
+  l.cp = pick({1, 1, 2});
+  l.dp = pick({1, 2, 4});
+  l.sharding = static_cast<Sharding>(pick({0, 1, 2, 3}));
+  if (a.num_layers % l.pp != 0) l.pp = 1;
+  return g;
+}
+
+// Trainable elements of one transformer block on a rank without tensor parallelism.
+std::int64_t block_elements(const TensorInventory& inv) {
+  std::int64_t n = 0;
+  for (const TensorSpec& s : inv.groups.front().tensors) n += s.numel() * s.copies;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("activation offload moves in the step time what the memory replay keeps", "[consistency]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  std::mt19937 rng(2026);
+  int compared = 0;
+  for (int i = 0; i < 300; ++i) {
+    const Generated g = generate(rng, a);
+    if (check_layout(g.layout, a, g.setup)) continue;
+    const DistributedEstimate d = estimate_distributed(a, inv, g.setup, g.layout, {}, false);
+    const StepTime st = estimate_step_time(build_perf_basis(a, inv, g.setup), g.setup, g.layout, h100s(g.layout.gpus()));
+    // Every stage holds 32 / pp uniform layers, so each rank kind keeps the stage's share.
+    for (const RankEstimate& r : d.ranks) {
+      INFO("case " << i << ", tp " << g.layout.tp << ", sp " << g.layout.sequence_parallel << ", pp " << g.layout.pp
+                   << ", cp " << g.layout.cp << ", checkpointing " << static_cast<int>(g.setup.checkpointing) << " period "
+                   << g.setup.selective_layer_period << " op policy " << g.setup.selective_every_other_mm << ", "
+                   << r.context.kind.name);
+      // Stages checkpoint different counts of layers; under freeze, the replay decides per stage
+      // whether a group's layers train, the step time per group (one stage: the same).
+      if (g.layout.pp > 1 && (g.setup.selective_layer_period > 0 || g.setup.method == Method::kFreeze)) continue;
+      CHECK(st.activation_offload_bytes_per_micro_batch ==
+            Approx(static_cast<double>(r.estimate.kept_activation_bytes_per_micro_batch)).epsilon(1e-9));
+      ++compared;
+    }
+  }
+  CHECK(compared > 150);
+}
+
+TEST_CASE("the step time reduces gradients in the dtype of the memory replay's reduce buffers", "[consistency]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const std::int64_t block = block_elements(inv);
+  std::mt19937 rng(7);
+  int compared = 0;
+  for (int i = 0; i < 300; ++i) {
+    Generated g = generate(rng, a);
+    g.setup.method = Method::kFull;
+    g.setup.offload = Offload::kNone;
+    g.layout.tp = 1;
+    g.layout.sequence_parallel = false;
+    g.layout.pp = g.layout.cp = 1;
+    g.layout.dp = 8;
+    if (g.layout.sharding != Sharding::kZero2 && g.layout.sharding != Sharding::kZero3) continue;
+    if (check_layout(g.layout, a, g.setup)) continue;
+    const DistributedEstimate d = estimate_distributed(a, inv, g.setup, g.layout, {}, false);
+    // One block's reduce buffer: its gradients as computed, plus an fp32 copy when the reduction
+    // upcasts them (2, 4 or 2 + 4 bytes per element).
+    const std::int64_t per_element = d.peak().states.reduce_layer_bytes / block;
+    REQUIRE(d.peak().states.reduce_layer_bytes % block == 0);
+    const double memory_reduced = per_element == 2 ? 2.0 : 4.0;
+    const StepTime st = estimate_step_time(build_perf_basis(a, inv, g.setup), g.setup, g.layout, h100s(8));
+    INFO("case " << i << ", precision " << static_cast<int>(g.setup.precision) << ", sharding "
+                 << static_cast<int>(g.layout.sharding) << ", reduce_in_fp32 " << g.layout.behaviour.reduce_in_fp32);
+    CHECK(st.gradient_reduce_element_bytes == memory_reduced);
+    ++compared;
+  }
+  CHECK(compared > 50);
+}
+
+TEST_CASE("pure bf16 ZeRO-3 with an fp32 reduction moves 4-byte gradients in both engines", "[consistency]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  TrainingSetup t = framework_defaults(framework_profile(Framework::kLitgpt), 0);
+  t.method = Method::kFull;
+  t.precision = Precision::kBf16;
+  ParallelLayout l;
+  l.dp = 8;
+  l.sharding = Sharding::kZero3;
+  l.behaviour = framework_behaviour(framework_profile(Framework::kLitgpt), 0);
+  REQUIRE(l.behaviour.reduce_in_fp32);
+  const GradientBytes g = base_gradient_bytes(t, l.behaviour);
+  CHECK(g.computed == 2);
+  CHECK(g.reduced == 4);
+  const StepTime st = estimate_step_time(build_perf_basis(a, inv, t), t, l, h100s(8));
+  CHECK(st.gradient_reduce_element_bytes == 4.0);
+  CHECK(estimate_distributed(a, inv, t, l, {}, false).peak().states.reduce_layer_bytes == block_elements(inv) * (2 + 4));
+}
