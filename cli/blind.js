@@ -102,21 +102,21 @@ const ROW_FIELDS = {
 };
 
 /// Throws FreezeError(invalid_freeze) at `pointer` unless `ok`.
-function require_(ok, pointer, message) {
+function check(ok, pointer, message) {
   if (!ok) throw new FreezeError('invalid_freeze', pointer, message);
 }
 
 /// One frozen row, checked; `pointer` is its JSON Pointer.
 function checkRow(row, pointer, seen) {
-  require_(row !== null && typeof row === 'object' && !Array.isArray(row), pointer, 'a row must be an object');
-  require_(isText(row.id) && row.id !== '', `${pointer}/id`, 'a row needs a non-empty text id');
-  require_(!seen.has(row.id), `${pointer}/id`, `duplicate id '${row.id}'`);
+  check(row !== null && typeof row === 'object' && !Array.isArray(row), pointer, 'a row must be an object');
+  check(isText(row.id) && row.id !== '', `${pointer}/id`, 'a row needs a non-empty text id');
+  check(!seen.has(row.id), `${pointer}/id`, `duplicate id '${row.id}'`);
   seen.add(row.id);
-  require_(isText(row.row_sha256), `${pointer}/row_sha256`, 'a row needs its row_sha256');
-  require_(ROW_STATUSES.has(row.status), `${pointer}/status`,
+  check(isText(row.row_sha256), `${pointer}/row_sha256`, 'a row needs its row_sha256');
+  check(ROW_STATUSES.has(row.status), `${pointer}/status`,
     `status must be compared, skipped or error, got ${JSON.stringify(row.status)}`);
-  for (const [field, check] of ROW_FIELDS[row.status]) {
-    require_(check(row[field]), `${pointer}/${field}`,
+  for (const [field, isValid] of ROW_FIELDS[row.status]) {
+    check(isValid(row[field]), `${pointer}/${field}`,
       `a ${row.status} row needs a valid ${field}, got ${JSON.stringify(row[field])}`);
   }
 }
@@ -129,14 +129,14 @@ function parseFreeze(text) {
   } catch (e) {
     throw new FreezeError('invalid_freeze', '', `not valid JSON (${e.message})`);
   }
-  require_(freeze !== null && typeof freeze === 'object' && !Array.isArray(freeze), '', 'a freeze is a JSON object');
-  require_(freeze.format === FREEZE_FORMAT, '/format',
+  check(freeze !== null && typeof freeze === 'object' && !Array.isArray(freeze), '', 'a freeze is a JSON object');
+  check(freeze.format === FREEZE_FORMAT, '/format',
     `format must be '${FREEZE_FORMAT}', got ${JSON.stringify(freeze.format)}`);
   for (const field of ['cases', 'rows_sha256', 'memfit_version', 'frozen_on']) {
-    require_(isText(freeze[field]), `/${field}`, `${field} must be text`);
+    check(isText(freeze[field]), `/${field}`, `${field} must be text`);
   }
-  require_(freeze.git_commit === null || isText(freeze.git_commit), '/git_commit', 'git_commit must be text or null');
-  require_(Array.isArray(freeze.rows), '/rows', 'rows must be an array');
+  check(freeze.git_commit === null || isText(freeze.git_commit), '/git_commit', 'git_commit must be text or null');
+  check(Array.isArray(freeze.rows), '/rows', 'rows must be an array');
   const seen = new Set();
   freeze.rows.forEach((row, i) => checkRow(row, `/rows/${i}`, seen));
   return freeze;

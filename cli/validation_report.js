@@ -128,8 +128,12 @@ const statsCells = (s) => (s
   ? [s.count, v.underCell(s, ' '), fixed(s.median_abs_error_pct, 1), fixed(s.p90_abs_error_pct, 1),
     signed(s.mean_error_pct, 1)]
   : [0, '-', '-', '-', '-']);
-/// The three numbers of the per-source overview: under-estimated share, median, p90.
-const shortStatsCells = (s) => statsCells(s).slice(1, 4);
+/// The three numbers of the per-source overview: under-estimated share (of how many compared
+/// rows), median, p90.
+const shortStatsCells = (s) => [
+  s.count === 0 ? '-' : `${fixed(s.under_10_share_pct, 1)} % (${s.under_10_count} of ${s.count})`,
+  fixed(s.median_abs_error_pct, 1), fixed(s.p90_abs_error_pct, 1),
+];
 const fileName = (p) => p.slice(p.lastIndexOf('/') + 1);
 const sourceName = (file) => fileName(file.casesPath).replace(/\.csv$/, '');
 
@@ -187,9 +191,14 @@ function overview(files) {
       ...shortStatsCells(all((f) => frozenComparedRows(f))), ...shortStatsCells(all((f) => f.report.rows))]);
   }
   for (const f of files.filter((file) => !file.blind)) {
-    for (const [source, stats] of Object.entries(f.report.summary.by_source)) {
+    const sources = Object.entries(f.report.summary.by_source);
+    for (const [source, stats] of sources) {
       lines.push([source, `\`${f.casesPath}\``, SHAPED_ON, caseRowCount(f.report, source), '—', '—', '—',
         ...shortStatsCells(stats)]);
+    }
+    if (sources.length > 1) {
+      lines.push([`**all of ${fileName(f.casesPath)}**`, '', '', caseRowCount(f.report), '—', '—', '—',
+        ...shortStatsCells(f.report.summary.overall)]);
     }
   }
   return mdTable(

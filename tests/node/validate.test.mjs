@@ -508,7 +508,7 @@ test('blind against current: the frozen numbers stay, added rows have none, edit
 
   const md = reports.formatMarkdown([file, { casesPath: 'calibration.csv', report: sampleReport(), blind: null, blindPath: null }],
     { version: '1.2.4' });
-  assert.match(md, /\| cases \| `cases\.csv` \| blind \(frozen 2026-11-27\) \| 3 \| 100\.0 % \(2\) \| 20\.0 \| 20\.0 \| 66\.7 % \(2\) \| 20\.0 \| 50\.0 \|/);
+  assert.match(md, /\| cases \| `cases\.csv` \| blind \(frozen 2026-11-27\) \| 3 \| 100\.0 % \(2 of 2\) \| 20\.0 \| 20\.0 \| 66\.7 % \(2 of 3\) \| 20\.0 \| 50\.0 \|/);
   assert.match(md, /\| AA \| `calibration\.csv` \| shaped on \(tuned; no blind record\) \|/);
   assert.match(md, /NOT met \(2 rows: 100\.0 % under-estimated/);
   assert.match(md, /\| TT-001 \| A \| meta-llama\/Llama-3\.1-8B \| 1 \| max_allocated \| 1\.00 \| 0\.80 \| -20\.0 \| 1\.00 \| \+0\.0 \| CHANGED since the freeze \|/);
@@ -568,8 +568,9 @@ test('markdown report: sections in order, rows sorted by id, reproducible, no ti
   assert.match(md, /2\^30/);
   // the headline group leads with the under-estimated share: TT-002 is -9.1 %, not below -10 %
   assert.match(md, /\| 1 \| 0\.0 % \(0\) \| 9\.1 \| 9\.1 \| -9\.1 \| median ≤ 5 %, p90 ≤ 12 % \| FAIL \|/);
-  assert.match(md, /\| AA \| `cases\.csv` \| shaped on \(tuned; no blind record\) \| 1 \| — \| — \| — \| 0\.0 % \(0\) \| 11\.1 \| 11\.1 \|/);
+  assert.match(md, /\| AA \| `cases\.csv` \| shaped on \(tuned; no blind record\) \| 1 \| — \| — \| — \| 0\.0 % \(0 of 1\) \| 11\.1 \| 11\.1 \|/);
   assert.match(md, /\| TT \| `cases\.csv` \| shaped on \(tuned; no blind record\) \| 2 \|/); // TT-003 rejected
+  assert.match(md, /\| \*\*all of cases\.csv\*\* \| {2}\| {2}\| 4 \| — \| — \| — \| 0\.0 % \(0 of 2\) \| 10\.1 \| 11\.1 \|/);
   assert.match(md, /no blind rows yet/);
   assert.match(md, /\| TT-003 \| unknown_preset \| \/model\/preset \| no \\\| such \|/);
   assert.match(md, /memfit 9\.9\.9/);
@@ -714,7 +715,7 @@ test('memfit validate --freeze, then --blind: frozen vs current, overwrite refus
   assert.match(auto.out, /\ncurrent: 1 of 3 rows under-estimated/);
   assert.match(auto.out, /S1-004 .*added after the freeze: no blind number/);
   const md = memfit(['validate', cases, '--blind-dir', blindDir, '--markdown'], env);
-  assert.match(md.out, /\| src1 \| `[^`]*src1\.csv` \| blind \(frozen \d{4}-\d\d-\d\d\) \| 4 \| 50\.0 % \(1\) \|/);
+  assert.match(md.out, /\| src1 \| `[^`]*src1\.csv` \| blind \(frozen \d{4}-\d\d-\d\d\) \| 4 \| 50\.0 % \(1 of 2\) \|/);
   const none = memfit(['validate', cases, '--blind-dir', join(dir, 'absent')], env);
   assert.match(none.out, /^all compared rows: /);
 
