@@ -164,7 +164,9 @@ const reasonOf = (r) => (r.status === 'skipped' ? r.reason : `${r.code}: ${r.mes
 /// The current outcome of each id of a report: {status, estimate_gib, error_pct} or {status, reason}.
 function currentOutcomes(report) {
   const now = new Map();
-  for (const r of report.rows) now.set(r.id, { status: 'compared', estimate_gib: r.estimate_gib, error_pct: r.error_pct });
+  for (const r of report.rows) {
+    now.set(r.id, { status: 'compared', estimate_gib: r.estimate_gib, error_pct: r.error_pct });
+  }
   for (const s of report.skipped) now.set(s.id, { status: 'skipped', reason: s.reason });
   for (const e of report.errors) now.set(e.id, { status: 'error', reason: reasonOf({ status: 'error', ...e }) });
   return now;

@@ -402,7 +402,8 @@ test('a freeze records every row by id, one per line, and reads back', () => {
   const freeze = blind.buildFreeze(cases, report, FREEZE_INFO);
   assert.deepEqual(Object.keys(freeze),
     ['format', 'cases', 'rows_sha256', 'memfit_version', 'git_commit', 'frozen_on', 'configs', 'rows']);
-  assert.deepEqual(freeze.rows.map((r) => [r.id, r.status]), [['PM-001', 'skipped'], ['TT-001', 'compared'], ['TT-002', 'compared']]);
+  assert.deepEqual(freeze.rows.map((r) => [r.id, r.status]),
+    [['PM-001', 'skipped'], ['TT-001', 'compared'], ['TT-002', 'compared']]);
   const tt2 = freeze.rows[2];
   assert.deepEqual([tt2.estimate_gib, tt2.measured_gib, tt2.error_pct, tt2.counter], [1, 1.25, -20, 'peak_allocated_bytes']);
   assert.equal(tt2.row_sha256, blind.rowHash(cases[0]));
@@ -411,7 +412,8 @@ test('a freeze records every row by id, one per line, and reads back', () => {
   assert.deepEqual(blind.parseFreeze(text), freeze);
   const rowLines = text.split('\n').filter((line) => line.startsWith('    {'));
   assert.equal(rowLines.length, 3); // one line per row: a diff shows the rows that changed
-  assert.equal(text, blind.serializeFreeze(blind.buildFreeze([...cases].reverse(), run([...cases].reverse()).report, FREEZE_INFO)));
+  const reversed = [...cases].reverse(); // the same rows in another order freeze to the same text
+  assert.equal(text, blind.serializeFreeze(blind.buildFreeze(reversed, run(reversed).report, FREEZE_INFO)));
   assert.deepEqual(blind.parseFreeze(blind.serializeFreeze({ ...freeze, rows: [] })).rows, []);
 });
 
@@ -506,8 +508,8 @@ test('blind against current: the frozen numbers stay, added rows have none, edit
   assert.deepEqual([j.blind.memfit_version, j.blind.git_commit, j.blind.frozen_on], ['1.2.3', 'abc', '2026-11-27']);
   assert.equal(j.blind.summary.overall.under_10_share_pct, 100);
 
-  const md = reports.formatMarkdown([file, { casesPath: 'calibration.csv', report: sampleReport(), blind: null, blindPath: null }],
-    { version: '1.2.4' });
+  const calibration = { casesPath: 'calibration.csv', report: sampleReport(), blind: null, blindPath: null };
+  const md = reports.formatMarkdown([file, calibration], { version: '1.2.4' });
   assert.match(md, /\| cases \| `cases\.csv` \| blind \(frozen 2026-11-27\) \| 3 \| 100\.0 % \(2 of 2\) \| 20\.0 \| 20\.0 \| 66\.7 % \(2 of 3\) \| 20\.0 \| 50\.0 \|/);
   assert.match(md, /\| AA \| `calibration\.csv` \| shaped on \(tuned; no blind record\) \|/);
   assert.match(md, /NOT met \(2 rows: 100\.0 % under-estimated/);
@@ -703,7 +705,8 @@ test('memfit validate --freeze, then --blind: frozen vs current, overwrite refus
   const byId = Object.fromEntries(b.rows.map((r) => [r.id, r]));
   assert.deepEqual([byId['S1-001'].blind_error_pct, byId['S1-001'].current_error_pct], [-50, 0]);
   assert.deepEqual([byId['S1-002'].blind_error_pct, byId['S1-002'].current_error_pct], [-20, -20]);
-  assert.deepEqual([byId['S1-004'].change, byId['S1-004'].blind_error_pct, byId['S1-004'].current_error_pct], ['added', null, 100]);
+  const added = byId['S1-004'];
+  assert.deepEqual([added.change, added.blind_error_pct, added.current_error_pct], ['added', null, 100]);
   assert.deepEqual(b.added, ['S1-004']);
   assert.deepEqual(b.changed, []);
   assert.deepEqual([b.summary.overall.count, b.summary.overall.under_10_share_pct], [2, 100]);
