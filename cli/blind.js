@@ -136,6 +136,8 @@ function parseFreeze(text) {
     check(isText(freeze[field]), `/${field}`, `${field} must be text`);
   }
   check(freeze.git_commit === null || isText(freeze.git_commit), '/git_commit', 'git_commit must be text or null');
+  check(freeze.configs === undefined || (Array.isArray(freeze.configs) && freeze.configs.every(isText)), '/configs',
+    'configs must be a list of directories');
   check(Array.isArray(freeze.rows), '/rows', 'rows must be an array');
   const seen = new Set();
   freeze.rows.forEach((row, i) => checkRow(row, `/rows/${i}`, seen));

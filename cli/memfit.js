@@ -146,12 +146,22 @@ function blindFileFor(casesPath, options) {
   return relative.startsWith('..') || path.isAbsolute(relative) ? found : relative;
 }
 
+/// Says on stderr when a freeze was made with other --configs than this run: the current numbers
+/// would then differ from the blind ones for that reason, not for a model change.
+function warnOnOtherConfigs(freeze, blindPath, configDirs) {
+  const frozenWith = Array.isArray(freeze.configs) ? freeze.configs : [];
+  if (JSON.stringify(frozenWith) === JSON.stringify(configDirs)) return;
+  process.stderr.write(`memfit: warning: ${blindPath} was frozen with --configs ${frozenWith.join(',') || '(none)'}, `
+    + `this run has ${configDirs.join(',') || '(none)'}\n`);
+}
+
 /// The checked freeze of `blindPath` for a case file; a bad one is a usage error with its code
 /// (invalid_freeze, freeze_mismatch) and the JSON Pointer of the field at fault.
-function readFreezeFor(blindPath, casesPath, cases) {
+function readFreezeFor(blindPath, casesPath, cases, options) {
   try {
     const freeze = blind.parseFreeze(fs.readFileSync(blindPath, 'utf8'));
     blind.checkFreezeMatches(freeze, path.basename(casesPath), cases);
+    warnOnOtherConfigs(freeze, blindPath, options.configDirs);
     return freeze;
   } catch (e) {
     if (!(e instanceof blind.FreezeError)) throw e;
@@ -175,7 +185,9 @@ function writeFreeze(options, file, cases, version) {
   const temporary = `${options.freezePath}.${process.pid}.tmp`;
   fs.writeFileSync(temporary, blind.serializeFreeze(freeze));
   fs.renameSync(temporary, options.freezePath);
-  process.stderr.write(`memfit: froze ${freeze.rows.length} rows of ${file.casesPath} in ${options.freezePath}\n`);
+  const { rows, skipped, errors } = file.report;
+  process.stderr.write(`memfit: froze ${freeze.rows.length} rows of ${file.casesPath} in ${options.freezePath} `
+    + `(${rows.length} compared, ${skipped.length} skipped, ${errors.length} rejected)\n`);
 }
 
 /// `memfit validate`: the report on stdout, exit 0 whether or not the targets are met. With
@@ -197,7 +209,7 @@ async function runValidate(args) {
   const inputs = paths.map((casesPath) => {
     const cases = readCaseFile(casesPath);
     const blindPath = blindFileFor(casesPath, options);
-    return { casesPath, cases, blindPath, freeze: blindPath && readFreezeFor(blindPath, casesPath, cases) };
+    return { casesPath, cases, blindPath, freeze: blindPath && readFreezeFor(blindPath, casesPath, cases, options) };
   });
   const M = await loadModule();
   if (typeof M.estimate !== 'function') {

@@ -439,6 +439,7 @@ test('a bad freeze names its code and the JSON Pointer of the field', () => {
   assert.deepEqual(problem(edited((f) => { f.format = 'other/2'; })), ['invalid_freeze', '/format']);
   assert.deepEqual(problem(edited((f) => { delete f.memfit_version; })), ['invalid_freeze', '/memfit_version']);
   assert.deepEqual(problem(edited((f) => { f.rows = {}; })), ['invalid_freeze', '/rows']);
+  assert.deepEqual(problem(edited((f) => { f.configs = 'tests/validation/configs'; })), ['invalid_freeze', '/configs']);
   assert.deepEqual(problem(edited((f) => { f.rows[2].error_pct = '-20'; })), ['invalid_freeze', '/rows/2/error_pct']);
   assert.deepEqual(problem(edited((f) => { f.rows[1].status = 'done'; })), ['invalid_freeze', '/rows/1/status']);
   assert.deepEqual(problem(edited((f) => { f.rows[1].id = 'TT-002'; })), ['invalid_freeze', '/rows/2/id']);
@@ -676,7 +677,7 @@ test('memfit validate --freeze, then --blind: frozen vs current, overwrite refus
 
   const frozen = memfit(['validate', cases, '--freeze', freezePath, '--json'], env);
   assert.equal(frozen.code, 0, frozen.err);
-  assert.match(frozen.err, /froze 3 rows/);
+  assert.match(frozen.err, /froze 3 rows of .* \(2 compared, 1 skipped, 0 rejected\)/);
   const freeze = JSON.parse(readFileSync(freezePath, 'utf8'));
   assert.equal(freeze.cases, 'src1.csv');
   assert.equal(freeze.memfit_version, '0.0.0-fake');
@@ -719,6 +720,9 @@ test('memfit validate --freeze, then --blind: frozen vs current, overwrite refus
   assert.match(auto.out, /S1-004 .*added after the freeze: no blind number/);
   const md = memfit(['validate', cases, '--blind-dir', blindDir, '--markdown'], env);
   assert.match(md.out, /\| src1 \| `[^`]*src1\.csv` \| blind \(frozen \d{4}-\d\d-\d\d\) \| 4 \| 50\.0 % \(1 of 2\) \|/);
+  const otherConfigs = memfit(['validate', cases, '--blind-dir', blindDir, '--configs', dir], env);
+  assert.match(otherConfigs.err, /src1\.json was frozen with --configs \(none\), this run has /);
+  assert.equal(auto.err, '');
   const none = memfit(['validate', cases, '--blind-dir', join(dir, 'absent')], env);
   assert.match(none.out, /^all compared rows: /);
 
