@@ -68,13 +68,25 @@ function buildFreeze(cases, report, info) {
   return {
     format: FREEZE_FORMAT,
     cases: info.casesName,
-    rows_sha256: casesHash(cases),
+    rows_sha256: casesHash(cases), // the rows when the freeze was last written (made or added to)
     memfit_version: info.version,
     git_commit: info.gitCommit,
     frozen_on: info.date,
     configs: info.configDirs,
     rows: frozenRows(cases, report),
   };
+}
+
+/// `freeze` with records added for the rows of `cases` it lacks; its own rows stay as they are.
+/// An added row carries when and by what it was frozen (`info` as for buildFreeze), since the
+/// head names the first freeze. Returns {freeze, added: [ids]}.
+function addToFreeze(freeze, cases, report, info) {
+  const known = new Set(freeze.rows.map((row) => row.id));
+  const added = frozenRows(cases.filter((row) => !known.has(row.id)), report)
+    .map((row) => ({ ...row, frozen_on: info.date, memfit_version: info.version, git_commit: info.gitCommit }));
+  if (added.length === 0) return { freeze, added: [] };
+  const rows = [...freeze.rows, ...added].sort(byId);
+  return { freeze: { ...freeze, rows_sha256: casesHash(cases), rows }, added: added.map((row) => row.id) };
 }
 
 /// The freeze as JSON text: one row per line, so a diff of two freezes shows changed rows.
@@ -115,6 +127,11 @@ function checkRow(row, pointer, seen) {
   check(isText(row.row_sha256), `${pointer}/row_sha256`, 'a row needs its row_sha256');
   check(ROW_STATUSES.has(row.status), `${pointer}/status`,
     `status must be compared, skipped or error, got ${JSON.stringify(row.status)}`);
+  for (const field of ['frozen_on', 'memfit_version']) { // rows added to a freeze say when, by what
+    check(row[field] === undefined || isText(row[field]), `${pointer}/${field}`, `${field} must be text`);
+  }
+  check(row.git_commit === undefined || row.git_commit === null || isText(row.git_commit), `${pointer}/git_commit`,
+    'git_commit must be text or null');
   for (const [field, isValid] of ROW_FIELDS[row.status]) {
     check(isValid(row[field]), `${pointer}/${field}`,
       `a ${row.status} row needs a valid ${field}, got ${JSON.stringify(row[field])}`);
@@ -240,6 +257,7 @@ module.exports = {
   rowHash,
   casesHash,
   buildFreeze,
+  addToFreeze,
   serializeFreeze,
   parseFreeze,
   checkFreezeMatches,

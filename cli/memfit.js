@@ -5,7 +5,7 @@
 //   memfit search <request.json> [--top N]
 //   memfit launch <request.json>
 //   memfit validate <cases.csv | dir>... [--configs DIR[,DIR...]] [--json | --markdown]
-//                   [--freeze FILE [--force] | --blind FILE] [--blind-dir DIR]
+//                   [--freeze FILE [--force | --add] | --blind FILE] [--blind-dir DIR]
 //   memfit presets
 //   memfit version
 // Exit 0 on success; on bad input exit 2 with the error envelope on stdout.
@@ -30,10 +30,11 @@ const USAGE = `usage: memfit <command> [args]
   search <request.json> [--top N]                 fastest layouts that fit (every method counted)
   launch <request.json>                           launch configs for the request's layout
   validate <cases.csv | dir>... [--configs DIR[,DIR...]] [--json | --markdown]
-           [--freeze FILE [--force] | --blind FILE] [--blind-dir DIR]
+           [--freeze FILE [--force | --add] | --blind FILE] [--blind-dir DIR]
                                                   estimates vs published measurements
                                                   (table; --json data; --markdown docs/validation.md);
-                                                  --freeze records the predictions (blind record),
+                                                  --freeze records the predictions (blind record;
+                                                  --add: only the rows a freeze lacks),
                                                   --blind (or <blind dir>/<csv name>.json, default
                                                   tests/validation/blind) reports frozen vs current
   presets                                         model and GPU presets
@@ -79,7 +80,7 @@ function readInputFile(file, what) {
 /// force, blindPath, blindDir}.
 function parseValidateArgs(args) {
   const options = {
-    casesPaths: [], configDirs: [], format: 'table', freezePath: null, force: false, blindPath: null,
+    casesPaths: [], configDirs: [], format: 'table', freezePath: null, force: false, add: false, blindPath: null,
     blindDir: path.join(__dirname, '..', 'tests', 'validation', 'blind'),
   };
   const setFormat = (format) => {
@@ -100,6 +101,7 @@ function parseValidateArgs(args) {
     if (arg === '--json') setFormat('json');
     else if (arg === '--markdown') setFormat('markdown');
     else if (arg === '--force') options.force = true;
+    else if (arg === '--add') options.add = true;
     else if (Object.hasOwn(VALUE_OPTIONS, name)) {
       const value = inline === undefined ? args[++i] : inline;
       if (!value) usageError(`validate: ${name} needs a value`);
@@ -109,7 +111,8 @@ function parseValidateArgs(args) {
   }
   if (options.casesPaths.length === 0) usageError('validate takes case files: .csv files or directories of them');
   if (options.freezePath && options.blindPath) usageError('validate: give one of --freeze and --blind');
-  if (options.force && !options.freezePath) usageError('validate: --force only goes with --freeze');
+  if ((options.force || options.add) && !options.freezePath) usageError('validate: --force and --add go with --freeze');
+  if (options.force && options.add) usageError('validate: give one of --force and --add');
   return options;
 }
 
@@ -175,19 +178,35 @@ function gitCommit() {
   return r.status === 0 ? r.stdout.trim() : null;
 }
 
-/// Writes the freeze of one validated case file; refuses to overwrite one without --force.
+/// Writes the freeze of one validated case file (runValidate has refused to overwrite one without
+/// --force). With --add and an existing freeze, records only the rows it lacks.
 function writeFreeze(options, file, cases, version) {
-  const freeze = blind.buildFreeze(cases, file.report, {
+  const info = {
     casesName: path.basename(file.casesPath), version, gitCommit: gitCommit(),
     date: new Date().toISOString().slice(0, 10), configDirs: options.configDirs,
-  });
-  fs.mkdirSync(path.dirname(path.resolve(options.freezePath)), { recursive: true });
-  const temporary = `${options.freezePath}.${process.pid}.tmp`;
-  fs.writeFileSync(temporary, blind.serializeFreeze(freeze));
-  fs.renameSync(temporary, options.freezePath);
+  };
+  if (options.add && fs.existsSync(options.freezePath)) {
+    const { freeze, added } = blind.addToFreeze(
+      readFreezeFor(options.freezePath, file.casesPath, cases, options), cases, file.report, info);
+    if (added.length > 0) writeFileAtomically(options.freezePath, blind.serializeFreeze(freeze));
+    process.stderr.write(`memfit: added ${added.length} rows to ${options.freezePath}`
+      + `${added.length > 0 ? `: ${added.join(', ')}` : ' (every row is frozen already)'}\n`);
+    return;
+  }
+  const freeze = blind.buildFreeze(cases, file.report, info);
+  writeFileAtomically(options.freezePath, blind.serializeFreeze(freeze));
   const { rows, skipped, errors } = file.report;
   process.stderr.write(`memfit: froze ${freeze.rows.length} rows of ${file.casesPath} in ${options.freezePath} `
     + `(${rows.length} compared, ${skipped.length} skipped, ${errors.length} rejected)\n`);
+}
+
+/// Writes `text` to `file` (making its directory) through a temporary file, so that a reader
+/// never sees half a file.
+function writeFileAtomically(file, text) {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const temporary = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temporary, text);
+  fs.renameSync(temporary, file);
 }
 
 /// `memfit validate`: the report on stdout, exit 0 whether or not the targets are met. With
@@ -199,9 +218,10 @@ async function runValidate(args) {
   if ((options.freezePath || options.blindPath) && paths.length !== 1) {
     usageError('validate: --freeze and --blind take exactly one case file');
   }
-  if (options.freezePath && fs.existsSync(options.freezePath) && !options.force) {
+  if (options.freezePath && fs.existsSync(options.freezePath) && !options.force && !options.add) {
     usageError(`validate: '${options.freezePath}' exists; a freeze records what the model said before it `
-      + 'was changed, so it is not overwritten (--force does)', 'freeze_exists');
+      + 'was changed, so it is not overwritten (--add records only rows it lacks; --force overwrites)',
+    'freeze_exists');
   }
   for (const dir of options.configDirs) {
     if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) usageError(`--configs: no such directory '${dir}'`);

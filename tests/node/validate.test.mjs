@@ -753,6 +753,50 @@ test('memfit validate --freeze, then --blind: frozen vs current, overwrite refus
   assert.equal(errorOf(['validate', cases, other, '--freeze', join(dir, 'x.json')]).code, 'invalid_usage');
 });
 
+test('memfit validate --freeze --add records only the rows a freeze lacks, the frozen ones untouched', () => {
+  const { dir, file } = fakeModuleFile();
+  const env = { MEMFIT_WASM_JS: file };
+  const cases = join(dir, 'src3.csv');
+  const freezePath = join(dir, 'blind', 'src3.json');
+  const first = [caseRow({ id: 'S3-001', seq_len: '1024', measured_gib: '1' }),
+    caseRow({ id: 'S3-002', seq_len: '1024', measured_gib: '2' })];
+  writeFileSync(cases, csvOf(first));
+  const made = memfit(['validate', cases, '--freeze', freezePath, '--add'], env); // no freeze yet: made whole
+  assert.equal(made.code, 0, made.err);
+  const before = readFileSync(freezePath, 'utf8');
+  // the frozen S3-001 as an older model said it; the CSV gains S3-003 and edits S3-002
+  const older = before.replace('"estimate_gib":1,"measured_gib":1,"error_pct":0',
+    '"estimate_gib":0.5,"measured_gib":1,"error_pct":-50');
+  assert.notEqual(older, before);
+  writeFileSync(freezePath, older);
+  writeFileSync(cases, csvOf([first[0], { ...first[1], notes: 'edited' },
+    caseRow({ id: 'S3-003', seq_len: '3072', measured_gib: '2' })]));
+  const added = memfit(['validate', cases, '--freeze', freezePath, '--add'], env);
+  assert.equal(added.code, 0, added.err);
+  assert.match(added.err, /added 1 rows to .*: S3-003/);
+  const after = readFileSync(freezePath, 'utf8');
+  const rowLines = (text) => text.split('\n').filter((line) => line.startsWith('    {'))
+    .map((line) => line.replace(/,$/, ''));
+  assert.deepEqual(rowLines(after).slice(0, 2), rowLines(older)); // frozen rows byte for byte
+  const s3 = JSON.parse(after).rows[2];
+  assert.deepEqual([s3.id, s3.estimate_gib, s3.error_pct, s3.memfit_version], ['S3-003', 3, 50, '0.0.0-fake']);
+  assert.match(s3.frozen_on, /^\d{4}-\d\d-\d\d$/);
+  const again = memfit(['validate', cases, '--freeze', freezePath, '--add'], env);
+  assert.match(again.err, /added 0 rows .*every row is frozen already/);
+  assert.equal(readFileSync(freezePath, 'utf8'), after);
+
+  const b = JSON.parse(memfit(['validate', cases, '--blind', freezePath, '--json'], env).out).blind;
+  assert.deepEqual(b.rows.map((r) => [r.id, r.change, r.blind_error_pct, r.current_error_pct]),
+    [['S3-001', null, -50, 0], ['S3-002', 'changed', -50, -50], ['S3-003', null, 50, 50]]);
+  const other = join(dir, 'other.csv');
+  copyFileSync(cases, other);
+  const mismatch = memfit(['validate', other, '--freeze', freezePath, '--add'], env);
+  assert.equal(mismatch.code, 2);
+  assert.equal(JSON.parse(mismatch.out).error.code, 'freeze_mismatch');
+  assert.equal(readFileSync(freezePath, 'utf8'), after);
+  assert.equal(memfit(['validate', cases, '--freeze', freezePath, '--add', '--force'], env).code, 2);
+});
+
 test('memfit validate over several case files and directories: one report, empty directories allowed', () => {
   const { dir, file } = fakeModuleFile();
   const env = { MEMFIT_WASM_JS: file };
