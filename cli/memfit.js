@@ -77,11 +77,11 @@ function readInputFile(file, what) {
 }
 
 /// validate's arguments: {casesPaths, configDirs, format: 'table' | 'json' | 'markdown', freezePath,
-/// force, blindPath, blindDir}.
+/// force, add, blindPath, blindDir}.
 function parseValidateArgs(args) {
   const options = {
-    casesPaths: [], configDirs: [], format: 'table', freezePath: null, force: false, add: false, blindPath: null,
-    blindDir: path.join(__dirname, '..', 'tests', 'validation', 'blind'),
+    casesPaths: [], configDirs: [], format: 'table', freezePath: null, force: false, add: false,
+    blindPath: null, blindDir: path.join(__dirname, '..', 'tests', 'validation', 'blind'),
   };
   const setFormat = (format) => {
     if (options.format !== 'table') usageError('validate: give at most one of --json and --markdown');
@@ -179,15 +179,14 @@ function gitCommit() {
 }
 
 /// Writes the freeze of one validated case file (runValidate has refused to overwrite one without
-/// --force). With --add and an existing freeze, records only the rows it lacks.
-function writeFreeze(options, file, cases, version) {
+/// --force). With `addTo` (the existing freeze, --add), records only the rows it lacks.
+function writeFreeze(options, file, cases, version, addTo) {
   const info = {
     casesName: path.basename(file.casesPath), version, gitCommit: gitCommit(),
     date: new Date().toISOString().slice(0, 10), configDirs: options.configDirs,
   };
-  if (options.add && fs.existsSync(options.freezePath)) {
-    const { freeze, added } = blind.addToFreeze(
-      readFreezeFor(options.freezePath, file.casesPath, cases, options), cases, file.report, info);
+  if (addTo) {
+    const { freeze, added } = blind.addToFreeze(addTo, cases, file.report, info);
     if (added.length > 0) writeFileAtomically(options.freezePath, blind.serializeFreeze(freeze));
     process.stderr.write(`memfit: added ${added.length} rows to ${options.freezePath}`
       + `${added.length > 0 ? `: ${added.join(', ')}` : ' (every row is frozen already)'}\n`);
@@ -231,6 +230,8 @@ async function runValidate(args) {
     const blindPath = blindFileFor(casesPath, options);
     return { casesPath, cases, blindPath, freeze: blindPath && readFreezeFor(blindPath, casesPath, cases, options) };
   });
+  const addTo = options.add && fs.existsSync(options.freezePath)
+    ? readFreezeFor(options.freezePath, inputs[0].casesPath, inputs[0].cases, options) : null;
   const M = await loadModule();
   if (typeof M.estimate !== 'function') {
     process.stderr.write('memfit: this build of the WASM module has no estimate(); run `npm run build`\n');
@@ -244,7 +245,7 @@ async function runValidate(args) {
     });
     return { casesPath, report, blindPath, blind: freeze ? blind.compareWithFreeze(cases, report, freeze) : null };
   });
-  if (options.freezePath) writeFreeze(options, files[0], inputs[0].cases, version);
+  if (options.freezePath) writeFreeze(options, files[0], inputs[0].cases, version, addTo);
   if (options.format === 'json') {
     process.stdout.write(JSON.stringify(reports.toJson(files), null, 2) + '\n');
   } else if (options.format === 'markdown') {

@@ -165,9 +165,10 @@ function preamble(files, info) {
     + 'estimate, measurement and signed error, the memfit version, the git commit, the date and a hash of every '
     + 'row; it refuses to overwrite a freeze (`--force` does, for a record that was wrong, not for a better '
     + 'number). Rows added to a source later are frozen the same way with `--add`, which records only the rows '
-    + 'the freeze lacks, each with its own date and version, and leaves the frozen ones as they are. From then on `validate` reports the frozen (blind) and the current error side by side (it finds '
-    + '`tests/validation/blind/<name>.json` by itself; `--blind FILE` names another): rows added after the freeze '
-    + 'have no blind number, rows edited since are flagged. Blind numbers are what memfit predicted for runs it '
+    + 'the freeze lacks, each with its own date and version, and leaves the frozen ones as they are. From then '
+    + 'on `validate` reports the frozen (blind) and the current error side by side (it finds '
+    + '`tests/validation/blind/<name>.json` by itself; `--blind FILE` names another): rows not frozen have no '
+    + 'blind number, rows edited since the freeze are flagged. Blind numbers are what memfit predicted for runs it '
     + 'had not seen; current numbers show what the changes made of them.',
   ];
 }
