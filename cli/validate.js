@@ -57,6 +57,10 @@ const MULTI_TARGET_P90_ABS_ERROR_PCT = 15;
 const ACTIVATION_GROUP = 'korthikanti_activations';
 const ACTIVATION_TARGET_MAX_ABS_ERROR_PCT = 3;
 
+/// Under-estimated by more than this (percent below the measurement) is the dangerous direction:
+/// the calculator says "fits" and the job dies. Every summary leads with the share of such rows.
+const UNDER_ESTIMATE_THRESHOLD_PCT = 10;
+
 const OTHER_PEFT_REASON = 'PEFT method other than LoRA/DoRA is not modelled';
 
 /// A problem with one row: the row goes to the error list, the file is still read. `code` is
@@ -397,12 +401,16 @@ function p90(values) {
   return sorted[rank - 1];
 }
 
-/// Count, median and p90 of |error|, mean signed error (percent) of compared rows.
+/// Count, the share under-estimated by more than 10 % (first: the dangerous direction), median
+/// and p90 of |error|, mean signed error (percent) of compared rows.
 function groupStats(rows) {
   const signed = rows.map((r) => r.error_pct);
   const abs = signed.map(Math.abs);
+  const under = signed.filter((e) => e < -UNDER_ESTIMATE_THRESHOLD_PCT).length;
   return {
     count: rows.length,
+    under_10_share_pct: rows.length ? (100 * under) / rows.length : null,
+    under_10_count: under,
     median_abs_error_pct: median(abs),
     p90_abs_error_pct: p90(abs),
     mean_error_pct: rows.length ? signed.reduce((a, b) => a + b, 0) / rows.length : null,
@@ -462,7 +470,8 @@ function summarize(rows, skippedCount, errorCount) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Output
+// Output (the table and --json of one file; cli/validation_report.js builds the markdown and the
+// blind comparisons on these pieces)
 
 /// The --json document: rows reduced to the compared fields.
 function toJson(report) {
@@ -473,49 +482,80 @@ function toJson(report) {
   return { rows, skipped: report.skipped, errors: report.errors, summary: report.summary };
 }
 
-const fixed = (value, digits) => (value === null ? '-' : value.toFixed(digits));
-const signed = (value, digits) => (value === null ? '-' : (value >= 0 ? '+' : '') + value.toFixed(digits));
-const shortModel = (model) => model.slice(model.indexOf('/') + 1);
+const fixed = (value, digits) => (value === null || value === undefined ? '-' : value.toFixed(digits));
+const signed = (value, digits) =>
+  (value === null || value === undefined ? '-' : (value >= 0 ? '+' : '') + value.toFixed(digits));
+const shortModel = (model) => (model ? model.slice(model.indexOf('/') + 1) : '');
 
-/// One summary line: "n=12  median |err| 4.1%  p90 |err| 9.0%  mean err +1.2%".
+/// "20.0% (3)": the share under-estimated by more than 10 % and its count; '-' without rows.
+const underCell = (s, space = '') =>
+  (s.count === 0 ? '-' : `${fixed(s.under_10_share_pct, 1)}${space}% (${s.under_10_count})`);
+
+/// One summary line, the dangerous direction first:
+/// "n=12  under >10% 8.3% (1)  median |err| 4.1%  p90 |err| 9.0%  mean err +1.2%".
 function statsLine(s) {
-  return `n=${s.count}  median |err| ${fixed(s.median_abs_error_pct, 1)}%  `
+  return `n=${s.count}  under >10% ${underCell(s)}  median |err| ${fixed(s.median_abs_error_pct, 1)}%  `
     + `p90 |err| ${fixed(s.p90_abs_error_pct, 1)}%  mean err ${signed(s.mean_error_pct, 1)}%`;
 }
 
-/// The default output: a fixed-width table, skipped rows, error rows, summary lines.
+/// The line every text report starts with: the dangerous direction, then median and p90.
+function dangerLine(label, s) {
+  return `${label}: ${s.under_10_count} of ${s.count} rows under-estimated by more than `
+    + `${UNDER_ESTIMATE_THRESHOLD_PCT}% (${fixed(s.under_10_share_pct, 1)}%); `
+    + `median |err| ${fixed(s.median_abs_error_pct, 1)}%, p90 |err| ${fixed(s.p90_abs_error_pct, 1)}%`;
+}
+
+/// A fixed-width text table; columns in `numeric` are right-aligned.
+function textTable(header, cells, numeric) {
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c) => c.map((v, i) => (numeric.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
+    .join('  ').trimEnd();
+  return [line(header), ...cells.map(line)];
+}
+
+/// The skipped and error lists of a report, as text lines.
+function skippedAndErrorLines(report) {
+  const out = [`skipped (${report.skipped.length}):`];
+  for (const s of report.skipped) out.push(`  ${s.id}  ${s.reason}`);
+  out.push('', `errors (${report.errors.length}):`);
+  for (const e of report.errors) out.push(`  ${e.id}  ${e.code}  ${e.path}  ${e.message}`);
+  return out;
+}
+
+/// The named groups of a summary, in report order: [label, stats, target text or null].
+function summaryGroups(s) {
+  const h = s[HEADLINE_GROUP];
+  const m = s[MULTI_GPU_GROUP];
+  const k = s[ACTIVATION_GROUP];
+  const met = (g) => (g.meets_target ? 'met' : 'NOT met');
+  return [
+    ['single GPU, grade A/B', h,
+      `target median <= ${h.target_median_abs_error_pct}%, p90 <= ${h.target_p90_abs_error_pct}%: ${met(h)}`],
+    ['multi GPU, grade A/B', m,
+      `target median <= ${m.target_median_abs_error_pct}%, p90 <= ${m.target_p90_abs_error_pct}%: ${met(m)}`],
+    ['Korthikanti activations', k,
+      `max |err| ${fixed(k.max_abs_error_pct, 1)}%  target <= ${k.target_max_abs_error_pct}%: ${met(k)}`],
+    ['overall', s.overall, null],
+    ...Object.entries(s.by_source).map(([name, v]) => [`source ${name}`, v, null]),
+    ...Object.entries(s.by_grade).map(([name, v]) => [`grade ${name}`, v, null]),
+  ];
+}
+
+/// The default output: the dangerous-direction line, a fixed-width table, skipped rows, error
+/// rows, summary lines.
 function formatTable(report) {
   const header = ['id', 'grade', 'model', 'measured_kind', 'estimate_GiB', 'measured_GiB', 'error_%'];
   const cells = report.rows.map((r) => [
     r.id, r.grade, shortModel(r.model).slice(0, 32), r.measured_kind,
     fixed(r.estimate_gib, 2), fixed(r.measured_gib, 2), signed(r.error_pct, 1),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const numeric = new Set([4, 5, 6]);
-  const line = (c) => c.map((v, i) => (numeric.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
-    .join('  ').trimEnd();
-  const out = [line(header), ...cells.map(line), ''];
-
-  out.push(`skipped (${report.skipped.length}):`);
-  for (const s of report.skipped) out.push(`  ${s.id}  ${s.reason}`);
-  out.push('', `errors (${report.errors.length}):`);
-  for (const e of report.errors) out.push(`  ${e.id}  ${e.code}  ${e.path}  ${e.message}`);
-
-  const s = report.summary;
-  const h = s[HEADLINE_GROUP];
+  const out = [dangerLine('all compared rows', report.summary.overall), ''];
+  out.push(...textTable(header, cells, new Set([4, 5, 6])), '', ...skippedAndErrorLines(report));
   out.push('', 'summary:');
-  out.push(`  single GPU, grade A/B: ${statsLine(h)}  target median <= ${h.target_median_abs_error_pct}%, `
-    + `p90 <= ${h.target_p90_abs_error_pct}%: ${h.meets_target ? 'met' : 'NOT met'}`);
-  const m = s[MULTI_GPU_GROUP];
-  out.push(`  multi GPU, grade A/B: ${statsLine(m)}  target median <= ${m.target_median_abs_error_pct}%, `
-    + `p90 <= ${m.target_p90_abs_error_pct}%: ${m.meets_target ? 'met' : 'NOT met'}`);
-  const k = s[ACTIVATION_GROUP];
-  out.push(`  Korthikanti activations: ${statsLine(k)}  max |err| ${fixed(k.max_abs_error_pct, 1)}%  `
-    + `target <= ${k.target_max_abs_error_pct}%: ${k.meets_target ? 'met' : 'NOT met'}`);
-  out.push(`  overall: ${statsLine(s.overall)}`);
-  for (const [k, v] of Object.entries(s.by_source)) out.push(`  source ${k}: ${statsLine(v)}`);
-  for (const [k, v] of Object.entries(s.by_grade)) out.push(`  grade ${k}: ${statsLine(v)}`);
-  out.push(`  skipped: ${s.skipped}  errors: ${s.errors}`);
+  for (const [label, stats, target] of summaryGroups(report.summary)) {
+    out.push(`  ${label}: ${statsLine(stats)}${target ? `  ${target}` : ''}`);
+  }
+  out.push(`  skipped: ${report.summary.skipped}  errors: ${report.summary.errors}`);
   return out.join('\n') + '\n';
 }
 
@@ -531,85 +571,6 @@ function mdTable(header, align, rows) {
   ].join('\n');
 }
 
-const byId = (a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-const statsCells = (s) => [
-  s.count, fixed(s.median_abs_error_pct, 1), fixed(s.p90_abs_error_pct, 1), signed(s.mean_error_pct, 1),
-];
-const STATS_HEADER = ['rows', 'median \\|error\\| %', 'p90 \\|error\\| %', 'mean error %'];
-
-/// The --markdown document (docs/validation.md). `info`: {casesPath, version} for the text.
-/// Deterministic: the same CSV and estimator give the same bytes. Tables list rows by id.
-function formatMarkdown(report, info = {}) {
-  const s = report.summary;
-  const h = s[HEADLINE_GROUP];
-  const counters = Object.entries(COUNTER_FIELDS).map(([kind, field]) => `\`${kind}\` → \`${field}\``).join(', ');
-  const out = [];
-  out.push('# Validation against published measurements', '');
-  out.push(
-    `Every row of \`${info.casesPath || 'the case file'}\` is a peak GPU memory figure that someone `
-    + 'published for a real training run, with the setup needed to reproduce it (format: '
-    + '`tests/validation/FORMAT.md`). memfit estimates each setup and the estimate is compared with '
-    + `the counter the source read: ${counters}; \`unknown\` uses the counter the run's framework `
-    + 'logs by default (`framework.logged_counter` in the result). A measurement summed over all '
-    + 'GPUs (`measured_scope` = `total`) is compared with the per-GPU estimate times the GPU count. '
-    + 'GiB = 2^30 bytes; error = (estimate − measured) / measured, signed, so positive means memfit '
-    + 'overestimates. The same model runs on every row: there is no per-row tuning'
-    + (info.version ? ` (memfit ${info.version}).` : '.'),
-  );
-  out.push('', '## Summary', '');
-  out.push(`### Single GPU, grade A/B (headline)`, '');
-  out.push(mdTable(
-    [...STATS_HEADER, 'target', 'result'], 'rrrrll',
-    [[...statsCells(h), `median ≤ ${h.target_median_abs_error_pct} %, p90 ≤ ${h.target_p90_abs_error_pct} %`,
-      h.meets_target ? 'pass' : 'FAIL']],
-  ));
-  const m = s[MULTI_GPU_GROUP];
-  const k = s[ACTIVATION_GROUP];
-  out.push('', '### Multi-GPU, grade A/B', '');
-  out.push(mdTable(
-    [...STATS_HEADER, 'target', 'result'], 'rrrrll',
-    [[...statsCells(m), `median ≤ ${m.target_median_abs_error_pct} %, p90 ≤ ${m.target_p90_abs_error_pct} %`,
-      m.meets_target ? 'pass' : 'FAIL']],
-  ));
-  out.push('', '### Korthikanti et al. activation rows', '');
-  out.push(mdTable(
-    [...STATS_HEADER, 'max \\|error\\| %', 'target', 'result'], 'rrrrrll',
-    [[...statsCells(k), fixed(k.max_abs_error_pct, 1), `every row ≤ ${k.target_max_abs_error_pct} %`,
-      k.meets_target ? 'pass' : 'FAIL']],
-  ));
-  out.push('', '### By source', '');
-  const groupRows = (groups) => Object.entries(groups).map(([k, v]) => [k, ...statsCells(v)]);
-  out.push(mdTable(['source', ...STATS_HEADER], 'lrrrr', groupRows(s.by_source)));
-  out.push('', '### By grade', '');
-  out.push(mdTable(['grade', ...STATS_HEADER], 'lrrrr', groupRows(s.by_grade)));
-  out.push('', '### Overall', '');
-  out.push(mdTable(['', ...STATS_HEADER], 'lrrrr', [['all compared rows', ...statsCells(s.overall)]]));
-  out.push('', `Skipped: ${s.skipped} rows. Errors: ${s.errors} rows. Neither counts in the statistics.`);
-
-  out.push('', '## Every row', '');
-  out.push(mdTable(
-    ['id', 'grade', 'model', 'GPUs', 'measured kind', 'compared with', 'estimate GiB', 'measured GiB', 'error %'],
-    'lllrllrrr',
-    [...report.rows].sort(byId).map((r) => [
-      r.id, r.grade, r.model, r.n_gpus, r.measured_kind + (r.measured_scope === 'total' ? ' (total)' : ''),
-      `\`${r.counter}\``, fixed(r.estimate_gib, 2), fixed(r.measured_gib, 2), signed(r.error_pct, 1),
-    ]),
-  ));
-
-  out.push('', '## Skipped rows', '');
-  out.push(report.skipped.length === 0 ? 'None.'
-    : mdTable(['id', 'reason'], 'll', [...report.skipped].sort(byId).map((r) => [r.id, r.reason])));
-  out.push('', '## Rows the estimator rejected', '');
-  out.push(report.errors.length === 0 ? 'None.'
-    : mdTable(['id', 'code', 'path', 'message'], 'llll',
-      [...report.errors].sort(byId).map((e) => [e.id, e.code, e.path, e.message])));
-  out.push('', '---', '',
-    'Generated by `npm run validation-report` (`node cli/memfit.js validate '
-    + 'tests/validation/calibration.csv --configs tests/validation/configs --markdown > docs/validation.md`); '
-    + 'edit the CSV or the estimator, not this file.');
-  return out.join('\n') + '\n';
-}
-
 module.exports = {
   BYTES_PER_GIB,
   REQUIRED_COLUMNS,
@@ -619,6 +580,7 @@ module.exports = {
   ACTIVATION_GROUP,
   TARGET_MEDIAN_ABS_ERROR_PCT,
   TARGET_P90_ABS_ERROR_PCT,
+  UNDER_ESTIMATE_THRESHOLD_PCT,
   RowError,
   parseCsv,
   readCases,
@@ -634,6 +596,16 @@ module.exports = {
   groupStats,
   summarize,
   toJson,
+  fixed,
+  signed,
+  shortModel,
+  underCell,
+  statsLine,
+  dangerLine,
+  textTable,
+  skippedAndErrorLines,
+  summaryGroups,
   formatTable,
-  formatMarkdown,
+  mdCell,
+  mdTable,
 };

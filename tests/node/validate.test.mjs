@@ -1,16 +1,19 @@
-// cli/validate.js with a fake estimator (no WASM), then `memfit validate` end to end: once against
-// a fake module, once against the built module when it has estimate().
+// cli/validate.js, cli/blind.js and cli/validation_report.js with a fake estimator (no WASM), then
+// `memfit validate` end to end: against a fake module (freeze, blind comparison, bad input), and
+// against the built module when it has estimate().
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { root, site } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const v = require('../../cli/validate.js');
+const blind = require('../../cli/blind.js');
+const reports = require('../../cli/validation_report.js');
 
 const GIB = 2 ** 30;
 
@@ -349,6 +352,172 @@ test('meets_target needs median <= 5 and p90 <= 12 (boundaries included) and at 
   assert.equal(meets([]), false);
 });
 
+// --- the dangerous direction ---------------------------------------------------------------------
+
+test('under-estimated by more than 10 %: strictly below -10 %, share of the compared rows', () => {
+  // -10 exactly and over-estimates of any size do not count; -10.01, -20 and -50 do
+  const errors = [-20, -10, -10.01, 5, 30, -50, 0, 9.99];
+  const s = v.groupStats(errors.map((e, i) => compared(`U-${i}`, 'A', 1, e)));
+  assert.equal(s.under_10_count, 3);
+  assert.equal(s.under_10_share_pct, 37.5);
+  assert.deepEqual(Object.keys(s).slice(0, 3), ['count', 'under_10_share_pct', 'under_10_count']);
+  assert.equal(v.groupStats([]).under_10_share_pct, null);
+  const summary = v.summarize([compared('A-1', 'A', 1, -11), compared('A-2', 'B', 1, 3),
+    compared('B-1', 'A', 4, -30), compared('B-2', 'A', 4, -12)], 0, 0);
+  assert.equal(summary.single_gpu_AB.under_10_share_pct, 50);
+  assert.equal(summary.multi_gpu_AB.under_10_share_pct, 100);
+  assert.equal(summary.by_source.A.under_10_count, 1);
+  assert.equal(summary.by_source.B.under_10_count, 2);
+  assert.equal(summary.overall.under_10_share_pct, 75);
+  assert.match(v.statsLine(summary.overall), /^n=4  under >10% 75\.0% \(3\)  median/);
+});
+
+// --- freeze and blind comparison (cli/blind.js) ---------------------------------------------------
+
+/// Case rows whose fake estimate is 1 GiB (resultOf's allocated counter): TT-001 exact, TT-002
+/// measured 1.25 GiB (-20 %), PM-001 skipped.
+function freezeCases() {
+  return [
+    caseRow({ id: 'TT-002', measured_gib: '1.25' }),
+    caseRow({ id: 'TT-001', measured_gib: '1' }),
+    caseRow({ id: 'PM-001', method: 'other_peft' }),
+  ];
+}
+const FREEZE_INFO = { casesName: 'cases.csv', version: '1.2.3', gitCommit: 'abc', date: '2026-11-27', configDirs: [] };
+
+test('row and file hashes: cell order and row order do not matter, any cell does', () => {
+  const row = caseRow();
+  const reordered = Object.fromEntries(Object.entries(row).reverse());
+  assert.equal(blind.rowHash(reordered), blind.rowHash(row));
+  assert.match(blind.rowHash(row), /^[0-9a-f]{16}$/);
+  assert.notEqual(blind.rowHash(caseRow({ notes: 'transformers 4.40' })), blind.rowHash(row));
+  const cases = freezeCases();
+  assert.equal(blind.casesHash([...cases].reverse()), blind.casesHash(cases));
+  assert.notEqual(blind.casesHash(cases.slice(1)), blind.casesHash(cases));
+});
+
+test('a freeze records every row by id, one per line, and reads back', () => {
+  const cases = freezeCases();
+  const { report } = run(cases);
+  const freeze = blind.buildFreeze(cases, report, FREEZE_INFO);
+  assert.deepEqual(Object.keys(freeze),
+    ['format', 'cases', 'rows_sha256', 'memfit_version', 'git_commit', 'frozen_on', 'configs', 'rows']);
+  assert.deepEqual(freeze.rows.map((r) => [r.id, r.status]),
+    [['PM-001', 'skipped'], ['TT-001', 'compared'], ['TT-002', 'compared']]);
+  const tt2 = freeze.rows[2];
+  assert.deepEqual([tt2.estimate_gib, tt2.measured_gib, tt2.error_pct, tt2.counter], [1, 1.25, -20, 'peak_allocated_bytes']);
+  assert.equal(tt2.row_sha256, blind.rowHash(cases[0]));
+  assert.match(freeze.rows[0].reason, /not modelled/);
+  const text = blind.serializeFreeze(freeze);
+  assert.deepEqual(blind.parseFreeze(text), freeze);
+  const rowLines = text.split('\n').filter((line) => line.startsWith('    {'));
+  assert.equal(rowLines.length, 3); // one line per row: a diff shows the rows that changed
+  const reversed = [...cases].reverse(); // the same rows in another order freeze to the same text
+  assert.equal(text, blind.serializeFreeze(blind.buildFreeze(reversed, run(reversed).report, FREEZE_INFO)));
+  assert.deepEqual(blind.parseFreeze(blind.serializeFreeze({ ...freeze, rows: [] })).rows, []);
+});
+
+test('a bad freeze names its code and the JSON Pointer of the field', () => {
+  const cases = freezeCases();
+  const good = blind.buildFreeze(cases, run(cases).report, FREEZE_INFO);
+  const problem = (text) => {
+    try {
+      blind.parseFreeze(text);
+    } catch (e) {
+      assert.ok(e instanceof blind.FreezeError, e.stack);
+      return [e.code, e.path];
+    }
+    return null;
+  };
+  const edited = (edit) => {
+    const copy = JSON.parse(JSON.stringify(good));
+    edit(copy);
+    return JSON.stringify(copy);
+  };
+  assert.deepEqual(problem('{"format": '), ['invalid_freeze', '']);
+  assert.deepEqual(problem('[]'), ['invalid_freeze', '']);
+  assert.deepEqual(problem(edited((f) => { f.format = 'other/2'; })), ['invalid_freeze', '/format']);
+  assert.deepEqual(problem(edited((f) => { delete f.memfit_version; })), ['invalid_freeze', '/memfit_version']);
+  assert.deepEqual(problem(edited((f) => { f.rows = {}; })), ['invalid_freeze', '/rows']);
+  assert.deepEqual(problem(edited((f) => { f.configs = 'tests/validation/configs'; })), ['invalid_freeze', '/configs']);
+  assert.deepEqual(problem(edited((f) => { f.rows[2].error_pct = '-20'; })), ['invalid_freeze', '/rows/2/error_pct']);
+  assert.deepEqual(problem(edited((f) => { f.rows[1].status = 'done'; })), ['invalid_freeze', '/rows/1/status']);
+  assert.deepEqual(problem(edited((f) => { f.rows[1].id = 'TT-002'; })), ['invalid_freeze', '/rows/2/id']);
+  assert.deepEqual(problem(edited((f) => { delete f.rows[0].reason; })), ['invalid_freeze', '/rows/0/reason']);
+
+  const mismatch = (name, rows) => {
+    try {
+      blind.checkFreezeMatches(good, name, rows);
+    } catch (e) {
+      return [e.code, e.path];
+    }
+    return null;
+  };
+  assert.equal(mismatch('cases.csv', cases), null);
+  assert.deepEqual(mismatch('other.csv', cases), ['freeze_mismatch', '/cases']);
+  assert.deepEqual(mismatch('cases.csv', [caseRow({ id: 'ZZ-001' })]), ['freeze_mismatch', '/rows']);
+});
+
+test('blind against current: the frozen numbers stay, added rows have none, edited rows are flagged', () => {
+  const cases = freezeCases();
+  const freeze = blind.buildFreeze(cases, run(cases).report, FREEZE_INFO);
+  // the model changes: TT-002 now comes out 10 % over; a frozen estimate stays what was said
+  freeze.rows[1].estimate_gib = 0.8; // TT-001 as if the old model had said 0.8 GiB (-20 %)
+  freeze.rows[1].error_pct = -20;
+  const later = [
+    ...cases.slice(0, 2).map((row) => (row.id === 'TT-001' ? { ...row, notes: 're-read: torch 2.4' } : row)),
+    caseRow({ id: 'TT-003', measured_gib: '2' }), // added after the freeze
+  ]; // PM-001 removed
+  const { report } = run(later);
+  const c = blind.compareWithFreeze(later, report, freeze);
+  const byId = Object.fromEntries(c.rows.map((r) => [r.id, r]));
+  assert.deepEqual(c.rows.map((r) => r.id), ['PM-001', 'TT-001', 'TT-002', 'TT-003']);
+  assert.deepEqual([c.added, c.changed, c.removed], [['TT-003'], ['TT-001'], ['PM-001']]);
+  assert.deepEqual(byId['TT-001'].blind, { status: 'compared', estimate_gib: 0.8, error_pct: -20 });
+  assert.deepEqual(byId['TT-001'].current, { status: 'compared', estimate_gib: 1, error_pct: 0 });
+  assert.equal(byId['TT-002'].change, null);
+  assert.equal(byId['TT-002'].blind.error_pct, -20);
+  assert.equal(byId['TT-003'].blind, null);
+  assert.equal(byId['TT-003'].current.error_pct, -50);
+  assert.equal(byId['PM-001'].current, null);
+  assert.equal(byId['PM-001'].blind.status, 'skipped');
+  // blind: both frozen compared rows at -20 %; current: 0, -20, -50
+  assert.deepEqual([c.blind_summary.overall.count, c.blind_summary.overall.under_10_share_pct], [2, 100]);
+  assert.equal(c.blind_summary.skipped, 1);
+  assert.deepEqual([c.current_summary.overall.count, c.current_summary.overall.under_10_count], [3, 2]);
+  assert.notEqual(c.rows_sha256_now, c.freeze.rows_sha256);
+  assert.equal(c.freeze.rows, undefined);
+
+  const file = { casesPath: 'cases.csv', report, blind: c, blindPath: 'blind/cases.json' };
+  const text = reports.formatText([file]);
+  const lines = text.split('\n');
+  assert.equal(lines[0], 'blind (frozen): 2 of 2 rows under-estimated by more than 10% (100.0%); '
+    + 'median |err| 20.0%, p90 |err| 20.0%');
+  assert.match(lines[1], /^current: 2 of 3 rows under-estimated/);
+  assert.match(lines[2], /^blind: blind\/cases\.json, frozen 2026-11-27 with memfit 1\.2\.3 at abc; since then 1 rows added, 1 changed, 1 removed$/);
+  assert.match(text, /\nTT-001 .* 0\.80\s+-20\.0\s+1\.00\s+\+0\.0\s+CHANGED since the freeze\n/);
+  assert.match(text, /\nTT-003 .* 2\.00\s+-\s+-\s+1\.00\s+-50\.0\s+added after the freeze: no blind number\n/);
+  assert.match(text, /\nPM-001 .*skipped\s+-\s+-\s+-\s+removed since the freeze\n/);
+  assert.match(text, / {2}overall\n {4}blind: {3}n=2  under >10% 100\.0% \(2\)[^\n]*\n {4}current: n=3  under >10% 66\.7% \(2\)/);
+
+  const j = reports.toJson([file]);
+  assert.deepEqual(j.blind.rows.find((r) => r.id === 'TT-001'), {
+    id: 'TT-001', change: 'changed', blind_status: 'compared', blind_estimate_gib: 0.8, blind_error_pct: -20,
+    current_status: 'compared', current_estimate_gib: 1, current_error_pct: 0,
+  });
+  assert.equal(j.blind.rows.find((r) => r.id === 'TT-003').blind_error_pct, null);
+  assert.deepEqual([j.blind.memfit_version, j.blind.git_commit, j.blind.frozen_on], ['1.2.3', 'abc', '2026-11-27']);
+  assert.equal(j.blind.summary.overall.under_10_share_pct, 100);
+
+  const calibration = { casesPath: 'calibration.csv', report: sampleReport(), blind: null, blindPath: null };
+  const md = reports.formatMarkdown([file, calibration], { version: '1.2.4' });
+  assert.match(md, /\| cases \| `cases\.csv` \| blind \(frozen 2026-11-27\) \| 3 \| 100\.0 % \(2 of 2\) \| 20\.0 \| 20\.0 \| 66\.7 % \(2 of 3\) \| 20\.0 \| 50\.0 \|/);
+  assert.match(md, /\| AA \| `calibration\.csv` \| shaped on \(tuned; no blind record\) \|/);
+  assert.match(md, /NOT met \(2 rows: 100\.0 % under-estimated/);
+  assert.match(md, /\| TT-001 \| A \| meta-llama\/Llama-3\.1-8B \| 1 \| max_allocated \| 1\.00 \| 0\.80 \| -20\.0 \| 1\.00 \| \+0\.0 \| CHANGED since the freeze \|/);
+  assert.ok(md.indexOf('### cases: `cases.csv`') < md.indexOf('## Shaped on: `calibration.csv`'));
+});
+
 // --- output --------------------------------------------------------------------------------------
 
 /// A small report: two compared rows (out of id order), one skipped, one error.
@@ -376,28 +545,36 @@ test('--json shape: rows reduced to the compared fields', () => {
 test('table output lists rows, skipped, errors and the summary', () => {
   const text = v.formatTable(sampleReport());
   const lines = text.split('\n');
-  assert.match(lines[0], /^id\s+grade\s+model\s+measured_kind\s+estimate_GiB\s+measured_GiB\s+error_%$/);
-  assert.match(lines[1], /^TT-002\s+A\s+Llama-3\.1-8B\s+max_allocated\s+1\.00\s+1\.10\s+-9\.1$/);
-  assert.match(lines[2], /^AA-001\s+C\s+Llama-3\.1-8B\s+max_allocated\s+1\.00\s+0\.90\s+\+11\.1$/);
+  assert.equal(lines[0], 'all compared rows: 0 of 2 rows under-estimated by more than 10% (0.0%); '
+    + 'median |err| 10.1%, p90 |err| 11.1%');
+  assert.match(lines[2], /^id\s+grade\s+model\s+measured_kind\s+estimate_GiB\s+measured_GiB\s+error_%$/);
+  assert.match(lines[3], /^TT-002\s+A\s+Llama-3\.1-8B\s+max_allocated\s+1\.00\s+1\.10\s+-9\.1$/);
+  assert.match(lines[4], /^AA-001\s+C\s+Llama-3\.1-8B\s+max_allocated\s+1\.00\s+0\.90\s+\+11\.1$/);
   assert.match(text, /skipped \(1\):\n {2}PM-001 {2}PEFT method other/);
   assert.match(text, /errors \(1\):\n {2}TT-003 {2}unknown_preset {2}\/model\/preset {2}no \| such/);
-  assert.match(text, /single GPU, grade A\/B: n=1 .* NOT met/);
+  assert.match(text, /single GPU, grade A\/B: n=1  under >10% 0\.0% \(0\)  median .* NOT met/);
   assert.match(text, /skipped: 1 {2}errors: 1\n$/);
 });
 
 test('markdown report: sections in order, rows sorted by id, reproducible, no timestamps', () => {
-  const report = sampleReport();
-  const md = v.formatMarkdown(report, { casesPath: 'cases.csv', version: '9.9.9' });
-  assert.equal(md, v.formatMarkdown(sampleReport(), { casesPath: 'cases.csv', version: '9.9.9' }));
-  const order = ['# Validation', '### Single GPU, grade A/B', '### By source', '### By grade', '### Overall',
-    '## Every row', '## Skipped rows', '## Rows the estimator rejected', 'npm run validation-report'];
+  const files = () => [{ casesPath: 'cases.csv', report: sampleReport(), blind: null, blindPath: null }];
+  const md = reports.formatMarkdown(files(), { version: '9.9.9' });
+  assert.equal(md, reports.formatMarkdown(files(), { version: '9.9.9' }));
+  const order = ['# Validation', 'dangerous direction', 'Blind first', '## Summary by source', '## Blind sources',
+    'None yet', '## Shaped on: `cases.csv`', '### Single GPU, grade A/B', '### By source', '### By grade',
+    '### Overall', '### Every row', '### Skipped rows', '### Rows the estimator rejected', 'npm run validation-report'];
   const at = order.map((s) => md.indexOf(s));
   assert.ok(at.every((i) => i >= 0), JSON.stringify(at));
   assert.deepEqual([...at].sort((a, b) => a - b), at);
   assert.ok(md.indexOf('| AA-001 |') < md.indexOf('| TT-002 |'));
   assert.match(md, /`max_reserved` → `peak_reserved_bytes`/);
   assert.match(md, /2\^30/);
-  assert.match(md, /\| 1 \| 9\.1 \| 9\.1 \| -9\.1 \| median ≤ 5 %, p90 ≤ 12 % \| FAIL \|/);
+  // the headline group leads with the under-estimated share: TT-002 is -9.1 %, not below -10 %
+  assert.match(md, /\| 1 \| 0\.0 % \(0\) \| 9\.1 \| 9\.1 \| -9\.1 \| median ≤ 5 %, p90 ≤ 12 % \| FAIL \|/);
+  assert.match(md, /\| AA \| `cases\.csv` \| shaped on \(tuned; no blind record\) \| 1 \| — \| — \| — \| 0\.0 % \(0 of 1\) \| 11\.1 \| 11\.1 \|/);
+  assert.match(md, /\| TT \| `cases\.csv` \| shaped on \(tuned; no blind record\) \| 2 \|/); // TT-003 rejected
+  assert.match(md, /\| \*\*all of cases\.csv\*\* \| {2}\| {2}\| 4 \| — \| — \| — \| 0\.0 % \(0 of 2\) \| 10\.1 \| 11\.1 \|/);
+  assert.match(md, /no blind rows yet/);
   assert.match(md, /\| TT-003 \| unknown_preset \| \/model\/preset \| no \\\| such \|/);
   assert.match(md, /memfit 9\.9\.9/);
   assert.doesNotMatch(md, /\d{4}-\d\d-\d\dT|\d\d:\d\d:\d\d/);
@@ -453,7 +630,8 @@ test('memfit validate / estimate from the command line (fake module)', () => {
 
   const table = memfit(['validate', cases], env);
   assert.equal(table.code, 0, table.err);
-  assert.match(table.out, /^id\s+grade/);
+  assert.match(table.out, /^all compared rows: 0 of 1 rows under-estimated by more than 10%/);
+  assert.match(table.out, /\n\nid\s+grade/);
   const md = memfit(['validate', cases, '--markdown', '--configs', dir], env);
   assert.equal(md.code, 0, md.err);
   assert.match(md.out, /^# Validation/);
@@ -484,6 +662,169 @@ test('memfit validate / estimate from the command line (fake module)', () => {
   const missing = memfit(['estimate', join(dir, 'absent.json')], env);
   assert.equal(missing.code, 2);
   assert.equal(JSON.parse(missing.out).error.code, 'invalid_usage');
+});
+
+test('memfit validate --freeze, then --blind: frozen vs current, overwrite refused, bad freezes exit 2', () => {
+  const { dir, file } = fakeModuleFile();
+  const env = { MEMFIT_WASM_JS: file };
+  const cases = join(dir, 'src1.csv');
+  // the fake estimate is seq_len MiB: 1 GiB against 1 and 1.25 GiB measured
+  const rows = [caseRow({ id: 'S1-001', seq_len: '1024', measured_gib: '1' }),
+    caseRow({ id: 'S1-002', seq_len: '1024', measured_gib: '1.25' }), caseRow({ id: 'S1-003', method: 'other_peft' })];
+  writeFileSync(cases, csvOf(rows));
+  const blindDir = join(dir, 'blind');
+  const freezePath = join(blindDir, 'src1.json');
+
+  const frozen = memfit(['validate', cases, '--freeze', freezePath, '--json'], env);
+  assert.equal(frozen.code, 0, frozen.err);
+  assert.match(frozen.err, /froze 3 rows of .* \(2 compared, 1 skipped, 0 rejected\)/);
+  const freeze = JSON.parse(readFileSync(freezePath, 'utf8'));
+  assert.equal(freeze.cases, 'src1.csv');
+  assert.equal(freeze.memfit_version, '0.0.0-fake');
+  assert.match(freeze.frozen_on, /^\d{4}-\d\d-\d\d$/);
+  assert.ok(freeze.git_commit === null || /^[0-9a-f]{40}$/.test(freeze.git_commit), freeze.git_commit);
+  assert.deepEqual(freeze.rows.map((r) => [r.id, r.status, r.estimate_gib, r.error_pct]),
+    [['S1-001', 'compared', 1, 0], ['S1-002', 'compared', 1, -20], ['S1-003', 'skipped', undefined, undefined]]);
+
+  // never overwritten without --force; --force rewrites it
+  const before = readFileSync(freezePath, 'utf8');
+  const again = memfit(['validate', cases, '--freeze', freezePath], env);
+  assert.equal(again.code, 2);
+  assert.equal(JSON.parse(again.out).error.code, 'freeze_exists');
+  assert.equal(readFileSync(freezePath, 'utf8'), before);
+  assert.equal(memfit(['validate', cases, '--freeze', freezePath, '--force'], env).code, 0);
+
+  // a faked model change: the frozen S1-001 said 0.5 GiB; a row is added after the freeze
+  const edited = join(dir, 'edited.json');
+  const copy = JSON.parse(before);
+  Object.assign(copy.rows[0], { estimate_gib: 0.5, error_pct: -50 });
+  writeFileSync(edited, JSON.stringify(copy));
+  writeFileSync(cases, csvOf([...rows, caseRow({ id: 'S1-004', seq_len: '2048', measured_gib: '1' })]));
+  const compared = memfit(['validate', cases, '--blind', edited, '--json'], env);
+  assert.equal(compared.code, 0, compared.err);
+  const b = JSON.parse(compared.out).blind;
+  const byId = Object.fromEntries(b.rows.map((r) => [r.id, r]));
+  assert.deepEqual([byId['S1-001'].blind_error_pct, byId['S1-001'].current_error_pct], [-50, 0]);
+  assert.deepEqual([byId['S1-002'].blind_error_pct, byId['S1-002'].current_error_pct], [-20, -20]);
+  const added = byId['S1-004'];
+  assert.deepEqual([added.change, added.blind_error_pct, added.current_error_pct], ['added', null, 100]);
+  assert.deepEqual(b.added, ['S1-004']);
+  assert.deepEqual(b.changed, []);
+  assert.deepEqual([b.summary.overall.count, b.summary.overall.under_10_share_pct], [2, 100]);
+
+  // found by itself in the blind directory; the text report leads with blind and current
+  const auto = memfit(['validate', cases, '--blind-dir', blindDir], env);
+  assert.equal(auto.code, 0, auto.err);
+  assert.match(auto.out, /^blind \(frozen\): 1 of 2 rows under-estimated by more than 10% \(50\.0%\)/);
+  assert.match(auto.out, /\ncurrent: 1 of 3 rows under-estimated/);
+  assert.match(auto.out, /S1-004 .*added after the freeze: no blind number/);
+  const md = memfit(['validate', cases, '--blind-dir', blindDir, '--markdown'], env);
+  assert.match(md.out, /\| src1 \| `[^`]*src1\.csv` \| blind \(frozen \d{4}-\d\d-\d\d\) \| 4 \| 50\.0 % \(1 of 2\) \|/);
+  const otherConfigs = memfit(['validate', cases, '--blind-dir', blindDir, '--configs', dir], env);
+  assert.match(otherConfigs.err, /src1\.json was frozen with --configs \(none\), this run has /);
+  assert.equal(auto.err, '');
+  const none = memfit(['validate', cases, '--blind-dir', join(dir, 'absent')], env);
+  assert.match(none.out, /^all compared rows: /);
+
+  // bad input: a clear error with a code and exit 2
+  const errorOf = (args) => {
+    const r = memfit(args, env);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.out} ${r.err}`);
+    return JSON.parse(r.out).error;
+  };
+  assert.equal(errorOf(['validate', cases, '--blind', join(dir, 'absent.json')]).code, 'invalid_usage');
+  writeFileSync(edited, '{"format": "memfit-blind-freeze/1", "rows": [');
+  const malformed = errorOf(['validate', cases, '--blind', edited]);
+  assert.deepEqual([malformed.code, malformed.path], ['invalid_freeze', '']);
+  assert.match(malformed.message, /not valid JSON/);
+  writeFileSync(edited, JSON.stringify({ ...copy, rows: [{ ...copy.rows[0], estimate_gib: null }] }));
+  assert.deepEqual(Object.values(errorOf(['validate', cases, '--blind', edited])).slice(0, 1), ['invalid_freeze']);
+  assert.equal(errorOf(['validate', cases, '--blind', edited]).path, '/rows/0/estimate_gib');
+  const other = join(dir, 'src2.csv');
+  copyFileSync(cases, other);
+  const mismatch = errorOf(['validate', other, '--blind', freezePath]);
+  assert.deepEqual([mismatch.code, mismatch.path], ['freeze_mismatch', '/cases']);
+  assert.match(mismatch.message, /records 'src1\.csv', not 'src2\.csv'/);
+  mkdirSync(join(dir, 'blind2'));
+  writeFileSync(join(dir, 'blind2', 'src1.json'), '[]'); // a broken freeze found by itself is an error too
+  assert.equal(errorOf(['validate', cases, '--blind-dir', join(dir, 'blind2')]).code, 'invalid_freeze');
+  assert.equal(errorOf(['validate', cases, '--freeze', freezePath, '--blind', freezePath]).code, 'invalid_usage');
+  assert.equal(errorOf(['validate', cases, '--force']).code, 'invalid_usage');
+  assert.equal(errorOf(['validate', cases, other, '--freeze', join(dir, 'x.json')]).code, 'invalid_usage');
+});
+
+test('memfit validate --freeze --add records only the rows a freeze lacks, the frozen ones untouched', () => {
+  const { dir, file } = fakeModuleFile();
+  const env = { MEMFIT_WASM_JS: file };
+  const cases = join(dir, 'src3.csv');
+  const freezePath = join(dir, 'blind', 'src3.json');
+  const first = [caseRow({ id: 'S3-001', seq_len: '1024', measured_gib: '1' }),
+    caseRow({ id: 'S3-002', seq_len: '1024', measured_gib: '2' })];
+  writeFileSync(cases, csvOf(first));
+  const made = memfit(['validate', cases, '--freeze', freezePath, '--add'], env); // no freeze yet: made whole
+  assert.equal(made.code, 0, made.err);
+  const before = readFileSync(freezePath, 'utf8');
+  // the frozen S3-001 as an older model said it; the CSV gains S3-003 and edits S3-002
+  const older = before.replace('"estimate_gib":1,"measured_gib":1,"error_pct":0',
+    '"estimate_gib":0.5,"measured_gib":1,"error_pct":-50');
+  assert.notEqual(older, before);
+  writeFileSync(freezePath, older);
+  writeFileSync(cases, csvOf([first[0], { ...first[1], notes: 'edited' },
+    caseRow({ id: 'S3-003', seq_len: '3072', measured_gib: '2' })]));
+  const added = memfit(['validate', cases, '--freeze', freezePath, '--add'], env);
+  assert.equal(added.code, 0, added.err);
+  assert.match(added.err, /added 1 rows to .*: S3-003/);
+  const after = readFileSync(freezePath, 'utf8');
+  const rowLines = (text) => text.split('\n').filter((line) => line.startsWith('    {'))
+    .map((line) => line.replace(/,$/, ''));
+  assert.deepEqual(rowLines(after).slice(0, 2), rowLines(older)); // frozen rows byte for byte
+  const s3 = JSON.parse(after).rows[2];
+  assert.deepEqual([s3.id, s3.estimate_gib, s3.error_pct, s3.memfit_version], ['S3-003', 3, 50, '0.0.0-fake']);
+  assert.match(s3.frozen_on, /^\d{4}-\d\d-\d\d$/);
+  const again = memfit(['validate', cases, '--freeze', freezePath, '--add'], env);
+  assert.match(again.err, /added 0 rows .*every row is frozen already/);
+  assert.equal(readFileSync(freezePath, 'utf8'), after);
+
+  const b = JSON.parse(memfit(['validate', cases, '--blind', freezePath, '--json'], env).out).blind;
+  assert.deepEqual(b.rows.map((r) => [r.id, r.change, r.blind_error_pct, r.current_error_pct]),
+    [['S3-001', null, -50, 0], ['S3-002', 'changed', -50, -50], ['S3-003', null, 50, 50]]);
+  const other = join(dir, 'other.csv');
+  copyFileSync(cases, other);
+  const mismatch = memfit(['validate', other, '--freeze', freezePath, '--add'], env);
+  assert.equal(mismatch.code, 2);
+  assert.equal(JSON.parse(mismatch.out).error.code, 'freeze_mismatch');
+  assert.equal(readFileSync(freezePath, 'utf8'), after);
+  assert.equal(memfit(['validate', cases, '--freeze', freezePath, '--add', '--force'], env).code, 2);
+});
+
+test('memfit validate over several case files and directories: one report, empty directories allowed', () => {
+  const { dir, file } = fakeModuleFile();
+  const env = { MEMFIT_WASM_JS: file };
+  const sources = join(dir, 'sources');
+  mkdirSync(sources);
+  mkdirSync(join(dir, 'empty'));
+  writeFileSync(join(dir, 'calibration.csv'), csvOf([caseRow({ id: 'TT-001', seq_len: '1024', measured_gib: '1' })]));
+  writeFileSync(join(sources, 'b.csv'), csvOf([caseRow({ id: 'B-001', seq_len: '1024', measured_gib: '2' })]));
+  writeFileSync(join(sources, 'a.csv'), csvOf([caseRow({ id: 'A-001', seq_len: '1024', measured_gib: '1' })]));
+  writeFileSync(join(sources, 'notes.txt'), 'not a case file');
+  const blindDir = join(dir, 'blind');
+  assert.equal(memfit(['validate', join(sources, 'b.csv'), '--freeze', join(blindDir, 'b.json')], env).code, 0);
+
+  const args = ['validate', join(dir, 'calibration.csv'), sources, join(dir, 'empty'), '--blind-dir', blindDir];
+  const j = JSON.parse(memfit([...args, '--json'], env).out);
+  assert.deepEqual(j.files.map((f) => [f.cases.slice(dir.length), Boolean(f.blind)]),
+    [['/calibration.csv', false], ['/sources/a.csv', false], ['/sources/b.csv', true]]);
+  const md = memfit([...args, '--markdown'], env).out;
+  assert.match(md, /### b: `[^`]*b\.csv`/);
+  assert.match(md, /## Shaped on: `[^`]*calibration\.csv`/);
+  assert.match(md, /## Shaped on: `[^`]*a\.csv`/);
+  assert.match(md, /NOT met \(1 rows: 100\.0 % under-estimated/); // B-001: 1 GiB for 2 measured
+  const text = memfit([...args], env).out;
+  assert.match(text, /^== [^\n]*calibration\.csv ==\nall compared rows: /);
+  const onlyEmpty = memfit(['validate', join(dir, 'calibration.csv'), join(dir, 'empty'), '--markdown'], env);
+  assert.equal(onlyEmpty.code, 0, onlyEmpty.err);
+  assert.match(onlyEmpty.out, /None yet: no case file has a blind record/);
+  assert.equal(memfit(['validate', join(dir, 'nothing-here')], env).code, 2);
 });
 
 /// Whether the built single-file module exports estimate() (it is being added on the C++ side).
