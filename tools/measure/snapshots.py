@@ -10,7 +10,6 @@ in https://pytorch.org/memory_viz after `gunzip`.
 
 from __future__ import annotations
 
-import copy
 import gzip
 import os
 import pickle
@@ -19,31 +18,36 @@ MIB = 2 ** 20
 LARGE_BYTES = MIB   # an allocation of at least this size keeps its stack longest
 
 
-def _blocks_and_events(snapshot: dict):
-    for segment in snapshot.get("segments", []):
-        yield from segment.get("blocks", [])
-    for trace in snapshot.get("device_traces", []):
-        yield from trace
+def _trimmed(snapshot: dict, keep_frames, keep_event) -> dict:
+    """A new snapshot (the input untouched, unchanged parts shared) with the stacks of items that
+    fail keep_frames(size) emptied and the trace events that fail keep_event(size) left out."""
+    def item(d: dict) -> dict:
+        return d if keep_frames(d.get("size", 0)) else {**d, "frames": []}
+    segments = [{**seg, "blocks": [item(b) for b in seg.get("blocks", [])]}
+                for seg in snapshot.get("segments", [])]
+    traces = [[item(e) for e in trace if keep_event(e.get("size", 0))]
+              for trace in snapshot.get("device_traces", [])]
+    return {**snapshot, "segments": segments, "device_traces": traces}
 
 
-def _drop_frames(snapshot: dict, below_bytes: float) -> None:
-    for item in _blocks_and_events(snapshot):
-        if item.get("size", 0) < below_bytes:
-            item["frames"] = []
+def _everything(size: int) -> bool:
+    return True
 
 
-def _drop_small_events(snapshot: dict) -> None:
-    snapshot["device_traces"] = [[e for e in trace if e.get("size", 0) >= LARGE_BYTES]
-                                 for trace in snapshot.get("device_traces", [])]
+def _nothing(size: int) -> bool:
+    return False
 
 
-# Each level is applied to a fresh copy, so a level's result does not depend on the one before.
+def _large(size: int) -> bool:
+    return size >= LARGE_BYTES
+
+
+# From the whole snapshot to the least that still shows where the large allocations happened.
 LEVELS = [
-    ("full", lambda s: None),
-    ("stacks kept for allocations >= 1 MiB", lambda s: _drop_frames(s, LARGE_BYTES)),
-    ("no stacks", lambda s: _drop_frames(s, float("inf"))),
-    ("no stacks, trace events < 1 MiB dropped",
-     lambda s: (_drop_frames(s, float("inf")), _drop_small_events(s))),
+    ("full", lambda s: s),
+    ("stacks kept for allocations >= 1 MiB", lambda s: _trimmed(s, _large, _everything)),
+    ("no stacks", lambda s: _trimmed(s, _nothing, _everything)),
+    ("no stacks, trace events < 1 MiB dropped", lambda s: _trimmed(s, _nothing, _large)),
 ]
 
 
@@ -59,8 +63,7 @@ def write_capped(snapshot: dict, path: str, cap_bytes: int) -> dict:
     """
     data = b""
     for level, shrink in LEVELS:
-        trimmed = copy.deepcopy(snapshot) if level != "full" else snapshot
-        shrink(trimmed)
+        trimmed = shrink(snapshot)
         data = _gzipped_pickle(trimmed)
         if len(data) <= cap_bytes:
             tmp = path + ".tmp"

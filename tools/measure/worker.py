@@ -38,7 +38,7 @@ LEARNING_RATE = 1e-5          # values are irrelevant to memory; fixed for repro
 QLORA_CACHE = os.environ.get("MEMFIT_QLORA_CACHE", os.path.join(tempfile.gettempdir(), "memfit-qlora"))
 # Memory-history recording: the ring buffer's length (events beyond it drop the oldest) and the
 # Python-only stacks (C++ frames would multiply the snapshot's size for no memory insight).
-HISTORY_MAX_ENTRIES = 200_000
+HISTORY_MAX_ENTRIES = 100_000
 SNAPSHOT_CAP_BYTES = 15 * 2 ** 20   # under the device tool's 16 MiB per returned file
 
 
