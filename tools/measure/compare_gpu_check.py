@@ -114,6 +114,13 @@ def estimates(rows: list[dict], configs: str, tmp: str) -> dict[str, dict]:
     return results
 
 
+def source_commit() -> str:
+    """The commit whose estimator made the predictions; '+modified' if src/ or cli/ differ from it."""
+    git = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True, cwd=REPO_ROOT).stdout.strip()  # noqa: E731
+    commit = git("rev-parse", "HEAD") or "unknown"
+    return commit + ("+modified" if git("status", "--porcelain", "src", "cli", "wasm_bindings") else "")
+
+
 def predict(cases_path: str, configs: str, out_path: str) -> int:
     case_rows = read_case_rows(cases_path)
     version = json.loads(node(MEMFIT, "version"))["version"]
@@ -124,6 +131,7 @@ def predict(cases_path: str, configs: str, out_path: str) -> int:
                  "as a placeholder; only estimate_gib is kept. breakdown: `memfit estimate` of the "
                  "same request.",
         "memfit_version": version,
+        "memfit_commit": source_commit(),
         "cases": os.path.relpath(cases_path, REPO_ROOT),
         "command": "node cli/memfit.js validate <expanded cases> --configs "
                    f"{os.path.relpath(configs, REPO_ROOT)} --json",
