@@ -19,4 +19,5 @@ fi
 tail -n 3 build-asan/ctest.log
 python3 -m unittest discover -s tools/measure -p "test_*.py"
 python3 tools/measure/measure.py --dry-run tools/measure/campaign.csv --configs tests/validation/configs | tail -n 1
+python3 tools/measure/measure.py --dry-run tools/measure/gpu_check.csv --configs tests/validation/configs | tail -n 1
 node --test tests/node/

@@ -25,8 +25,10 @@ FORMAT_COLUMNS = [
 ]
 
 # Harness-only columns a case file may add after the FORMAT ones. They never reach the output CSV;
-# their values are written into notes as key=value instead.
-EXTRA_COLUMNS = ["optimizer_impl"]
+# their values are written into notes as key=value instead. alloc_conf is the worker's
+# PYTORCH_CUDA_ALLOC_CONF (empty = inherited); record_history=1 keeps a memory-history snapshot of
+# the first optimizer step (torch.cuda.memory._record_memory_history).
+EXTRA_COLUMNS = ["optimizer_impl", "alloc_conf", "record_history"]
 
 GPU_IDS = [
     "V100-16GB", "V100-32GB", "T4", "A10G", "L4", "L40S", "RTX-3090", "RTX-4090", "RTX-A6000",
@@ -63,12 +65,12 @@ INT_COLUMNS = ["n_gpus", "dp", "tp", "pp", "vpp", "cp", "ep", "lora_rank", "micr
 # What the transformers loop can reproduce: a FORMAT-valid value outside these sets is rejected
 # with "not supported by this harness" rather than silently run as something else.
 SUPPORTED = {
-    "method": ["full", "lora", "freeze"],
+    "method": ["full", "lora", "qlora", "freeze"],
     "precision": ["fp32", "amp_bf16", "bf16"],
     "optimizer": ["adamw", "sgd", "sgd_momentum", "adafactor"],
     "sharding": ["none", "zero2", "zero3"],
     "offload": ["none"],
-    "base_quant": ["none"],
+    "base_quant": ["none", "nf4"],
     "activation_checkpointing": ["none", "full"],
     "loss": ["standard"],
     "optimizer_in_backward": ["0"],
@@ -90,6 +92,19 @@ MEASURED = ["measured_gib", "measured_kind"]
 
 DEFAULT_OPTIMIZER_IMPL = {"adamw": "foreach", "sgd": "foreach", "sgd_momentum": "foreach",
                           "adafactor": ""}
+
+# The caching allocator's PYTORCH_CUDA_ALLOC_CONF options (c10/cuda/CUDAAllocatorConfig.cpp).
+ALLOC_CONF_KEYS = ["expandable_segments", "max_split_size_mb", "garbage_collection_threshold",
+                   "roundup_power2_divisions", "backend", "pinned_use_cuda_host_register",
+                   "release_lock_on_cudamalloc"]
+LORA_METHODS = ("lora", "qlora")
+
+# Rough device time of one case on an H100, for a campaign's time budget (not a measurement):
+# a fresh process imports torch + transformers, creates a CUDA context and builds the model.
+PROCESS_OVERHEAD_S = 20.0
+BUILD_BYTES_PER_S = 4e9            # random initialisation on the GPU plus the first kernels' loading
+QLORA_RELOAD_BYTES_PER_S = 1e9     # QLoRA saves the random bf16 model once and reloads it quantised
+EFFECTIVE_FLOPS = 150e12           # bf16 training throughput of an HF eager loop on small models
 
 
 def config_filename(model: str) -> str:
@@ -246,11 +261,13 @@ def _check_supported(case: Case, config: dict, where: str, report: Report) -> No
             report.error(where, f"seq_len={case['seq_len']} exceeds the learned position table "
                                 f"({families.LEARNED_POSITIONS[model_type]}={d.max_positions})")
 
-    if case["method"] == "lora":
+    if case["method"] in LORA_METHODS:
         try:
             families.lora_target_modules(config, case["lora_targets"])
         except families.TargetError as exc:
             report.error(where, f"lora_targets={case['lora_targets']!r}: {exc}")
+    _check_qlora(case, where, report)
+    _check_extras(case, where, report)
 
     layout, dp, tp = case.layout, case.num("dp"), case.num("tp")
     if dp > 1 and tp > 1:
@@ -269,6 +286,61 @@ def _check_supported(case: Case, config: dict, where: str, report: Report) -> No
             report.error(where, "compile=1 is supported on a single GPU only")
         if case["optimizer"] == "adafactor":
             report.error(where, "adafactor does not accept sharded (DTensor) parameters")
+
+
+def _check_qlora(case: Case, where: str, report: Report) -> None:
+    """QLoRA = bitsandbytes NF4 base (double-quantised) with bf16 compute, on one GPU."""
+    qlora, nf4 = case["method"] == "qlora", case["base_quant"] == "nf4"
+    if qlora != nf4:
+        report.error(where, "method=qlora and base_quant=nf4 go together "
+                            f"(got method={case['method']}, base_quant={case['base_quant'] or 'empty'})")
+    if qlora and case["precision"] != "bf16":
+        report.error(where, f"method=qlora runs precision=bf16 (the NF4 compute dtype); "
+                            f"got {case['precision']}")
+    if qlora and case.layout != "single":
+        report.error(where, "method=qlora is supported on a single GPU only")
+
+
+def parse_alloc_conf(text: str) -> dict[str, str]:
+    """'expandable_segments:True,max_split_size_mb:128' -> {key: value}; raises ValueError."""
+    options = {}
+    for item in text.split(","):
+        key, sep, value = item.strip().partition(":")
+        if not sep or not value.strip():
+            raise ValueError(f"{item.strip()!r} is not key:value")
+        if key not in ALLOC_CONF_KEYS:
+            raise ValueError(f"unknown option {key!r} (known: {', '.join(ALLOC_CONF_KEYS)})")
+        options[key] = value.strip()
+    return options
+
+
+def _check_extras(case: Case, where: str, report: Report) -> None:
+    if case["alloc_conf"]:
+        try:
+            options = parse_alloc_conf(case["alloc_conf"])
+        except ValueError as exc:
+            report.error(where, f"alloc_conf={case['alloc_conf']!r}: {exc}")
+        else:
+            flag = options.get("expandable_segments")
+            if flag is not None and flag not in ("True", "False"):
+                report.error(where, f"alloc_conf: expandable_segments must be True or False, got {flag!r}")
+    if case["record_history"] not in ("", "0", "1"):
+        report.error(where, f"record_history={case['record_history']!r} must be 0, 1 or empty")
+
+
+def estimated_seconds(case: Case, config: dict, steps: int) -> float:
+    """Rough device time of one case (PROCESS_OVERHEAD_S and the rates above); for budgets only."""
+    d = families.dims(config)
+    params, _ = families.param_counts(d)
+    weight_bytes = params * (2 if case["precision"] == "bf16" else 4)
+    seconds = PROCESS_OVERHEAD_S + weight_bytes / BUILD_BYTES_PER_S
+    if case["method"] == "qlora":
+        seconds += 2 * params * 2 / QLORA_RELOAD_BYTES_PER_S  # bf16 written, then read
+    tokens = case.num("micro_batch") * case.num("seq_len") * case.num("grad_accum")
+    flops = 6 * params * tokens + 12 * d.layers * d.hidden * case.num("seq_len") * tokens
+    if case["activation_checkpointing"] == "full":
+        flops *= 4 / 3  # the forward again
+    return seconds + steps * flops / EFFECTIVE_FLOPS
 
 
 def validate(cases: list[Case], configs_dir: str, report: Report, path: str = "cases") -> None:
@@ -299,8 +371,8 @@ def validate(cases: list[Case], configs_dir: str, report: Report, path: str = "c
 
 def plan_line(case: Case) -> str:
     """One human-readable line per case, for --dry-run."""
-    if case["method"] == "lora":
-        method = f"lora r{case['lora_rank']} {case['lora_targets']}"
+    if case["method"] in LORA_METHODS:
+        method = f"{case['method']} r{case['lora_rank']} {case['lora_targets']}"
     else:
         method = case["method"]
     optimizer = case["optimizer"] + (f"/{case.optimizer_impl}" if case.optimizer_impl else "")
@@ -312,6 +384,10 @@ def plan_line(case: Case) -> str:
         extras.append("ckpt")
     if case["compile"] == "1":
         extras.append("compile")
+    if case["alloc_conf"]:
+        extras.append(case["alloc_conf"])
+    if case["record_history"] == "1":
+        extras.append("history")
     return (f"{case.id:<12} {case['model']:<36} {method:<26} {case['precision']:<8} "
             f"{optimizer:<20} mb={case['micro_batch']:<2} seq={case['seq_len']:<5} "
             f"ga={case['grad_accum']:<2} {case['attention']:<5} {layout}"

@@ -192,6 +192,20 @@ def dims(config: dict) -> Dims:
                 max_pos)
 
 
+def param_counts(d: Dims) -> tuple[float, float]:
+    """(all parameters, parameters of one block) from the config's shapes."""
+    attn = d.hidden * d.head_dim * (2 * d.heads + 2 * d.kv_heads)
+    if d.experts:
+        mlp = d.experts * 3 * d.hidden * d.intermediate + d.hidden * d.experts
+    else:
+        mlp = (3 if d.gated_mlp else 2) * d.hidden * d.intermediate
+    block = attn + mlp
+    if d.model_type in ENCODER_DECODER:
+        block += attn / 2  # decoder blocks carry cross-attention: half the stack, one more attn
+    embed = d.vocab * d.hidden * (1 if d.tied else 2)
+    return embed + d.layers * block, block
+
+
 def layer_count_keys(config: dict) -> list[int]:
     """Lengths of the repeated-block lists the worker should find (decoder, and encoder for T5)."""
     d = dims(config)

@@ -68,6 +68,10 @@ SETTING_KEYS = ["model"] + list(BASE)
 # The campaign, one group per mechanism
 
 
+# The campaign sets the optimizer implementation; allocator options and memory history stay default.
+CAMPAIGN_COLUMNS = casefmt.FORMAT_COLUMNS + ["optimizer_impl"]
+
+
 def sweep(group: str, models, **axes):
     """Every combination of the listed values (a scalar is a one-value axis) for each model."""
     names = list(axes)
@@ -174,22 +178,8 @@ def multi_gpu_groups(configs: dict):
 # Rough fit estimate: prunes cases that cannot fit, nothing more
 
 
-def param_counts(d: families.Dims) -> tuple[float, float]:
-    """(all parameters, parameters of one block) from the config's shapes."""
-    attn = d.hidden * d.head_dim * (2 * d.heads + 2 * d.kv_heads)
-    if d.experts:
-        mlp = d.experts * 3 * d.hidden * d.intermediate + d.hidden * d.experts
-    else:
-        mlp = (3 if d.gated_mlp else 2) * d.hidden * d.intermediate
-    block = attn + mlp
-    if d.model_type in families.ENCODER_DECODER:
-        block += attn / 2  # decoder blocks carry cross-attention: half the stack, one more attn
-    embed = d.vocab * d.hidden * (1 if d.tied else 2)
-    return embed + d.layers * block, block
-
-
 def estimate_gib(s: dict, d: families.Dims) -> float:
-    total, block = param_counts(d)
+    total, block = families.param_counts(d)
     embed = total - d.layers * block
     ws_dp, ws_tp = s["dp"], s["tp"]
     act_b = 4 if s["precision"] == "fp32" else 2
@@ -235,7 +225,7 @@ def estimate_gib(s: dict, d: families.Dims) -> float:
 
 def setup_fits(s: dict, d: families.Dims, capacity: float) -> bool:
     """The worker builds the whole model on the GPU before sharding it: that must fit too."""
-    total, _ = param_counts(d)
+    total, _ = families.param_counts(d)
     build_b = 2 if s["precision"] == "bf16" else 4
     ranks = s["dp"] * s["tp"]
     copies = 1 + (1 / ranks if ranks > 1 else 0)  # the full model and, briefly, its shards
@@ -276,7 +266,7 @@ def to_rows(single: list[dict], multi: list[dict], gpu: str) -> list[dict]:
     rows = []
     for prefix, cases in (("MFM-S", single), ("MFM-M", multi)):
         for i, s in enumerate(cases, 1):
-            row = {c: "" for c in casefmt.FORMAT_COLUMNS + casefmt.EXTRA_COLUMNS}
+            row = {c: "" for c in CAMPAIGN_COLUMNS}
             row.update({k: str(v) for k, v in s.items()})
             row.update(id=f"{prefix}-{i:03d}", gpu=gpu,
                        source="memfit measurement campaign (tools/measure/make_campaign.py)")
@@ -303,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     single, multi = build(configs, args.gpu)
     rows = to_rows(single, multi, args.gpu)
     with open(args.out, "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=casefmt.FORMAT_COLUMNS + casefmt.EXTRA_COLUMNS,
+        writer = csv.DictWriter(f, fieldnames=CAMPAIGN_COLUMNS,
                                 lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)

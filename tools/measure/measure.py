@@ -60,6 +60,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="re-run cases that already have a successful log (default: reuse it)")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per case before it is killed")
     p.add_argument("--python", default=sys.executable, help="interpreter that has torch (worker)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds for the whole run: a case whose rough estimate no longer fits is "
+                        "skipped (no log, so a later run does it), and each case's timeout is cut "
+                        "to what is left")
+    p.add_argument("--snapshots", default=None,
+                   help="folder for memory-history snapshots of record_history=1 cases "
+                        "(default: the logs folder)")
+    p.add_argument("--summary", default=None,
+                   help="also write the per-case summary table (printed at the end) to this file")
     args = p.parse_args(argv)
     if args.steps < 2:
         p.error("--steps must be at least 2: a steady-state step needs a step before it")
@@ -79,9 +88,15 @@ def check(path: str, configs_dir: str) -> tuple[list[casefmt.Case], casefmt.Repo
     return cases, report
 
 
-def print_plan(cases: list[casefmt.Case], steps: int) -> None:
-    for case in cases:
-        print(casefmt.plan_line(case))
+def case_seconds(case: casefmt.Case, configs_dir: str, steps: int) -> float:
+    config, _ = casefmt.load_config(configs_dir, case["model"])
+    return casefmt.estimated_seconds(case, config, steps)
+
+
+def print_plan(cases: list[casefmt.Case], steps: int, configs_dir: str) -> None:
+    seconds = [case_seconds(c, configs_dir, steps) for c in cases]
+    for case, s in zip(cases, seconds):
+        print(f"{casefmt.plan_line(case)}  ~{s:.0f}s")
     layouts = Counter(c.layout for c in cases)
     methods = Counter(c["method"] for c in cases)
     models = Counter(c["model"] for c in cases)
@@ -90,6 +105,7 @@ def print_plan(cases: list[casefmt.Case], steps: int) -> None:
           f"{layouts['fsdp2']} FSDP2 simulated, {layouts['tp']} TP simulated), "
           f"{len(cases) * len(COUNTERS)} output rows, {steps} optimizer steps each")
     print("methods: " + ", ".join(f"{k} {v}" for k, v in sorted(methods.items())))
+    print(f"rough device time: {sum(seconds):.0f} s on an H100 (each case's estimate ends its line)")
     print(f"models: {len(models)}: " + ", ".join(f"{k} {v}" for k, v in sorted(models.items())))
 
 
@@ -123,8 +139,8 @@ def case_notes(case: casefmt.Case, log: dict) -> list[str]:
     s, env = log["settings"], log["env"]
     notes = [f"optimizer_impl={case.optimizer_impl}"] if case.optimizer_impl else []
     for key in ("lora_alpha", "lora_dropout", "lora_modules", "lora_target_note", "adapter_dtype",
-                "freeze_trainable_layers", "fsdp_mixed_precision", "tp_plan", "t5_decoder_len",
-                "compile_mode"):
+                "quantization", "freeze_trainable_layers", "fsdp_mixed_precision", "tp_plan",
+                "t5_decoder_len", "compile_mode"):
         if key in s:
             value = s[key]
             notes.append(f"{key}={'+'.join(value) if isinstance(value, list) else value}")
@@ -133,8 +149,16 @@ def case_notes(case: casefmt.Case, log: dict) -> list[str]:
         notes.append(f"simulated=1 (world size {case['n_gpus']} on one GPU with a fake process "
                      "group; rank 0 measured; no NCCL buffers)")
     notes.append(f"steps={s['steps']}; seed={s['seed']}")
-    notes.append("env: " + "; ".join(f"{k}={env.get(k, '')}" for k in (
-        "gpu_name", "driver", "torch", "cuda", "transformers", "peft", "alloc_conf")))
+    memory = log["memory"]
+    notes.append(f"cuda_context={_gib(memory['context_bytes'])} GiB")
+    after = memory.get("after_training", {})
+    if "outside_allocator" in after:
+        notes.append(f"outside_allocator_after_training={_gib(after['outside_allocator'])} GiB")
+    if memory.get("expandable_segments_seen") is not None:
+        notes.append(f"expandable_segments_seen={int(memory['expandable_segments_seen'])}")
+    keys = ["gpu_name", "driver", "torch", "cuda", "transformers", "peft"]
+    keys += ["bitsandbytes"] if env.get("bitsandbytes") else []
+    notes.append("env: " + "; ".join(f"{k}={env.get(k, '')}" for k in keys + ["alloc_conf"]))
     return notes
 
 
@@ -198,10 +222,21 @@ def read_log(path: str) -> dict | None:
         return None
 
 
-def run_case(case: casefmt.Case, args: argparse.Namespace, log_path: str) -> dict:
+def worker_env(case: casefmt.Case) -> dict[str, str]:
+    """The worker's environment: a case's alloc_conf replaces the inherited allocator settings
+    (torch >= 2.9 reads PYTORCH_ALLOC_CONF first, older ones PYTORCH_CUDA_ALLOC_CONF: both agree)."""
+    env = dict(os.environ)
+    if case["alloc_conf"]:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = env["PYTORCH_ALLOC_CONF"] = case["alloc_conf"]
+    return env
+
+
+def run_case(case: casefmt.Case, args: argparse.Namespace, log_path: str, timeout: float) -> dict:
     """Run worker.py for one case; always returns a log (a synthetic one if the worker died)."""
     spec = {"row": case.row, "config_path": os.path.join(args.configs, casefmt.config_filename(case["model"])),
             "steps": args.steps, "log_path": log_path}
+    if case["record_history"] == "1":
+        spec["snapshot_path"] = os.path.join(args.snapshots, f"{case.id}.snapshot.pickle.gz")
     fd, spec_path = tempfile.mkstemp(suffix=".json", prefix=f"case-{case.id}-")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -210,7 +245,8 @@ def run_case(case: casefmt.Case, args: argparse.Namespace, log_path: str) -> dic
     started = time.perf_counter()
     cmd = [args.python, os.path.join(HERE, "worker.py"), spec_path]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=worker_env(case))
         returncode, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         returncode = None
@@ -232,6 +268,28 @@ def run_case(case: casefmt.Case, args: argparse.Namespace, log_path: str) -> dic
     return log
 
 
+SUMMARY_HEADER = ["case", "status", "alloc GiB", "reserved GiB", "device GiB", "context GiB",
+                  "outside alloc GiB", "wall s"]
+
+
+def summary_row(case_id: str, log: dict) -> list[str]:
+    """One line of the end-of-run table: the three counters, the context, the wall time."""
+    wall = f"{log.get('wall_s', '')}"
+    if log.get("status") != "ok":
+        return [case_id, f"{log.get('status')}: {str(log.get('error', ''))[:60]}"] + [""] * 5 + [wall]
+    peak, memory = log["summary"]["all_steps"], log["memory"]
+    outside = memory.get("after_training", {}).get("outside_allocator")
+    return [case_id, "ok", _gib(peak["max_allocated"]), _gib(peak["max_reserved"]),
+            _gib(peak["device_used"]), _gib(memory["context_bytes"]),
+            _gib(outside) if outside is not None else "", wall]
+
+
+def format_summary(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [SUMMARY_HEADER] + rows) for i in range(len(SUMMARY_HEADER))]
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() + "\n"
+                   for r in [SUMMARY_HEADER] + rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     cases, report = check(args.cases, args.configs)
@@ -244,22 +302,38 @@ def main(argv: list[str] | None = None) -> int:
         pattern = re.compile(args.only)
         cases = [c for c in cases if pattern.search(c.id)]
     if args.dry_run:
-        print_plan(cases, args.steps)
+        print_plan(cases, args.steps, args.configs)
         print("dry run: all cases valid")
         return 0
 
     logs_dir = args.logs or os.path.join(os.path.dirname(os.path.abspath(args.out)), "logs")
+    args.snapshots = args.snapshots or logs_dir
     os.makedirs(logs_dir, exist_ok=True)
+    os.makedirs(args.snapshots, exist_ok=True)
     rows: list[dict[str, str]] = []
     status = Counter()
+    summary: list[list[str]] = []
+    started = time.monotonic()
     for i, case in enumerate(cases, 1):
         log_path = os.path.join(logs_dir, f"{case.id}.json")
         log = None if args.force else read_log(log_path)
         reused = log is not None and log.get("status") == "ok"
         if not reused:
+            timeout = float(args.timeout)
+            if args.budget is not None:
+                left = args.budget - (time.monotonic() - started)
+                needed = case_seconds(case, args.configs, args.steps)
+                if needed > left:
+                    print(f"[{i}/{len(cases)}] {case.id}: skipped, ~{needed:.0f} s needed, "
+                          f"{max(left, 0):.0f} s of the budget left", flush=True)
+                    status["skipped"] += 1
+                    summary.append([case.id, "skipped (budget)"] + [""] * 6)
+                    continue
+                timeout = min(timeout, left)
             print(f"[{i}/{len(cases)}] {casefmt.plan_line(case)}", flush=True)
-            log = run_case(case, args, log_path)
+            log = run_case(case, args, log_path, timeout)
         status[log["status"]] += 1
+        summary.append(summary_row(case.id, log))
         if log["status"] == "ok":
             rows.extend(rows_for(case, log, os.path.relpath(log_path, os.path.dirname(os.path.abspath(args.out)))))
             peak = log["summary"]["all_steps"]
@@ -269,6 +343,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"    {log['status']}: {log.get('error', '')}", flush=True)
         write_output(args.out, rows)  # after every case: a crash of the box loses one case at most
+    table = format_summary(summary)
+    print("\n" + table, end="")
+    if args.summary:
+        with open(args.summary, "w", encoding="utf-8") as f:
+            f.write(table)
     print(f"\n{len(rows)} rows -> {args.out}; " + ", ".join(f"{k} {v}" for k, v in sorted(status.items())))
     return 0 if status["ok"] == len(cases) else EXIT_FAILED
 

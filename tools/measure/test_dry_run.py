@@ -103,7 +103,7 @@ class CampaignTest(HarnessTest):
 
     def test_campaign_size_and_coverage(self):
         header, rows = read_campaign()
-        self.assertEqual(header, cases.FORMAT_COLUMNS + cases.EXTRA_COLUMNS)
+        self.assertEqual(header, make_campaign.CAMPAIGN_COLUMNS)
         single = [r for r in rows if r["n_gpus"] == "1"]
         multi = [r for r in rows if r["n_gpus"] != "1"]
         self.assertGreaterEqual(len(single), 200)
@@ -176,8 +176,8 @@ class MalformedTest(HarnessTest):
         self.assert_rejected({"precision": "fp64"}, "precision='fp64' is not one of")
 
     def test_format_value_the_harness_cannot_run(self):
-        self.assert_rejected({"method": "qlora", "lora_rank": "16", "lora_targets": "q,v"},
-                             "method=qlora is not supported by this harness")
+        self.assert_rejected({"method": "dora", "lora_rank": "16", "lora_targets": "q,v"},
+                             "method=dora is not supported by this harness")
 
     def test_missing_config(self):
         self.assert_rejected({"model": "nobody/nothing"}, "config not found")

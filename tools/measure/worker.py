@@ -17,8 +17,10 @@ import gc
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -26,11 +28,18 @@ import torch
 
 import cases as casefmt
 import families
+import snapshots
 
 SEED = 0
 FREEZE_TRAINABLE_LAYERS = 2   # method=freeze trains the last blocks, as LLaMA-Factory's default does
 LORA_ALPHA_PER_RANK = 2       # alpha does not change memory; fixed so the log states it
 LEARNING_RATE = 1e-5          # values are irrelevant to memory; fixed for reproducibility
+# QLoRA loads a bf16 checkpoint quantised (as users do); the random one is written here once.
+QLORA_CACHE = os.environ.get("MEMFIT_QLORA_CACHE", os.path.join(tempfile.gettempdir(), "memfit-qlora"))
+# Memory-history recording: the ring buffer's length (events beyond it drop the oldest) and the
+# Python-only stacks (C++ frames would multiply the snapshot's size for no memory insight).
+HISTORY_MAX_ENTRIES = 100_000
+SNAPSHOT_CAP_BYTES = 15 * 2 ** 20   # under the device tool's 16 MiB per returned file
 
 
 def _version(module_name: str) -> str:
@@ -61,7 +70,12 @@ def environment() -> dict:
         "cudnn": str(torch.backends.cudnn.version() or ""),
         "transformers": _version("transformers"),
         "peft": _version("peft"),
+        "bitsandbytes": _version("bitsandbytes") if "bitsandbytes" in sys.modules else "",
+        "accelerate": _version("accelerate"),
+        "safetensors": _version("safetensors"),
+        "triton": _version("triton"),
         "python": platform.python_version(),
+        "allocator_backend": torch.cuda.memory.get_allocator_backend(),
         # Both change what reserved and nvidia-smi show; they must travel with the numbers.
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
         "cuda_module_loading": os.environ.get("CUDA_MODULE_LOADING", ""),
@@ -76,8 +90,20 @@ def device_used() -> int:
 
 
 def memory_snapshot() -> dict:
-    return {"allocated": torch.cuda.memory_allocated(), "reserved": torch.cuda.memory_reserved(),
-            "device_used": device_used()}
+    reserved, used = torch.cuda.memory_reserved(), device_used()
+    # Outside the caching allocator: CUDA context, lazily loaded kernels, cuBLAS/cuDNN handles.
+    return {"allocated": torch.cuda.memory_allocated(), "reserved": reserved, "device_used": used,
+            "outside_allocator": used - reserved}
+
+
+def expandable_segments_seen() -> bool | None:
+    """Whether the allocator really mapped expandable segments (None: torch does not say)."""
+    try:
+        segments = torch.cuda.memory._snapshot()["segments"]
+    except Exception:  # a private API: its absence is recorded, not fatal
+        return None
+    flags = [seg["is_expandable"] for seg in segments if "is_expandable" in seg]
+    return any(flags) if flags else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,17 +122,24 @@ def load_config(path: str) -> tuple[dict, object]:
     return raw, config
 
 
-def build_model(case: casefmt.Case, raw: dict, config, settings: dict):
+def _dtype_kw() -> str:
+    """transformers 4.56 renamed torch_dtype to dtype; older versions pass unknown kwargs to the
+    model constructor, which fails, so pick by version rather than by trial."""
     import transformers
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
+ATTN_IMPLEMENTATION = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}
+
+
+def build_model(case: casefmt.Case, raw: dict, config, settings: dict):
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     dtype = torch.bfloat16 if case["precision"] == "bf16" else torch.float32
-    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "flash_attention_2"}[case["attention"]]
+    attn = ATTN_IMPLEMENTATION[case["attention"]]
     auto = AutoModelForSeq2SeqLM if raw["model_type"] in families.ENCODER_DECODER else AutoModelForCausalLM
-    # transformers 4.56 renamed torch_dtype to dtype; older versions pass unknown kwargs to the
-    # model constructor, which fails, so pick by version rather than by trial.
-    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-    dtype_kw = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+    dtype_kw = _dtype_kw()
     torch.manual_seed(SEED)
     # Building under the device context puts every parameter straight on the GPU in its final
     # dtype: no fp32 CPU copy (a 30B model would not fit the host) and no host->device transfer.
@@ -114,6 +147,38 @@ def build_model(case: casefmt.Case, raw: dict, config, settings: dict):
         model = auto.from_config(config, attn_implementation=attn, **{dtype_kw: dtype})
     settings.update(model_class=type(model).__name__, attn_implementation=attn,
                     model_dtype=str(dtype).replace("torch.", ""))
+    return model
+
+
+def build_quantized(case: casefmt.Case, raw: dict, config, settings: dict):
+    """QLoRA's base: the random bf16 model saved once, loaded back through bitsandbytes NF4.
+
+    NF4 with double-quantised absmax and bf16 compute, as the QLoRA paper and PEFT's guide set it;
+    the output head and embeddings stay bf16 (transformers skips lm_head). No
+    prepare_model_for_kbit_training: its fp32 upcast of every other weight is a recipe's choice.
+    """
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    folder = os.path.join(QLORA_CACHE, casefmt.config_filename(case["model"])[:-len(".json")])
+    if not os.path.isfile(os.path.join(folder, "config.json")):
+        model = build_model(case, raw, config, {})
+        partial = folder + ".partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial)
+        del model
+        gc.collect()
+        torch.cuda.empty_cache()
+        os.replace(partial, folder)
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                               bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, quantization_config=quant, attn_implementation=ATTN_IMPLEMENTATION[case["attention"]],
+        device_map={"": 0}, **{_dtype_kw(): torch.bfloat16})
+    model.config.use_cache = False
+    settings.update(model_class=type(model).__name__,
+                    attn_implementation=ATTN_IMPLEMENTATION[case["attention"]], model_dtype="bfloat16",
+                    quantization="bitsandbytes nf4, double quant, compute bf16, storage uint8; "
+                                 "no prepare_model_for_kbit_training",
+                    params_note="4-bit weights count as packed uint8 elements (2 weights each)")
     return model
 
 
@@ -140,7 +205,7 @@ def apply_method(model, case: casefmt.Case, raw: dict, settings: dict):
         # hack when the embeddings are frozen (LoRA, freeze).
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     method = case["method"]
-    if method == "lora":
+    if method in casefmt.LORA_METHODS:
         from peft import LoraConfig, TaskType, get_peft_model
         modules = families.lora_target_modules(raw, case["lora_targets"])
         rank = case.num("lora_rank")
@@ -286,7 +351,22 @@ def count_params(model) -> dict:
 # The measured loop
 
 
-def train(model, optimizer, case: casefmt.Case, vocab: int, steps: int, log: dict) -> None:
+def start_history() -> None:
+    torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python",
+                                             max_entries=HISTORY_MAX_ENTRIES)
+
+
+def stop_history(path: str, log: dict) -> None:
+    """Keep the recorded step as a capped, gzipped pickle and stop recording."""
+    snapshot = torch.cuda.memory._snapshot()
+    torch.cuda.memory._record_memory_history(enabled=None)
+    kept = snapshots.write_capped(snapshot, path, SNAPSHOT_CAP_BYTES)
+    kept.update(step=1, max_entries=HISTORY_MAX_ENTRIES, stacks="python")
+    log["memory_history"] = kept
+
+
+def train(model, optimizer, case: casefmt.Case, vocab: int, steps: int, log: dict,
+          history_path: str = "") -> None:
     mb, seq, accum = case.num("micro_batch"), case.num("seq_len"), case.num("grad_accum")
     if case["precision"] == "amp_bf16" and case.layout != "fsdp2":
         autocast = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
@@ -301,6 +381,8 @@ def train(model, optimizer, case: casefmt.Case, vocab: int, steps: int, log: dic
         if step > 1:
             torch.cuda.reset_peak_memory_stats()
         log["current_step"] = step
+        if step == 1 and history_path:
+            start_history()  # host-side bookkeeping only: the device counters are unaffected
         started = time.perf_counter()
         used = 0
         for _ in range(accum):
@@ -331,6 +413,8 @@ def train(model, optimizer, case: casefmt.Case, vocab: int, steps: int, log: dic
             "seconds": round(time.perf_counter() - started, 4),
             "loss": float(loss),
         })
+        if step == 1 and history_path:
+            stop_history(history_path, log)
 
 
 def summarize(records: list[dict]) -> dict:
@@ -351,6 +435,8 @@ def run(spec: dict, log: dict) -> None:
     torch.cuda.init()
     # The first mem_get_info after init: CUDA context (plus anything else on the device).
     log["memory"] = {"context_bytes": device_used()}
+    if case["method"] == "qlora":
+        import bitsandbytes  # noqa: F401  (fail before building anything; its version is logged)
     log["env"] = environment()
 
     import transformers
@@ -359,7 +445,10 @@ def run(spec: dict, log: dict) -> None:
     if raw["model_type"] in families.ENCODER_DECODER:
         settings["t5_decoder_len"] = case.num("seq_len")  # labels = inputs: decoder as long as encoder
     started = time.perf_counter()
-    model = build_model(case, raw, config, settings)
+    if case["method"] == "qlora":
+        model = build_quantized(case, raw, config, settings)
+    else:
+        model = build_model(case, raw, config, settings)
     model = apply_method(model, case, raw, settings)
     if case.layout == "fsdp2":
         model = shard_fsdp2(model, case, raw, settings)
@@ -379,8 +468,10 @@ def run(spec: dict, log: dict) -> None:
     log["memory"]["after_setup"] = memory_snapshot()
     log["timings"] = {"setup_s": round(time.perf_counter() - started, 3)}
 
-    train(model, optimizer, case, int(config.vocab_size), spec["steps"], log)
+    train(model, optimizer, case, int(config.vocab_size), spec["steps"], log,
+          spec.get("snapshot_path", ""))
     log["memory"]["after_training"] = memory_snapshot()
+    log["memory"]["expandable_segments_seen"] = expandable_segments_seen()
     log["summary"] = summarize(log["steps"])
     log["timings"]["steps_s"] = [r["seconds"] for r in log["steps"]]
     if case.layout != "single":
