@@ -236,6 +236,8 @@ function rowToRequest(row, config) {
   };
   if (Object.keys(cluster).length > 0) request.cluster = cluster;
   const parallel = readCells(row, PARALLEL_FIELDS);
+  // `backend=deepspeed` in the notes: the wrapper ran the DeepSpeed engine (parallel.backend).
+  if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
   if (Object.keys(parallel).length > 0) request.parallel = parallel;
   return request;
 }

@@ -203,6 +203,16 @@ std::vector<GpuGroup> read_gpu_mix(const Json& j, const std::string& path) {
   return out;
 }
 
+// parallel.backend: "framework" (the framework's own distributed code, the default) or "deepspeed".
+bool read_backend(const Json& parallel) {
+  const FieldReader f(parallel, "/parallel");
+  const std::optional<std::string> backend = f.get_string({"backend"});
+  if (!backend || *backend == "framework") return false;
+  if (*backend == "deepspeed") return true;
+  throw Error(ErrorCode::kInvalidValue, f.path("backend"),
+              "backend '" + backend->substr(0, 64) + "' is not one of: framework, deepspeed");
+}
+
 ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile,
                              std::int64_t framework_yyyymm) {
   ParallelLayout p;
@@ -212,7 +222,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
   if (j) {
     const FieldReader f(*j, path);
     reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "ep", "sequence_parallel", "sharding", "shard_degree",
-                            "schedule", "stage_layers", "reshard_after_forward"});
+                            "schedule", "stage_layers", "reshard_after_forward", "backend"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -466,7 +476,17 @@ EstimateRequest read_estimate_request(const Json& req) {
 
   const Json* parallel = f.find({"parallel"});
   if (parallel && !parallel->is_object()) throw Error(ErrorCode::kInvalidType, "/parallel", "parallel must be an object");
-  r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus, *r.framework, framework_yyyymm);
+  // parallel.backend deepspeed: the wrapper hands the model to the DeepSpeed engine, whose
+  // precision and distributed behaviours replace the wrapper's.
+  const bool deepspeed_engine = parallel && read_backend(*parallel);
+  if (deepspeed_engine && !runs_deepspeed_engine(r.framework->id)) {
+    throw Error(ErrorCode::kInvalidValue, "/parallel/backend",
+                "backend deepspeed applies to frameworks that hand the model to DeepSpeed (hf_trainer), not " +
+                    r.framework->key);
+  }
+  r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus,
+                             deepspeed_engine ? framework_profile(Framework::kDeepspeed) : *r.framework, framework_yyyymm);
+  if (deepspeed_engine) apply_deepspeed_engine(r.training, r.parallel.behaviour, r.model.arch.hidden_size);
   r.parallel.gpus_per_node = r.gpus_per_node;
   if (auto v = check_layout(r.parallel, r.model.arch, r.training)) {
     // Rules on training fields name them; the rest are fields of the layout.

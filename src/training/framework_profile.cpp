@@ -379,6 +379,23 @@ FrameworkProfile other() {
 
 }  // namespace
 
+bool runs_deepspeed_engine(Framework f) { return f == Framework::kHfTrainer; }
+
+// accelerate/accelerator.py (Accelerator.__init__): native_amp is set for fp16/bf16 only when the
+// distributed type is not DEEPSPEED or MEGATRON_LM; DeepSpeed's bf16/fp16 optimizer keeps the fp32
+// master partitions (deepspeed/runtime/engine.py, as the deepspeed profile above).
+// transformers integrations/deepspeed.py (HfTrainerDeepSpeedConfig.trainer_config_finalize) and
+// accelerate's DeepSpeedPlugin fill "auto": reduce_bucket_size = hidden², stage3_prefetch_bucket_size
+// = 0.9 hidden² elements, in the 16-bit model dtype.
+void apply_deepspeed_engine(TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size) {
+  const TrainingSetup engine = framework_profile(Framework::kDeepspeed).defaults;
+  if (amp_like(t)) t.amp_weights = engine.amp_weights;
+  t.main_grad_bytes = engine.main_grad_bytes;
+  const std::int64_t square = hidden_size * hidden_size;
+  b.reduce_bucket_bytes = square * 2;
+  b.prefetch_bytes = square * 9 / 10 * 2;
+}
+
 const std::vector<FrameworkProfile>& framework_profiles() {
   static const std::vector<FrameworkProfile> all = {hf_trainer(), transformers_loop(), peft_bench(), torchtune(),
                                                     torchtitan(), megatron(),          deepspeed(),  litgpt(),

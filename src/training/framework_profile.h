@@ -53,6 +53,16 @@ TrainingSetup framework_defaults(const FrameworkProfile& p, std::int64_t yyyymm)
 /// The profile's distributed behaviours as of `yyyymm`; 0 means the current code.
 DistributedBehaviour framework_behaviour(const FrameworkProfile& p, std::int64_t yyyymm);
 
+/// A wrapper framework (HF Trainer / accelerate) that hands the model to the DeepSpeed engine
+/// (`parallel.backend` deepspeed): DeepSpeed's precision and distributed behaviours replace the
+/// wrapper's own. Whether the framework can: hf_trainer only.
+bool runs_deepspeed_engine(Framework f);
+/// The setup and behaviours as the DeepSpeed engine runs under such a wrapper: no torch autocast
+/// (accelerate leaves native AMP off under DeepSpeed), a 16-bit model with fp32 master partitions
+/// in DeepSpeed's optimizer and 16-bit gradients (the `deepspeed` profile's precision handling),
+/// and the wrapper's "auto" bucket sizes, filled from the model's hidden size.
+void apply_deepspeed_engine(TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size);
+
 const std::vector<FrameworkProfile>& framework_profiles();
 const FrameworkProfile& framework_profile(Framework f);
 /// nullptr when the key names no framework.

@@ -133,6 +133,13 @@ test('a full row maps to the exact request', () => {
   });
 });
 
+test('a row run on the DeepSpeed engine (backend=deepspeed in its notes) asks for parallel.backend', () => {
+  const tagged = v.rowToRequest(caseRow({ notes: 'DS-Z3 through accelerate. backend=deepspeed (the engine).' }), null);
+  assert.equal(tagged.parallel.backend, 'deepspeed');
+  const prose = v.rowToRequest(caseRow({ notes: 'backend deepspeed, said in prose only' }), null);
+  assert.equal(prose.parallel?.backend, undefined);
+});
+
 test('empty cells are left out; lora only for adapter methods; all-linear stays a string', () => {
   const emptyCells = caseRow({ gpu: '', n_gpus: '', framework: '', precision: '', optimizer: '' });
   assert.deepEqual(v.rowToRequest(emptyCells, { model_type: 'gpt2' }),

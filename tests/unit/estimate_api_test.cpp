@@ -325,3 +325,40 @@ TEST_CASE("layer model states: the blocks a rank holds, without embeddings and h
   const long long globals = 18 * (51200 * h / 8 + 2048 * h + 2 * h);
   CHECK(r["result"]["model_states_bytes"].get<long long>() == blocks + globals);
 }
+
+TEST_CASE("an HF Trainer run on the DeepSpeed engine takes DeepSpeed's precision and the wrapper's auto buckets",
+          "[api][estimate][frameworks]") {
+  json request = base_request();
+  request["training"]["precision"] = "amp_bf16";
+  request["cluster"]["gpus"] = 8;
+  request["parallel"] = {{"sharding", "zero2"}};
+  const json fsdp = estimate(request);
+  request["parallel"]["backend"] = "deepspeed";
+  const json engine = estimate(request);
+  REQUIRE(fsdp["ok"] == true);
+  REQUIRE(engine["ok"] == true);
+  // No autocast: a 16-bit model with fp32 masters in the optimizer (accelerate's native_amp off).
+  CHECK(fsdp["result"]["training"]["amp_weights"] == "autocast");
+  CHECK(engine["result"]["training"]["amp_weights"] == "master_in_optimizer");
+  // "auto" buckets from Llama-3.2-1B's hidden size 2048: reduce hidden², prefetch 0.9 hidden², 16-bit.
+  const json& b = engine["result"]["parallel"]["behaviour"];
+  CHECK(b["reduce_bucket_bytes"] == 2048 * 2048 * 2);
+  CHECK(b["prefetch_bytes"] == 2048 * 2048 * 9 / 10 * 2);
+  CHECK(b["reduce_in_fp32"] == false);
+  // A 16-bit residual stream and no autocast copies: fewer saved bytes than under autocast.
+  CHECK(engine["result"]["breakdown"]["activations_bytes"].get<std::int64_t>() <
+        fsdp["result"]["breakdown"]["activations_bytes"].get<std::int64_t>());
+}
+
+TEST_CASE("parallel.backend is checked: a known value, on a framework that can hand its model to DeepSpeed",
+          "[api][estimate][errors]") {
+  json request = base_request();
+  request["cluster"]["gpus"] = 2;
+  request["parallel"] = {{"backend", "megatron-deepspeed"}};
+  expect_error(request, "invalid_value", "/parallel/backend");
+  request["parallel"]["backend"] = "deepspeed";
+  request["training"]["framework"] = "torchtitan";
+  expect_error(request, "invalid_value", "/parallel/backend");
+  request["parallel"]["backend"] = 3;
+  expect_error(request, "invalid_type", "/parallel/backend");
+}
