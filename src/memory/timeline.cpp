@@ -139,7 +139,8 @@ class Replay {
   std::int64_t live_tensor_estimate() const {
     std::int64_t layers = 0;
     for (const GroupActs& g : groups_) layers += g.layers;
-    const std::int64_t per_layer = t_.checkpointing == Checkpointing::kFull ? 1 : 12;
+    const std::int64_t per_layer =
+        t_.checkpointing == Checkpointing::kFull ? rt_.live_tensors_per_checkpointed_layer : rt_.live_tensors_per_layer;
     const std::int64_t chunks = std::max<std::int64_t>(1, rank_.kind.chunks);
     return layers * per_layer * std::max(chunks, rank_.kind.chunks_in_flight) / chunks;
   }
@@ -307,7 +308,7 @@ class Replay {
   Peaks peaks_over(std::int64_t allocated) const {
     Peaks p;
     p.allocated_bytes = allocated;
-    const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.large_block_slack_bytes / 4, "slack") +
+    const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.weight_tensor_slack_bytes, "slack") +
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     // Blocks of the collective streams' pools are not reused by the compute stream: the pools
     // peak separately (equal to the allocated peak without such streams).

@@ -20,7 +20,8 @@
 namespace memfit {
 
 /// Runtime constants outside the tensors. Defaults are provisional until calibrated against the
-/// measurement campaign (tools/measure); each is a named property, shown in the result.
+/// measurement campaign (tools/measure); each is a named property (the result's `runtime` shows
+/// the context, workspace and large-block slack).
 struct RuntimeProfile {
   /// CUDA context + loaded kernels + local-memory reservation after one training step, outside the
   /// caching allocator (research: ~250–450 MiB at init plus modules loaded during the first step).
@@ -29,6 +30,17 @@ struct RuntimeProfile {
   /// requests >= 10 MiB up to 2 MiB (kRoundLarge, c10/cuda/CUDACachingAllocator.cpp); half a page
   /// on average.
   std::int64_t large_block_slack_bytes = 1LL << 20;
+  /// Expected rounding slack per weight tensor, a quarter of the large-block slack (provisional,
+  /// not measured): weights are allocated once, requests of 1-10 MiB are carved from shared
+  /// 20 MiB segments and smaller ones from 2 MiB ones (kLargeBuffer, kSmallBuffer in
+  /// CUDACachingAllocator.cpp), so most weights leave less than a large tensor does.
+  std::int64_t weight_tensor_slack_bytes = 256LL << 10;
+  /// Activation tensors alive per layer at the peak, each a separate allocation with its own
+  /// slack (provisional): about what a block saves without recomputation (norm inputs and
+  /// outputs, q, k, v, the attention output and its statistics, the MLP's inputs and
+  /// intermediates: block/activations.cpp). Full checkpointing keeps each layer's input alone.
+  std::int64_t live_tensors_per_layer = 12;
+  std::int64_t live_tensors_per_checkpointed_layer = 1;
   /// cuBLAS workspace per stream inside the allocator on Hopper (CUBLAS_WORKSPACE_CONFIG default
   /// :4096:8 = 32 MiB since PyTorch 2.3 for sm90).
   std::int64_t cublas_workspace_bytes = 32LL << 20;

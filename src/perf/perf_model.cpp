@@ -905,7 +905,8 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
                   100 * by_gpu.matmul_efficiency, kTrainingShapeShareOfSweepMax);
   }
   out.emplace_back(buf);
-  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward 2.5x the forward FLOPs", 100 * by_gpu.flash_attention_efficiency);
+  std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward %.1fx the forward FLOPs",
+                100 * by_gpu.flash_attention_efficiency, kFlashBackwardRatio);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "elementwise kernels memory-bound at %.0f %% of HBM bandwidth; torch.compile fuses each chain", 100 * k.memory_efficiency);
   out.emplace_back(buf);

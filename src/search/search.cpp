@@ -2,12 +2,12 @@
 #include "search/search.h"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 #include <map>
 #include <string_view>
 
 #include "common/error.h"
+#include "search/group_keys.h"
 
 namespace memfit {
 
@@ -183,23 +183,19 @@ class Searcher {
   std::vector<std::int64_t> micro_batches_;
 
   std::map<std::int64_t, std::size_t> family_codes_;
-  // Speed bounds by (sharding, sequence parallel, checkpointing) within one (tp, pp, cp, vpp,
-  // ep): the per-micro-batch time they rest on is independent of the offload (it changes the
-  // offload and optimizer terms only); ZeRO-2 and ZeRO-3 add their per-micro-batch
-  // data-parallel floor (replication and ZeRO-1 share slot 0). Indexed by sharding x 6 + sp x 3
-  // + checkpointing; negative: not computed yet.
-  std::array<double, 24> bounds_{};
-  // The stage costs the bounds of each (sp, checkpointing) rest on, by GPU kind (the largest
-  // micro-batch; shared by the sharding stages). Empty: not computed yet.
-  std::array<std::vector<StageCosts>, 6> bound_costs_;
-  // Speed groups of this (tp, pp, cp, vpp, ep) by (sequence parallel, checkpointing), and the
-  // stage costs of each group's micro-batches on each GPU kind, computed on first use (the step
-  // times of its structures share them; kept only for up to kMaxCachedStageCosts values).
-  std::array<std::int64_t, 6> speed_groups_{};  // -1: not opened yet
-  // Activation groups of this (tp, pp, cp, vpp, ep): a speed group split by ZeRO-3 and by
-  // activation offload. By group and micro-batch, the first rank kind's forward-floor activations
+  // The groups below are those of one (tp, pp, cp, vpp, ep), by their keys (group_keys.h).
+  // Speed bounds (negative: not computed yet).
+  GroupSlots<BoundKey, double> bounds_{};
+  // The stage costs the bounds of each speed key rest on, by GPU kind (the largest micro-batch;
+  // shared by the sharding stages). Empty: not computed yet.
+  GroupSlots<SpeedKey, std::vector<StageCosts>> bound_costs_;
+  // Speed groups, and the stage costs of each group's micro-batches on each GPU kind, computed on
+  // first use (the step times of its structures share them; kept only for up to
+  // kMaxCachedStageCosts values).
+  GroupSlots<SpeedKey, std::int64_t> speed_groups_{};  // -1: not opened yet
+  // Activation groups. By group and micro-batch, the first rank kind's forward-floor activations
   // once one of its structures was estimated (-1: none yet).
-  std::array<std::int64_t, 24> activation_groups_{};
+  GroupSlots<ActivationKey, std::int64_t> activation_groups_{};
   std::size_t activation_group_count_ = 0;
   std::vector<std::int64_t> activation_bytes_;
   static constexpr std::size_t kMaxCachedStageCosts = 16;
@@ -215,7 +211,7 @@ class Searcher {
   std::vector<std::pair<bool, std::optional<std::vector<ModelStates>>>> group_states_;
   bool beyond_candidate_bound_ = false;
   ModelStatesMemo states_memo_;  // floor groups whose ranks hold the same shards share their states
-  std::array<std::int64_t, 16> floor_groups_{};  // of this (tp, pp, cp, vpp, ep), by sharding x 4 + offload; -1: none
+  GroupSlots<FloorKey, std::int64_t> floor_groups_{};  // -1: none
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
 
@@ -364,29 +360,26 @@ class Searcher {
       timed_.push_back(Timed{index, static_cast<std::int32_t>(mb), ga});
     }
     s.count = static_cast<std::uint32_t>(timed_.size()) - s.first;
-    // One floor group per (tp, pp, cp, vpp, ep, sharding, offload).
-    std::int64_t& group = floor_groups_[static_cast<std::size_t>(sh) * 4 + static_cast<std::size_t>(off)];
+    std::int64_t& group = floor_groups_[floor_key(s.layout, t)];
     if (group < 0) {
       group = static_cast<std::int64_t>(floors_.size());
       floors_.push_back(-1);
       group_states_.emplace_back();
     }
     s.floor_group = static_cast<std::uint32_t>(group);
-    const std::size_t speed_key = static_cast<std::size_t>(sp) * 3 + static_cast<std::size_t>(ck);
-    std::int64_t& speed = speed_groups_[speed_key];
+    const SpeedKey speed_of = speed_key(s.layout, t);
+    std::int64_t& speed = speed_groups_[speed_of];
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
-    std::int64_t& acts = activation_groups_[speed_key * 4 + (sh == Sharding::kZero3 ? 2 : 0) + (off == Offload::kActivations ? 1 : 0)];
+    std::int64_t& acts = activation_groups_[activation_key(s.layout, t)];
     if (acts < 0) acts = static_cast<std::int64_t>(activation_group_count_++);
     s.activation_group = static_cast<std::uint32_t>(acts);
     if (s.count > 0 && in_.objective == Objective::kFastest) {
-      // Replication and ZeRO-1 pay no data-parallel time per micro-batch: they share one bound.
-      const std::size_t floor_kind = sh == Sharding::kZero2 || sh == Sharding::kZero3 ? static_cast<std::size_t>(sh) : 0;
-      double& bound = bounds_[floor_kind * 6 + speed_key];
+      double& bound = bounds_[bound_key(s.layout, t)];
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
-        std::vector<StageCosts>& costs = bound_costs_[speed_key];
+        std::vector<StageCosts>& costs = bound_costs_[speed_of];
         if (costs.empty()) {
           for (std::size_t i = 0; i < clusters_.size(); ++i) costs.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
         }

@@ -11,14 +11,15 @@
 #include "memory/timeline.h"
 #include "parallel/layout.h"
 #include "presets/registry.h"
+#include "test_support.h"
 #include "training/framework_profile.h"
 
 using nlohmann::json;
 using namespace memfit;
+using memfit_test::preset;
+using memfit_test::sequence_parallel_tp;
 
 namespace {
-
-ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
 
 TrainingSetup full_bf16(std::int64_t micro_batch = 1, std::int64_t seq_len = 2048) {
   TrainingSetup t;
@@ -361,13 +362,6 @@ TrainingSetup checkpointed_4k() {
   t.checkpointing = Checkpointing::kFull;
   return t;
 }
-// tp 4 with sequence parallelism.
-ParallelLayout tp4_sp() {
-  ParallelLayout l;
-  l.tp = 4;
-  l.sequence_parallel = true;
-  return l;
-}
 }  // namespace
 
 TEST_CASE("DTensor loss parallelism runs the log-softmax decomposed: 14 bytes per logit forward, 16 backward",
@@ -379,7 +373,7 @@ TEST_CASE("DTensor loss parallelism runs the log-softmax decomposed: 14 bytes pe
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = checkpointed_4k();
   t.logits_upcast = true;
-  ParallelLayout l = tp4_sp();
+  ParallelLayout l = sequence_parallel_tp(4);
   const std::int64_t logits = 4096LL * 128256 / 4;
   const Estimate kernel = run(a, t, l).peak();
   CHECK(event(kernel, "logits and cross-entropy").live.logits_loss_bytes == 10 * logits);
@@ -399,7 +393,7 @@ TEST_CASE("DTensor sequence parallelism keeps the output projection's gathered i
   // input (2h) is all-gathered before the matmul, which saves it whole.
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const TrainingSetup t = checkpointed_4k();
-  ParallelLayout l = tp4_sp();
+  ParallelLayout l = sequence_parallel_tp(4);
   const std::int64_t local = event(run(a, t, l).peak(), "logits and cross-entropy").live.activations_bytes;
   l.behaviour.sp_saves_gathered_inputs = true;
   const std::int64_t gathered = event(run(a, t, l).peak(), "logits and cross-entropy").live.activations_bytes;

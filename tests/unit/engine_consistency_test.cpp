@@ -10,13 +10,13 @@
 #include "parallel/as_run.h"
 #include "perf/perf_model.h"
 #include "presets/registry.h"
+#include "test_support.h"
 #include "training/framework_profile.h"
 
 using namespace memfit;
+using memfit_test::preset;
 
 namespace {
-
-ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
 
 ClusterSpec h100s(std::int64_t gpus) {
   ClusterSpec c;

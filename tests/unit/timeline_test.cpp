@@ -7,8 +7,10 @@
 #include "block/activations.h"
 #include "memory/timeline.h"
 #include "presets/registry.h"
+#include "test_support.h"
 
 using namespace memfit;
+using memfit_test::preset;
 
 namespace {
 
@@ -30,8 +32,6 @@ TrainingSetup lora_qv(Method method) {
   t.lora_targets = {"q", "v"};
   return t;
 }
-
-ModelArchitecture preset(const char* id) { return parse_hf_config_text(presets::find_model(id)->config_text); }
 
 }  // namespace
 

@@ -1,0 +1,185 @@
+// The launch configurations: each framework's documented option names and the batch identities
+// they must satisfy.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "export/launch.h"
+#include "test_support.h"
+
+using nlohmann::json;
+using namespace memfit;
+using namespace memfit_test;
+
+TEST_CASE("launch configurations use the frameworks' documented option names", "[launch]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.layout.dp = 8;
+  in.layout.sharding = Sharding::kZero3;
+  in.setup = bf16(2, 8192, 4);
+  in.setup.checkpointing = Checkpointing::kFull;
+  const std::vector<LaunchFormat> f = launch_configs(in);
+  REQUIRE(f.size() == 5);
+  // DeepSpeed (deepspeed.ai/docs/config-json): batch identity train = micro x accumulation x dp.
+  const json ds = json::parse(f[0].text);
+  CHECK(ds["train_batch_size"] == 2 * 4 * 8);
+  CHECK(ds["train_micro_batch_size_per_gpu"] == 2);
+  CHECK(ds["gradient_accumulation_steps"] == 4);
+  CHECK(ds["zero_optimization"]["stage"] == 3);
+  const std::set<std::string> ds_keys = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+                                         "bf16", "fp16", "zero_optimization", "gradient_clipping", "tensor_parallel"};
+  for (auto it = ds.begin(); it != ds.end(); ++it) CHECK(ds_keys.count(it.key()) == 1);
+  // accelerate: every top-level and fsdp_config key is one `accelerate config` writes.
+  const std::set<std::string> acc_keys = {"compute_environment", "distributed_type", "mixed_precision", "num_machines",
+                                          "num_processes", "machine_rank", "main_training_function", "fsdp_config",
+                                          "deepspeed_config", "fsdp_sharding_strategy", "fsdp_auto_wrap_policy",
+                                          "fsdp_backward_prefetch", "fsdp_offload_params", "fsdp_state_dict_type",
+                                          "fsdp_cpu_ram_efficient_loading", "fsdp_sync_module_states", "fsdp_use_orig_params",
+                                          "fsdp_activation_checkpointing"};
+  std::istringstream yaml(f[1].text);
+  std::string line;
+  while (std::getline(yaml, line)) {
+    const auto colon = line.find(':');
+    REQUIRE(colon != std::string::npos);
+    std::string key = line.substr(0, colon);
+    key.erase(0, key.find_first_not_of(' '));
+    CHECK(acc_keys.count(key) == 1);
+  }
+  CHECK(f[1].text.find("fsdp_sharding_strategy: FULL_SHARD") != std::string::npos);
+  // Megatron-LM arguments.py flags.
+  const std::set<std::string> mlm = {"num-layers", "hidden-size", "num-attention-heads", "group-query-attention",
+                                     "num-query-groups", "ffn-hidden-size", "swiglu", "normalization",
+                                     "position-embedding-type", "untie-embeddings-and-output-weights", "seq-length",
+                                     "max-position-embeddings", "micro-batch-size", "global-batch-size",
+                                     "tensor-model-parallel-size", "pipeline-model-parallel-size", "use-distributed-optimizer",
+                                     "use-megatron-fsdp", "data-parallel-sharding-strategy", "bf16", "recompute-granularity",
+                                     "recompute-method", "recompute-num-layers", "ckpt-format", "train-iters",
+                                     "overlap-grad-reduce", "overlap-param-gather", "context-parallel-size"};
+  std::istringstream args(f[2].text);
+  std::string tok;
+  std::int64_t flags = 0;
+  while (args >> tok) {
+    if (tok.rfind("--", 0) != 0 || tok == "--nnodes" || tok == "--nproc-per-node") continue;
+    ++flags;
+    CHECK(mlm.count(tok.substr(2)) == 1);
+  }
+  CHECK(flags > 15);
+  CHECK(f[2].text.find("--global-batch-size 64") != std::string::npos);
+  // Megatron FSDP asserts the fsdp_dtensor checkpoint format (arguments.py @ core_v0.14.0).
+  CHECK(f[2].text.find("--use-megatron-fsdp") != std::string::npos);
+  CHECK(f[2].text.find("--ckpt-format fsdp_dtensor") != std::string::npos);
+  // The overlaps the step-time model assumes (off by default; param gather needs grad reduce).
+  CHECK(f[2].text.find("--overlap-grad-reduce") != std::string::npos);
+  CHECK(f[2].text.find("--overlap-param-gather") != std::string::npos);
+  // Megatron FSDP asserts CUDA_DEVICE_MAX_CONNECTIONS is not 1; tp or cp > 1 without it assert 1.
+  CHECK(f[2].text.find("CUDA_DEVICE_MAX_CONNECTIONS") == std::string::npos);
+  {
+    LaunchInput mp = in;
+    mp.layout.sharding = Sharding::kZero1;
+    mp.layout.dp = 2;
+    mp.layout.tp = 2;
+    mp.layout.cp = 2;
+    const std::string text = launch_configs(mp)[2].text;
+    CHECK(text.rfind("CUDA_DEVICE_MAX_CONNECTIONS=1 torchrun ", 0) == 0);
+    CHECK(text.find("--use-distributed-optimizer") != std::string::npos);
+    CHECK(text.find("--overlap-param-gather") != std::string::npos);
+    mp.layout.sharding = Sharding::kNone;
+    mp.layout.dp = 1;
+    mp.layout.cp = 1;
+    mp.layout.pp = 2;
+    const std::string no_dp = launch_configs(mp)[2].text;
+    CHECK(no_dp.find("--overlap-grad-reduce") == std::string::npos);  // nothing to reduce across
+    CHECK(no_dp.find("--overlap-param-gather") == std::string::npos);
+  }
+  // torchtitan: FSDP over all 8 ranks, full AC.
+  CHECK(f[3].text.find("data_parallel_shard_degree = 8") != std::string::npos);
+  CHECK(f[3].text.find("mode = \"full\"") != std::string::npos);
+  CHECK(f[4].text.find("full_finetune_distributed") != std::string::npos);
+  CHECK(f[4].text.find("batch_size=2") != std::string::npos);
+  // Optimizer offload: DeepSpeed and accelerate offload from ZeRO stage 1 only; Megatron's offload
+  // runs on the precision-aware distributed optimizer (both asserted by arguments.py).
+  {
+    LaunchInput off = in;
+    off.layout.sharding = Sharding::kNone;
+    off.setup.offload = Offload::kOptimizer;
+    const std::vector<LaunchFormat> o = launch_configs(off);
+    CHECK_FALSE(o[0].supported);
+    CHECK_FALSE(o[1].supported);
+    for (const char* flag : {"--use-distributed-optimizer", "--use-precision-aware-optimizer", "--optimizer-cpu-offload"}) {
+      CHECK(o[2].text.find(flag) != std::string::npos);
+    }
+    CHECK_FALSE(o[4].supported);  // torchtune's distributed recipes always shard
+    // AutoTP: no train_batch_size (DeepSpeed would check it against every rank); not with ZeRO-3.
+    off.setup.offload = Offload::kNone;
+    off.layout.sharding = Sharding::kZero2;
+    off.layout.dp = 4;
+    off.layout.tp = 2;
+    const json autotp = json::parse(launch_configs(off)[0].text);
+    CHECK_FALSE(autotp.contains("train_batch_size"));
+    CHECK(autotp["tensor_parallel"]["autotp_size"] == 2);
+    off.layout.sharding = Sharding::kZero3;
+    CHECK_FALSE(launch_configs(off)[0].supported);
+    // accelerate's hybrid sharding shards within a node only.
+    off.layout.tp = 1;
+    off.layout.dp = 16;
+    off.layout.shard_degree = 8;
+    CHECK(launch_configs(off)[1].text.find("fsdp_sharding_strategy: HYBRID_SHARD\n") != std::string::npos);
+    off.layout.shard_degree = 4;
+    CHECK_FALSE(launch_configs(off)[1].supported);
+  }
+  // Formats that cannot express a layout say so.
+  in.layout.dp = 2;
+  in.layout.pp = 4;
+  const std::vector<LaunchFormat> g = launch_configs(in);
+  CHECK_FALSE(g[0].supported);
+  CHECK_FALSE(g[1].supported);
+  CHECK(g[2].supported);
+  CHECK(g[2].text.find("--pipeline-model-parallel-size 4") != std::string::npos);
+  // torchtitan (job_config.py @ c854924): every key is an option of its section; under pipeline
+  // parallelism the local batch holds the step's microbatches (microbatches = local / microbatch
+  // size) and nothing accumulates (global = local x dp); interleaving sets equal stages.
+  in.layout.vpp = 2;
+  in.layout.schedule = PipelineSchedule::kInterleaved;
+  in.setup.precision = Precision::kFp8;
+  in.layout.cp = 2;
+  const LaunchFormat titan = launch_configs(in)[3];
+  REQUIRE(titan.supported);
+  const std::map<std::string, std::set<std::string>> titan_keys = {
+      {"job", {"dump_folder"}},
+      {"model", {"name", "hf_assets_path", "converters"}},
+      {"training", {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param", "mixed_precision_reduce"}},
+      {"parallelism", {"data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
+                       "pipeline_parallel_degree", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
+                       "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
+                       "pipeline_parallel_last_stage_less_layers", "context_parallel_degree", "context_parallel_rotate_method", "expert_parallel_degree",
+                       "fsdp_reshard_after_forward"}},
+      {"activation_checkpoint", {"mode", "selective_ac_option"}},
+      {"compile", {"enable"}}};
+  std::istringstream toml(titan.text);
+  std::string section;
+  std::int64_t titan_options = 0;
+  while (std::getline(toml, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      REQUIRE(titan_keys.count(section) == 1);
+      continue;
+    }
+    const std::string key = line.substr(0, line.find(" = "));
+    CHECK(titan_keys.at(section).count(key) == 1);
+    ++titan_options;
+  }
+  CHECK(titan_options > 20);
+  CHECK(titan.text.find("local_batch_size = 8\n") != std::string::npos);
+  CHECK(titan.text.find("pipeline_parallel_microbatch_size = 2\n") != std::string::npos);
+  CHECK(titan.text.find("global_batch_size = 16\n") != std::string::npos);
+  CHECK(titan.text.find("pipeline_parallel_layers_per_stage = 4\n") != std::string::npos);  // 32 / (4 x 2)
+  CHECK(titan.text.find("converters = [\"quantize.linear.float8\"]") != std::string::npos);
+  // The rotation the step-time model charges, pinned (job_config.py @ c854924).
+  CHECK(titan.text.find("context_parallel_degree = 2\ncontext_parallel_rotate_method = \"allgather\"\n") != std::string::npos);
+}

@@ -1,0 +1,849 @@
+// The step-time model's relations: recomputation costs time, the bubble is (p-1)/(m v) of the
+// compute, collectives crossing nodes are slower, each framework's kernels and collectives as
+// cited, and stage costs independent of what the search reuses them across.
+#include <catch2/catch.hpp>
+
+#include "block/activations.h"
+#include "perf/perf_model.h"
+#include "test_support.h"
+#include "training/framework_profile.h"
+#include "training/parameters.h"
+
+using namespace memfit;
+using namespace memfit_test;
+
+namespace {
+
+/// The step-time basis of a model under a setup (its tensor inventory built on the way).
+PerfBasis basis_of(const ModelArchitecture& a, const TrainingSetup& t) {
+  return build_perf_basis(a, build_tensor_inventory(a), t);
+}
+
+}  // namespace
+
+TEST_CASE("model FLOPs per token follow 6N + 12 L H Q T", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const PerfBasis b = build_perf_basis(a, inv, bf16(1, 8192));
+  // Matmul weights = all parameters but the token embedding and the norms (untied head).
+  const double norms = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kNorm)]);
+  const double embed = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kEmbedding)]);
+  const double expected = 6.0 * (static_cast<double>(inv.total_params) - embed - norms);
+  CHECK(b.model_flops_per_token_base == Approx(expected).epsilon(1e-9));
+  CHECK(b.model_flops_attention_per_ctx == Approx(12.0 * 32 * 32 * 128));
+}
+
+TEST_CASE("recomputation costs time: none < selective < full", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
+  ParallelLayout l;
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  TrainingSetup t = bf16(1, 4096);
+  const double none = estimate_step_time(b, t, l, c).step_s;
+  t.checkpointing = Checkpointing::kSelective;
+  const double selective = estimate_step_time(b, t, l, c).step_s;
+  t.checkpointing = Checkpointing::kFull;
+  const StepTime full = estimate_step_time(b, t, l, c);
+  CHECK(none < selective);
+  CHECK(selective < full.step_s);
+  CHECK(full.recompute_s > 0);
+  CHECK(full.mfu > 0.2);
+  CHECK(full.mfu < 1.0);
+}
+
+TEST_CASE("a compile of the blocks alone leaves the cross-entropy eager", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  t.compile = true;
+  const PerfBasis b = basis_of(a, t);
+  const ParallelLayout l;
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const double whole = stage_costs(b, t, l, c).last.compute_s;
+  t.compile_loss = false;
+  const double blocks = stage_costs(b, t, l, c).last.compute_s;
+  // Eager: upcast, log-softmax, nll, softmax - one-hot and the cast back pass every logit
+  // through HBM (34 bytes with the matmul's write); the compiled loss reads and writes 16 bits
+  // (6 bytes). 8192 x 128256 logits at 85 % of 3.35 TB/s.
+  const double logits = 8192.0 * 128256;
+  CHECK(blocks - whole == Approx(logits * (34 - 6) / (3350e9 * 0.85)).epsilon(1e-9));
+  // torchtitan compiled the blocks only until build_loss_fn (2025-04).
+  const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
+  CHECK_FALSE(framework_defaults(titan, 202412).compile_loss);
+  CHECK(framework_defaults(titan, 202506).compile_loss);
+}
+
+TEST_CASE("torchtitan's op-level policy recomputes the even matmuls and every memory-bound op", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  REQUIRE(b.layers.size() == 1);
+  // Block order q k v o gate up down: the 2nd, 4th and 6th (k, o, up) are recomputed.
+  const double h = 4096, kv = 1024, f = 14336;
+  const double recomputed = h * kv + h * h + h * f;
+  const double all = 2 * h * h + 2 * h * kv + 3 * h * f;
+  CHECK(b.layers[0].mm_policy_recomputed_fraction == Approx(recomputed / all).epsilon(1e-12));
+  // Against the attention-only policy (which recomputes the kernel only), the op policy's extra
+  // time is that matmul share of the forward matmuls plus the eager forward memory traffic
+  // minus the attention forward.
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const ParallelLayout l;
+  t.checkpointing = Checkpointing::kSelective;
+  t.selective_every_other_mm = true;
+  const StepTime op = estimate_step_time(b, t, l, c);
+  t.selective_every_other_mm = false;
+  const StepTime attention = estimate_step_time(b, t, l, c);
+  const double tokens = 8192;
+  const double mm_peak = c.gpu.dense_tflops_bf16 * 1e12 * matmul_efficiency_for(c.gpu);
+  const double mm_fwd = tokens * b.layers[0].matmul_flops_fwd / mm_peak;
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  const double elem_fwd = tokens * (b.layers[0].elementwise_wide_fwd + b.layers[0].elementwise_split_fwd) / hbm;
+  const double attn_fwd = tokens * b.layers[0].attention_flops_fwd_per_ctx * 4096 /
+                          (c.gpu.dense_tflops_bf16 * 1e12 * attention_efficiency_for(c.gpu) * flash_length_factor(4096));
+  CHECK(op.recompute_s - attention.recompute_s ==
+        Approx(32 * (recomputed / all * mm_fwd + elem_fwd - attn_fwd)).epsilon(1e-9));
+}
+
+TEST_CASE("Megatron's hand-fused kernels move each elementwise op's operands once", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const PerfLayer& pl = b.layers[0];
+  const double h = 4096, f = 14336, rotated = (32 + 8) * 128.0;
+  // Eager: two RMSNorms of 36 B and two residual adds of 6 B per hidden element; SwiGLU 10 B
+  // per MLP element, rotary 24 B per rotated element. Fused: norms 4 B, residual adds 6 B,
+  // SwiGLU 6 B, rotary 4 B.
+  CHECK(pl.elementwise_wide_fwd == Approx((2 * 36 + 2 * 6) * h).epsilon(1e-12));
+  CHECK(pl.elementwise_split_fwd == Approx(10 * f + 24 * rotated).epsilon(1e-12));
+  CHECK(pl.elementwise_wide_fwd_fused == Approx((2 * 4 + 2 * 6) * h).epsilon(1e-12));
+  CHECK(pl.elementwise_split_fwd_fused == Approx(6 * f + 4 * rotated).epsilon(1e-12));
+  // The step saves exactly the difference, forward and backward (twice the forward), on every layer.
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const ParallelLayout l;
+  const StepTime eager = estimate_step_time(b, t, l, c);
+  t.fused_elementwise = true;
+  const StepTime fused = estimate_step_time(b, t, l, c);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  const double saved = 8192 * ((2 * 32 * h) + (4 * f + 20 * rotated)) / hbm;
+  CHECK(eager.compute_s - fused.compute_s == Approx(32 * 3 * saved).epsilon(1e-9));
+  // torch.compile's whole-chain fusion wins over it; Megatron's profile sets it.
+  t.compile = true;
+  CHECK(estimate_step_time(b, t, l, c).compute_s < fused.compute_s);
+  CHECK(framework_profile(Framework::kMegatron).defaults.fused_elementwise);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).defaults.fused_elementwise);
+}
+
+TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  for (std::int64_t m : {4, 8, 16}) {
+    for (std::int64_t v : {1, 2}) {
+      ParallelLayout l;
+      l.pp = 4;
+      l.dp = 2;
+      l.vpp = v;
+      l.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+      const StepTime s = estimate_step_time(b, bf16(1, 4096, m), l, c);
+      CHECK(s.bubble_s / s.compute_s == Approx(3.0 / static_cast<double>(m * v)).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("data-parallel reductions that cross nodes are slower; more data parallelism raises throughput", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
+  ParallelLayout l;
+  l.dp = 16;
+  l.sharding = Sharding::kZero3;
+  const StepTime intra = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 16, 16));
+  const StepTime inter = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 16, 2));
+  CHECK(inter.communication_total_s > intra.communication_total_s);
+  CHECK(inter.step_s >= intra.step_s);
+  // DDP repeats the single GPU's work and adds the all-reduce: never faster per GPU.
+  ParallelLayout one, ddp;
+  ddp.dp = 16;
+  const StepTime single = estimate_step_time(b, bf16(1, 4096), one, cluster("H100-80GB", 1));
+  const StepTime replicated = estimate_step_time(b, bf16(1, 4096), ddp, cluster("H100-80GB", 16, 2));
+  CHECK(replicated.tokens_per_s > single.tokens_per_s);
+  CHECK(replicated.tokens_per_s_per_gpu <= single.tokens_per_s_per_gpu);
+}
+
+TEST_CASE("a collective across nodes runs over the NICs of all its ranks in a node; a pipeline send over one", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 4096);
+  const PerfBasis b = basis_of(a, t);
+  const PerfConstants k;
+  ParallelLayout ddp;
+  ddp.dp = 16;
+  // The all-reduce's bandwidth term: 16 ranks, 8 in each node (8 NICs of 50 GB/s, under NVLink's
+  // 450) against 16 nodes of one GPU (one NIC); both pay the inter-node latency.
+  const double eight = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 8)).communication_total_s;
+  const double one = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 1)).communication_total_s;
+  REQUIRE(one > 0);
+  CHECK((one - k.collective_latency_inter_s) / (eight - k.collective_latency_inter_s) == Approx(8).epsilon(1e-9));
+  // Four ranks per node (tp 2 inside them): four NICs.
+  ParallelLayout tp2 = ddp;
+  tp2.dp = 8;
+  tp2.tp = 2;
+  ClusterSpec two_nodes = cluster("H100-80GB", 16, 8);
+  const StepTime four_nics = estimate_step_time(b, t, tp2, two_nodes);
+  two_nodes.gpus_per_node = 2;  // one dp rank per node
+  const StepTime one_nic = estimate_step_time(b, t, tp2, two_nodes);
+  CHECK((one_nic.communication_total_s - one_nic.comm.tp_s - k.collective_latency_inter_s) /
+            (four_nics.communication_total_s - four_nics.comm.tp_s - k.collective_latency_inter_s) ==
+        Approx(4).epsilon(1e-9));
+  // No faster than the node's own links: 8 NICs of 100 GB/s give NVLink's 450 GB/s.
+  ClusterSpec fast = cluster("H100-80GB", 16, 8);
+  fast.inter_node_bandwidth_gb_per_s = 100;
+  const double capped = estimate_step_time(b, t, ddp, fast).communication_total_s;
+  const double in_node = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 16)).communication_total_s;
+  CHECK(capped - k.collective_latency_inter_s == Approx(in_node - k.collective_latency_intra_s).epsilon(1e-9));
+  // A pipeline send crosses one NIC, however many ranks of the stage share the node.
+  ParallelLayout pp;
+  pp.dp = 4;
+  pp.pp = 4;
+  TrainingSetup ga = bf16(1, 4096, 8);
+  const PerfBasis bg = basis_of(a, ga);
+  const StepTime piped = estimate_step_time(bg, ga, pp, cluster("H100-80GB", 16, 8));
+  const double msg = 4096.0 * 4096 * 2;  // tokens x hidden x 2 bytes, per micro-batch
+  CHECK(piped.comm.pp_s == Approx(2 * 8 * (msg / (50e9 * k.collective_efficiency) + k.collective_latency_inter_s)).epsilon(1e-9));
+}
+
+TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
+  constexpr double s = 0.189;
+  CHECK(overlapped_exposed_s(0, 1, s) == 0);
+  // Shorter than the stretched window: the compute beside it runs s slower for its duration.
+  CHECK(overlapped_exposed_s(0.5, 1, s) == Approx(0.5 * s / (1 + s)).epsilon(1e-12));
+  // Longer: the step waits for the collective.
+  CHECK(overlapped_exposed_s(3, 1, s) == Approx(2).epsilon(1e-12));
+  // Continuous where the two meet (comm = window x (1 + s)), never below comm - window.
+  CHECK(overlapped_exposed_s(1 + s, 1, s) == Approx(s).epsilon(1e-12));
+  for (double comm : {0.1, 0.9, 1.1, 1.2, 5.0}) CHECK(overlapped_exposed_s(comm, 1, s) >= comm - 1);
+  CHECK(overlapped_exposed_s(0.5, 1, 0) == 0);
+
+  // ZeRO-3's gathers hide behind compute but charge that compute the slowdown: the exposed
+  // data-parallel time grows with the slowdown, and with none it is only the first block's gather.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = basis_of(a, bf16(2, 8192));
+  ParallelLayout l;
+  l.dp = 64;
+  l.sharding = Sharding::kZero3;
+  const ClusterSpec c = cluster("A100-80GB", 64);
+  PerfConstants none;
+  none.overlap_compute_slowdown = 0;
+  const StepTime free = estimate_step_time(b, bf16(2, 8192), l, c, none);
+  const StepTime charged = estimate_step_time(b, bf16(2, 8192), l, c);
+  REQUIRE(free.communication_total_s < free.compute_s);  // fully hidden without contention
+  CHECK(charged.comm.dp_s - free.comm.dp_s ==
+        Approx(free.communication_total_s * s / (1 + s)).epsilon(1e-9));
+  CHECK(charged.step_s > free.step_s);
+}
+
+TEST_CASE("context-parallel rings: what each implementation leaves exposed and what its merges cost", "[perf][cp]") {
+  constexpr double s = 0.189, share = s / (1 + s), bw = 40e9, lat = 25e-6, hbm = 2.04e12;
+  RingAttentionShape r;
+  r.tokens = 32768;
+  r.kv_width = 16 * 256;  // 16 heads of K and V (128 + 128) on the rank
+  r.q_width = 16 * 128;
+  r.out_width = 16 * 128;
+  r.cp = 8;
+  const double local_kv_bytes = r.tokens * r.kv_width * 2, dkv_fp32 = r.tokens * r.kv_width * 4;
+  const double gather = 7 * local_kv_bytes / bw + lat, dkv = dkv_fp32 / bw + lat;
+
+  // PyTorch's all-gather rotation: only the first of cp steps hides the gather.
+  r.gather_rotation = true;
+  const double fwd = 0.1, bwd = 0.25;  // the rank's attention kernels, forward and backward
+  const RingAttentionCost pt = ring_attention_cost(r, fwd, bwd, bw, lat, hbm, s);
+  REQUIRE(gather > fwd / 8);
+  CHECK(pt.forward_exposed_s == Approx(gather - fwd / 8).epsilon(1e-12));
+  // The backward gathers again, then waits for the last fp32 dK/dV send with nothing beside it.
+  CHECK(pt.backward_exposed_s >= dkv + std::max(gather - bwd / 8, gather * share));
+  // Hidden behind long enough kernels, a transfer still charges the contention share.
+  const RingAttentionCost hidden = ring_attention_cost(r, 100, 250, bw, lat, hbm, s);
+  CHECK(hidden.forward_exposed_s == Approx(gather * share).epsilon(1e-12));
+  CHECK(hidden.backward_exposed_s == Approx(gather * share + 7 * dkv * share + dkv).epsilon(1e-12));
+
+  // Transformer Engine's p2p ring: each step's chunk hides behind that step's kernel.
+  r.gather_rotation = false;
+  const RingAttentionCost te = ring_attention_cost(r, 100, 250, bw, lat, hbm, s);
+  const double chunk = local_kv_bytes / bw + lat;
+  CHECK(te.forward_exposed_s == Approx(7 * chunk * share).epsilon(1e-12));
+  CHECK(te.backward_exposed_s == Approx(7 * 2 * chunk * share).epsilon(1e-12));
+  // Its fused corrections: 2e per element on the first step, 3e on each of the 7 later ones.
+  const double te_step_bytes = 2 * 2 + 7 * 3 * 2;
+  CHECK(te.forward_merge_s == Approx(r.tokens * r.out_width * te_step_bytes / hbm).epsilon(1e-12));
+  CHECK(te.backward_merge_s == Approx(r.tokens * (r.q_width + r.kv_width) * te_step_bytes / hbm).epsilon(1e-12));
+
+  // PyTorch's eager merges grow by the same amount with every step added to the ring.
+  r.gather_rotation = true;
+  auto merges = [&](std::int64_t cp) {
+    RingAttentionShape x = r;
+    x.cp = cp;
+    const RingAttentionCost c = ring_attention_cost(x, 1, 1, bw, lat, hbm, s);
+    return c.forward_merge_s + c.backward_merge_s;
+  };
+  CHECK(merges(4) > merges(2));
+  CHECK(merges(8) - merges(4) == Approx(2 * (merges(4) - merges(2))).epsilon(1e-9));
+  CHECK(ring_attention_cost(r, 1, 1, bw, lat, hbm, s).forward_merge_s ==
+        Approx(r.tokens * r.out_width * (8 * 6 + 7 * 32 + 6) / hbm + r.tokens * r.kv_width * 7 * 4 / hbm).epsilon(1e-12));
+  r.cp = 1;
+  const RingAttentionCost none = ring_attention_cost(r, fwd, bwd, bw, lat, hbm, s);
+  CHECK(none.forward_exposed_s + none.backward_exposed_s + none.forward_merge_s + none.backward_merge_s == 0);
+}
+
+TEST_CASE("torchtitan before 2026-01 repeats K/V for every query head: saved, and passed around the ring", "[perf][cp]") {
+  const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
+  CHECK(framework_defaults(titan, 202412).attention_repeats_kv);
+  CHECK_FALSE(framework_defaults(titan, 0).attention_repeats_kv);
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");  // 32 heads, 8 kv heads of 128
+  TrainingSetup t = bf16(1, 65536);
+  t.attention = AttentionKernel::kFlash;
+  const LayerActivations plain = layer_activations(a, t, false, false, true);
+  t.attention_repeats_kv = true;
+  const LayerActivations repeated = layer_activations(a, t, false, false, true);
+  CHECK(repeated.saved_per_token - plain.saved_per_token == 2 * (32 - 8) * (128 + 128));
+
+  // Under CP the ring carries four times the K/V: more exposed time at cp 8 across nodes.
+  ParallelLayout l;
+  l.cp = 8;
+  l.tp = 8;
+  l.sequence_parallel = true;
+  l.behaviour.cp_gather_kv = true;
+  const ClusterSpec c = cluster("H100-80GB", 64);
+  t.attention_repeats_kv = false;
+  const double narrow = stage_costs(basis_of(a, t), t, l, c).last.cp_s;
+  t.attention_repeats_kv = true;
+  const double wide = stage_costs(basis_of(a, t), t, l, c).last.cp_s;
+  CHECK(wide > narrow);
+}
+
+TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways waits on HBM", "[perf][tp]") {
+  constexpr double peak = 670e12, hbm = 2.04e12;
+  // A square 4096 x 4096 projection of 8192 rows does 275 GFLOP over 100 MB: compute-bound.
+  CHECK(memory_bound_excess_s({{4096, 4096}}, 8192, 2, 2, peak, hbm) == 0);
+  // Llama-3.1-8B's k projection at tp 8 (4096 -> 128) over 98,304 rows moves the whole input for
+  // 1/32 of the FLOPs: the excess is its traffic time less its FLOP time.
+  const double tokens = 98304, bytes = (tokens * 4096 + 4096.0 * 128) * 2 + tokens * 128 * 2;
+  CHECK(memory_bound_excess_s({{4096, 128}}, tokens, 2, 2, peak, hbm) ==
+        Approx(bytes / hbm - 2 * tokens * 4096 * 128 / peak).epsilon(1e-12));
+  // Row-split linears divide the input width.
+  CHECK(memory_bound_excess_s({{4096, 128}}, tokens, 2, 2, peak, hbm, 4) ==
+        Approx(memory_bound_excess_s({{1024, 128}}, tokens, 2, 2, peak, hbm)).epsilon(1e-12));
+
+  // In the step: at tp 8 the block's matmuls take longer than their FLOPs at the matmul peak.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(12, 8192);
+  t.checkpointing = Checkpointing::kNone;
+  const PerfBasis b = basis_of(a, t);
+  const ParallelLayout l = sequence_parallel_tp(8);
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  const StageCosts sc = stage_costs(b, t, l, c);
+  const std::vector<BlockMatmul> mms = block_matmuls(a, false, 8);
+  REQUIRE(mms.size() == 7);
+  CHECK(mms[1].out == 128);  // 8 key/value heads over 8 ranks: one 128-wide head each
+  const double mm_peak = c.gpu.dense_tflops_bf16 * 1e12 * matmul_efficiency_for(c.gpu);
+  const double excess = memory_bound_excess_s(mms, 12 * 8192, 2, 2, mm_peak, c.gpu.memory_bandwidth_gb_per_s * 1e9 * 0.85);
+  CHECK(excess > 0);
+  PerfBasis no_shapes = b;  // the same basis without the per-matmul shapes: FLOPs only
+  for (PerfLayer& pl : no_shapes.layers) pl.matmuls_by_tp.clear();
+  const StageCosts flops_only = stage_costs(no_shapes, t, l, c);
+  // Forward once, backward dgrad and wgrad (every weight trains): three passes per layer.
+  CHECK(sc.last.compute_s - flops_only.last.compute_s == Approx(3 * 32 * excess).epsilon(1e-9));
+
+  // Megatron-Core runs q, k, v as one linear_qkv and gate, up as one linear_fc1: 4 matmuls, the
+  // fused qkv (4096 -> 768 per rank) no longer memory-bound, the same FLOPs.
+  t.fused_qkv_linear = t.fused_gate_up_linear = true;
+  const PerfBasis fused = basis_of(a, t);
+  ModelArchitecture as_run = a;
+  as_run.attention.layout = QkvLayout::kFused;
+  as_run.mlp.fused_gate_up = true;
+  const std::vector<BlockMatmul> fused_mms = block_matmuls(as_run, false, 8);
+  REQUIRE(fused_mms.size() == 4);
+  CHECK(fused_mms[0].out == 768);
+  const double fused_excess =
+      memory_bound_excess_s(fused_mms, 12 * 8192, 2, 2, mm_peak, c.gpu.memory_bandwidth_gb_per_s * 1e9 * 0.85);
+  CHECK(fused_excess < excess);
+  CHECK(stage_costs(fused, t, l, c).last.compute_s - flops_only.last.compute_s == Approx(3 * 32 * fused_excess).epsilon(1e-9));
+}
+
+TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel inputs again", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(2, 8192);
+  t.checkpointing = Checkpointing::kSelective;
+  const PerfBasis b = basis_of(a, t);
+  const ParallelLayout l = sequence_parallel_tp(8);
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  const double attention_only = stage_costs(b, t, l, c).last.tp_s;
+  t.selective_every_other_mm = true;
+  const double op_policy = stage_costs(b, t, l, c).last.tp_s;
+  // Two all-gathers of the block's input per layer: (tp - 1) / tp of the message each, plus latency.
+  const double msg = 2.0 * 8192 * 4096 * 2, link = 450e9 * 0.8;
+  CHECK(op_policy - attention_only == Approx(32 * 2 * (7.0 / 8.0 * msg / link + 10e-6)).epsilon(1e-9));
+}
+
+TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const PerfBasis b = basis_of(a, bf16(1, 4096));
+  ParallelLayout l;
+  l.tp = 8;
+  const StepTime s = estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8));
+  CHECK(s.comm.tp_s > 0);
+  l.tp = 1;
+  l.dp = 8;
+  CHECK(estimate_step_time(b, bf16(1, 4096), l, cluster("H100-80GB", 8)).comm.tp_s == 0);
+}
+
+TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the column-parallel GEMMs", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  ParallelLayout l = sequence_parallel_tp(8);
+  // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %, 10 us).
+  const double msg = 8192.0 * 4096 * 2, link = 450e9 * 0.8;
+  const double ag = 7.0 / 8.0 * msg / link + 10e-6, ar = 2 * 7.0 / 8.0 * msg / link + 10e-6;
+  // DTensor keeps the gathered inputs: all-gather + reduce-scatter twice in the forward, and in
+  // the backward the row outputs' gradients gathered and the column inputs' reduce-scattered.
+  l.behaviour.sp_saves_gathered_inputs = true;
+  CHECK(stage_costs(b, t, l, c).last.tp_s == Approx(32 * (2 * ar + 4 * ag)).epsilon(1e-9));
+  // Megatron keeps the local shard: two more all-gathers rebuild it for the weight gradients.
+  l.behaviour.sp_saves_gathered_inputs = false;
+  const StageCosts blocking = stage_costs(b, t, l, c);
+  CHECK(blocking.last.tp_s == Approx(32 * (2 * ar + 6 * ag)).epsilon(1e-9));
+  // Launched asynchronously, each group's reduce-scatter runs beside its weight-gradient GEMM
+  // and its re-gather beside its input-gradient GEMM (the same FLOPs): q k v fused (4096 -> 768
+  // per rank) is shorter than a gather and leaves the rest exposed; gate + up (4096 -> 3584) is
+  // longer and costs the overlap price.
+  l.behaviour.tp_backward_overlap = true;
+  const StageCosts async = stage_costs(b, t, l, c);
+  const double mm_peak = c.gpu.dense_tflops_bf16 * 1e12 * matmul_efficiency_for(c.gpu);
+  const double qkv_s = 2.0 * 8192 * 4096 * 768 / mm_peak, fc1_s = 2.0 * 8192 * 4096 * 3584 / mm_peak;
+  REQUIRE(qkv_s < ag);
+  REQUIRE(fc1_s > ag);
+  const double share = 0.189 / 1.189;
+  CHECK(async.last.tp_s == Approx(32 * (2 * ar + 2 * ag + 2 * (ag - qkv_s) + 2 * share * ag)).epsilon(1e-9));
+  // The same collectives run, fewer of them exposed.
+  CHECK(async.last.tp_total_s == Approx(blocking.last.tp_total_s).epsilon(1e-12));
+  CHECK(blocking.last.tp_total_s == Approx(blocking.last.tp_s).epsilon(1e-12));
+  // Without sequence parallelism only the column inputs' gradients are all-reduced, beside the
+  // weight gradients.
+  l.sequence_parallel = false;
+  CHECK(stage_costs(b, t, l, c).last.tp_s == Approx(32 * (2 * ar + (ar - qkv_s) + share * ar)).epsilon(1e-9));
+  CHECK(framework_profile(Framework::kMegatron).dist.tp_backward_overlap);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.tp_backward_overlap);
+}
+
+TEST_CASE("DTensor sequence parallelism copies every gathered and scattered activation whole", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  ParallelLayout l = sequence_parallel_tp(8);
+  l.behaviour.sp_saves_gathered_inputs = true;
+  // Compute of 32 blocks with and without the copies; each copy reads and writes one whole
+  // micro-batch x 8192 x 4096 bf16 activation.
+  auto extra_s = [&](const TrainingSetup& t, bool view_at_1) {
+    const PerfBasis b = basis_of(a, t);
+    ParallelLayout with = l;
+    with.behaviour.sp_collective_copies = true;
+    with.behaviour.sp_gather_view_at_batch_1 = view_at_1;
+    return stage_costs(b, t, with, c).last.compute_s - stage_costs(b, t, l, c).last.compute_s;
+  };
+  const double copy2 = 2.0 * (2 * 8192.0) * 4096 * 2 / hbm, copy1 = copy2 / 2;
+  // No recomputation: the forward's 2 all-gathers + 2 reduce-scatters, the backward's 2 + 2.
+  CHECK(extra_s(bf16(2, 8192), true) == Approx(32 * 8 * copy2).epsilon(1e-9));
+  // Micro-batch 1 gathers into a view: only the four reduce-scatters copy.
+  CHECK(extra_s(bf16(1, 8192), true) == Approx(32 * 4 * copy1).epsilon(1e-9));
+  CHECK(extra_s(bf16(1, 8192), false) == Approx(32 * 8 * copy1).epsilon(1e-9));
+  // Full recomputation repeats the forward's four; the op-level policy its two all-gathers.
+  TrainingSetup full = bf16(2, 8192);
+  full.checkpointing = Checkpointing::kFull;
+  CHECK(extra_s(full, true) == Approx(32 * 12 * copy2).epsilon(1e-9));
+  TrainingSetup op = bf16(2, 8192);
+  op.checkpointing = Checkpointing::kSelective;
+  op.selective_every_other_mm = true;
+  CHECK(extra_s(op, true) == Approx(32 * 10 * copy2).epsilon(1e-9));
+  // Megatron's [sequence, batch, hidden] gathers in place; DTensor frameworks copy, torch before
+  // the batch-1 view copied at every micro-batch, and torchtitan has folded the batch into the
+  // tokens since 2026-08 (its activations gather on dim 0).
+  CHECK_FALSE(framework_profile(Framework::kMegatron).dist.sp_collective_copies);
+  const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
+  CHECK_FALSE(framework_behaviour(titan, 0).sp_collective_copies);
+  CHECK_FALSE(framework_behaviour(titan, 202608).sp_collective_copies);
+  CHECK(framework_behaviour(titan, 202607).sp_collective_copies);
+  CHECK(framework_profile(Framework::kTorchtune).dist.sp_collective_copies);
+  for (Framework f : {Framework::kTorchtitan, Framework::kTorchtune}) {
+    const FrameworkProfile& p = framework_profile(f);
+    CHECK(framework_behaviour(p, 0).sp_gather_view_at_batch_1);
+    CHECK(framework_behaviour(p, 202604).sp_gather_view_at_batch_1);
+    CHECK_FALSE(framework_behaviour(p, 202603).sp_gather_view_at_batch_1);
+    CHECK(framework_behaviour(p, 202412).sp_collective_copies);
+  }
+  // Micro-batch 1 is then faster per token than 2, and the speed bound at 2 still covers it.
+  l.behaviour.sp_collective_copies = true;
+  l.behaviour.sp_gather_view_at_batch_1 = true;
+  const TrainingSetup one = bf16(1, 8192), two = bf16(2, 8192);
+  const PerfBasis b = basis_of(a, two);
+  const double tps1 = estimate_step_time(b, one, l, c).tokens_per_s;
+  REQUIRE(tps1 > estimate_step_time(b, two, l, c).tokens_per_s);
+  CHECK(tps1 <= tokens_per_s_upper_bound(b, two, l, c));
+}
+
+TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipeline sends over the tp ranks", "[perf][pp]") {
+  const FrameworkProfile& megatron = framework_profile(Framework::kMegatron);
+  const DistributedBehaviour now = framework_behaviour(megatron, 0);
+  const DistributedBehaviour aug2021 = framework_behaviour(megatron, 202108);
+  const DistributedBehaviour sep2021 = framework_behaviour(megatron, 202109);
+  const DistributedBehaviour jan2021 = framework_behaviour(megatron, 202101);
+  const DistributedBehaviour mar2023 = framework_behaviour(megatron, 202303);
+  const DistributedBehaviour apr2023 = framework_behaviour(megatron, 202304);
+  CHECK(now.tp_backward_overlap);
+  CHECK_FALSE(now.pp_scatter_gather);
+  CHECK_FALSE(aug2021.tp_backward_overlap);
+  CHECK(aug2021.pp_scatter_gather);
+  CHECK(sep2021.tp_backward_overlap);
+  CHECK(sep2021.pp_scatter_gather);
+  CHECK_FALSE(jan2021.pp_scatter_gather);  // before 72e4230b turned it on
+  CHECK(mar2023.pp_scatter_gather);
+  CHECK_FALSE(apr2023.pp_scatter_gather);
+  // Behaviours of the distributed code alone leave the dated setup as it is (no setup change to apply).
+  const TrainingSetup dated = framework_defaults(megatron, 202108);
+  CHECK(dated.checkpointing == megatron.defaults.checkpointing);
+  CHECK(dated.precision == megatron.defaults.precision);
+  CHECK(dated.attention == megatron.defaults.attention);
+
+  // Scatter-gather: each of the tp ranks sends 1/tp of the activation across the node boundary
+  // (one NIC), and the receiving stage all-gathers the pieces over NVLink.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 4096, 8);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 32, 8);
+  const PerfConstants k;
+  ParallelLayout l;
+  l.tp = 8;
+  l.pp = 4;
+  const StepTime whole = estimate_step_time(b, t, l, c);
+  l.behaviour.pp_scatter_gather = true;
+  const StepTime split = estimate_step_time(b, t, l, c);
+  const double msg = 4096.0 * 4096 * 2;
+  const double inter = 50e9 * k.collective_efficiency, nvlink = 450e9 * k.collective_efficiency;
+  CHECK(whole.comm.pp_s == Approx(2 * 8 * (msg / inter + k.collective_latency_inter_s)).epsilon(1e-9));
+  CHECK(split.comm.pp_s == Approx(2 * 8 * (msg / 8 / inter + k.collective_latency_inter_s +
+                                           7.0 / 8 * msg / nvlink + k.collective_latency_intra_s)).epsilon(1e-9));
+  // Sequence parallelism already sends the 1/tp shard: nothing to split.
+  l.sequence_parallel = true;
+  const StepTime sp_split = estimate_step_time(b, t, l, c);
+  l.behaviour.pp_scatter_gather = false;
+  CHECK(sp_split.comm.pp_s == Approx(estimate_step_time(b, t, l, c).comm.pp_s).epsilon(1e-12));
+}
+
+TEST_CASE("Megatron's distributed optimizer gathers the parameters beside the next forward", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 64, 2);  // one data-parallel rank per node: one NIC
+  ParallelLayout l;
+  l.tp = 2;
+  l.dp = 32;
+  l.sequence_parallel = true;
+  l.sharding = Sharding::kZero1;
+  const StepTime waited = estimate_step_time(b, t, l, c);
+  l.behaviour.param_gather_overlaps_forward = true;
+  const StepTime beside = estimate_step_time(b, t, l, c);
+  // 8.03 B bf16 parameters over tp 2, gathered over 32 ranks across nodes (50 GB/s at 80 %).
+  const double params = static_cast<double>(build_tensor_inventory(a).total_params) / 2;
+  const double gather = 31.0 / 32.0 * params * 2 / (50e9 * 0.8) + 25e-6;
+  const StageCosts sc = stage_costs(b, t, l, c);
+  const double forward = sc.last.compute_s - sc.last.bwd_s - sc.last.recompute_s;
+  REQUIRE(forward < gather);
+  CHECK(waited.comm.dp_s - beside.comm.dp_s == Approx(forward).epsilon(1e-6));
+  CHECK(beside.communication_total_s == Approx(waited.communication_total_s).epsilon(1e-12));
+}
+
+TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and split only the matmuls", "[perf][tp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  ParallelLayout l;
+  l.tp = 4;
+  const StepTime megatron = estimate_step_time(b, t, l, c);
+  l.behaviour.tp_row_linears = true;
+  const StepTime row = estimate_step_time(b, t, l, c);
+  l.tp = 1;
+  const StepTime one = estimate_step_time(b, t, l, c);
+  // Attention and elementwise kernels run whole on every rank: slower than Megatron's split,
+  // faster than one GPU (the matmuls still split).
+  CHECK(row.compute_s > megatron.compute_s);
+  CHECK(row.compute_s < one.compute_s);
+  // Bandwidth terms per layer: forward all-reduce of every linear's output (2 x out widths), backward
+  // all-gather of every input gradient (in widths); the head adds the all-reduced logits (2v) and
+  // its input gradient (h), the embedding two all-gathers (2h). Megatron: 4 all-reduces of h.
+  const double out_w = 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096, in_w = 6 * 4096 + 14336;
+  const double ratio = (32 * (2 * out_w + in_w) + 2 * 128256.0 + 3 * 4096) / (32 * 8 * 4096.0);
+  CHECK(row.comm.tp_s / megatron.comm.tp_s == Approx(ratio).epsilon(0.01));
+}
+
+TEST_CASE("activation offloading moves what the checkpointing mode keeps, beside the compute", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(2, 4096);
+  t.offload = Offload::kActivations;
+  const PerfBasis b = basis_of(a, t);
+  const ParallelLayout l;
+  ClusterSpec c = cluster("A100-80GB", 1);
+  const PerfConstants k;
+  const double pcie = c.gpu.pcie_bandwidth_gb_per_s * 1e9 * k.host_link_efficiency;
+  const double tokens = 2.0 * 4096;
+  // No checkpointing: every saved tensor of all 32 layers goes down and comes back.
+  TrainingSetup none = t;
+  none.checkpointing = Checkpointing::kNone;
+  const LayerActivations acts = layer_activations(a, none, false, false, true);
+  REQUIRE(acts.saved_per_token_per_position == 0);  // sdpa keeps no scores
+  const StepTime kept_all = estimate_step_time(b, none, l, c);
+  const double all_bytes = tokens * 32.0 * static_cast<double>(acts.saved_per_token);
+  CHECK(kept_all.offload_s == Approx(2 * all_bytes / pcie - kept_all.compute_s).epsilon(1e-9));
+  // Full checkpointing keeps each block's input only (2 x 4096 bytes a token): its copies hide
+  // behind the compute.
+  TrainingSetup full = t;
+  full.checkpointing = Checkpointing::kFull;
+  CHECK(acts.checkpoint_per_token == 2 * 4096);
+  const StepTime inputs_only = estimate_step_time(b, full, l, c);
+  CHECK(2 * tokens * 32.0 * static_cast<double>(acts.checkpoint_per_token) / pcie < inputs_only.compute_s);
+  CHECK(inputs_only.offload_s == 0);
+  // On a link slow enough the block inputs stick out too, by their own bytes.
+  c.gpu.pcie_bandwidth_gb_per_s = 0.05;
+  const double slow = c.gpu.pcie_bandwidth_gb_per_s * 1e9 * k.host_link_efficiency;
+  const StepTime exposed = estimate_step_time(b, full, l, c);
+  CHECK(exposed.offload_s == Approx(2 * tokens * 32.0 * 2 * 4096 / slow - exposed.compute_s).epsilon(1e-9));
+  // torchtitan's op-level policy keeps what the memory model keeps for it (mm_policy_kept_per_token,
+  // the block input once).
+  TrainingSetup op = t;
+  op.checkpointing = Checkpointing::kSelective;
+  op.selective_every_other_mm = true;
+  const StepTime policy = estimate_step_time(b, op, l, c);
+  CHECK(policy.offload_s ==
+        Approx(2 * tokens * 32.0 * static_cast<double>(acts.mm_policy_kept_per_token) / slow - policy.compute_s).epsilon(1e-9));
+}
+
+TEST_CASE("QLoRA dequantizes each NF4 weight for the forward, its recomputation and the input gradient", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup lora = bf16(2, 2048);
+  lora.method = Method::kLora;
+  lora.lora_rank = 8;
+  lora.checkpointing = Checkpointing::kFull;
+  TrainingSetup qlora = lora;
+  qlora.method = Method::kQlora;
+  qlora.base_quant = BaseQuant::kNf4;
+  const ParallelLayout l;
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  const PerfConstants k;
+  const StepTime plain = estimate_step_time(basis_of(a, lora), lora, l, c, k);
+  const PerfBasis qb = basis_of(a, qlora);
+  const StepTime quantized = estimate_step_time(qb, qlora, l, c, k);
+  double block_params = 0;
+  for (const PerfLayer& pl : qb.layers) block_params += pl.dense_params * static_cast<double>(pl.count);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * k.memory_efficiency;
+  // Three passes over every block weight: 0.516 bytes read (4 bits + absmax), 2 written.
+  const double per_pass = block_params * (kNf4MicroBytesPerParam / 1e6 + 2) / hbm;
+  CHECK(quantized.step_s - plain.step_s == Approx(3 * per_pass).epsilon(1e-6));
+  CHECK(quantized.recompute_s - plain.recompute_s == Approx(per_pass).epsilon(1e-6));
+}
+
+TEST_CASE("FSDP2 copies every gathered unit out of the all-gather buffer on the compute stream", "[perf][dp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(2, 2048, 3);
+  t.checkpointing = Checkpointing::kFull;
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("A100-80GB", 8);
+  const PerfConstants k;
+  ParallelLayout views;
+  views.dp = 8;
+  views.sharding = Sharding::kZero3;
+  ParallelLayout copies = views;
+  copies.behaviour.gather_copy_out = true;
+  const StepTime plain = estimate_step_time(b, t, views, c, k);
+  const StepTime copied = estimate_step_time(b, t, copies, c, k);
+  double params = b.embedding_params + b.head_params;
+  for (const PerfLayer& pl : b.layers) params += pl.dense_params * static_cast<double>(pl.count);
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * k.memory_efficiency;
+  // 3 micro-batches x 2 gathers (forward, backward: resharded after forward) x bf16 read + write.
+  const double expected = 3 * 2 * 2 * (2 * params) / hbm;
+  CHECK(copied.step_s - plain.step_s == Approx(expected).epsilon(1e-6));
+  CHECK(copied.comm.dp_s - plain.comm.dp_s == Approx(expected).epsilon(1e-6));
+  CHECK(copied.dp_per_micro_batch_floor_s - plain.dp_per_micro_batch_floor_s == Approx(expected / 3).epsilon(1e-6));
+  // A QLoRA base is gathered and copied packed: NF4 block weights, 16-bit embeddings and head.
+  TrainingSetup q = t;
+  q.method = Method::kQlora;
+  q.base_quant = BaseQuant::kNf4;
+  const PerfBasis qb = basis_of(a, q);
+  double blocks = 0;
+  for (const PerfLayer& pl : qb.layers) blocks += pl.dense_params * static_cast<double>(pl.count);
+  const double packed = blocks * (kNf4MicroBytesPerParam / 1e6) + 2 * (qb.embedding_params + qb.head_params);
+  CHECK(estimate_step_time(qb, q, copies, c, k).step_s - estimate_step_time(qb, q, views, c, k).step_s ==
+        Approx(3 * 2 * 2 * packed / hbm).epsilon(1e-6));
+  // The torchtune and torchtitan profiles run FSDP2; DeepSpeed gathers into views.
+  CHECK(framework_profile(Framework::kTorchtune).dist.gather_copy_out);
+  CHECK(framework_profile(Framework::kTorchtitan).dist.gather_copy_out);
+  CHECK_FALSE(framework_profile(Framework::kDeepspeed).dist.gather_copy_out);
+}
+
+TEST_CASE("matmuls run at 0.90 of the sweep maximum, the share training shapes reach", "[perf]") {
+  // MAMF (A100 86.9 %, H100 80.3 %, 80 % unmeasured) x 0.90 (SemiAnalysis H100 720 / 794.5;
+  // EleutherAI cookbook layer GEMMs 244.5 / 271.2).
+  CHECK(matmul_efficiency_for(*presets::find_gpu("A100-80GB")) == Approx(0.869 * 0.90).epsilon(1e-12));
+  CHECK(matmul_efficiency_for(*presets::find_gpu("H100-80GB")) == Approx(0.803 * 0.90).epsilon(1e-12));
+  CHECK(matmul_efficiency_for(*presets::find_gpu("H200")) == Approx(0.803 * 0.90).epsilon(1e-12));
+  CHECK(matmul_efficiency_for(*presets::find_gpu("RTX-4090")) == Approx(0.80 * 0.90).epsilon(1e-12));
+  // CDNA3 from the same table of means (with TunableOp): MI300X 668.4 / 1300, MI325X 784.9 / 1300.
+  CHECK(matmul_efficiency_for(*presets::find_gpu("MI300X")) == Approx(0.514 * 0.90).epsilon(1e-12));
+  CHECK(matmul_efficiency_for(*presets::find_gpu("MI325X")) == Approx(0.604 * 0.90).epsilon(1e-12));
+  // The step reads it: a run given the sweep maximum itself is faster by the matmul time's 10 %.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ParallelLayout l;
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  PerfConstants sweep_max;
+  sweep_max.matmul_efficiency = 0.803;
+  const double at_shapes = estimate_step_time(b, t, l, c, {}).compute_s;
+  const double at_max = estimate_step_time(b, t, l, c, sweep_max).compute_s;
+  CHECK(at_shapes > at_max * 1.05);
+  CHECK(at_shapes < at_max / 0.90);
+  // The listed assumption names the share only where the model chose the rate.
+  CHECK(perf_assumptions({}, c).front() ==
+        "matmuls at 72.3 % of the dense peak (0.90 of the measured maximum achievable matmul FLOPS: the share "
+        "transformer-layer shapes reach)");
+  CHECK(perf_assumptions(sweep_max, c).front() == "matmuls at 80.3 % of the dense peak (as given)");
+}
+
+TEST_CASE("FlashAttention-2 runs at 35 % of the peak on Hopper and 50 % on Ampere; AOTriton at 23.8 % on CDNA3", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ParallelLayout l;
+  CHECK(attention_efficiency_for(*presets::find_gpu("H100-80GB")) == 0.35);
+  CHECK(attention_efficiency_for(*presets::find_gpu("H200")) == 0.35);
+  CHECK(attention_efficiency_for(*presets::find_gpu("A100-80GB")) == 0.5);
+  // 306.5 TFLOP/s at 16k causal tokens (8k keys on average) on an MI300X, over its long-key share.
+  const GpuSpec& mi300x = *presets::find_gpu("MI300X");
+  CHECK(attention_efficiency_for(mi300x) == Approx(306.5 / flash_length_factor(8192) / mi300x.dense_tflops_bf16).epsilon(2e-3));
+  CHECK(attention_efficiency_for(*presets::find_gpu("MI325X")) == attention_efficiency_for(mi300x));
+  for (const char* gpu : {"H100-80GB", "A100-80GB", "MI300X"}) {
+    const ClusterSpec c = cluster(gpu, 1);
+    PerfConstants k;
+    const double by_gpu = estimate_step_time(b, t, l, c, k).compute_s;
+    k.flash_attention_efficiency = attention_efficiency_for(c.gpu);
+    CHECK(estimate_step_time(b, t, l, c, k).compute_s == by_gpu);
+    // Forward + backward (2.5x) attention FLOPs: causal context s/2, 32 heads x (128 + 128).
+    const double attn_flops = 3.5 * 8192.0 * 32 * (2.0 * 32 * 256) * (8192 / 2.0);
+    k.flash_attention_efficiency = 0.7;
+    const double faster = estimate_step_time(b, t, l, c, k).compute_s;
+    const double peak = c.gpu.dense_tflops_bf16 * 1e12 * flash_length_factor(8192 / 2.0);
+    CHECK(by_gpu - faster == Approx(attn_flops / peak * (1 / attention_efficiency_for(c.gpu) - 1 / 0.7)).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys each query sees", "[perf][cp]") {
+  // L / (L + 240), normalised at 16k keys: the measured H100 rates of FlashAttention-3 and the
+  // Triton FlashAttention-2 at 512 ... 8k keys are 0.69, 0.82, 0.91, 0.95-0.96, 0.99 of their 16k rate.
+  const double norm = 16384.0 / (16384 + 240);
+  CHECK(flash_length_factor(512) == Approx(512.0 / 752 / norm).epsilon(1e-12));
+  for (const auto& [keys, measured] : std::vector<std::pair<double, double>>{{512, 0.69}, {1024, 0.82}, {2048, 0.91}, {4096, 0.955}, {8192, 0.99}}) {
+    CHECK(std::abs(flash_length_factor(keys) - measured) < 0.01);
+  }
+  CHECK(flash_length_factor(16384) == Approx(1).epsilon(1e-12));
+  CHECK(flash_length_factor(131072) == 1);  // long-sequence efficiencies are not exceeded
+  // A context-parallel ring's kernels see one step's keys: the 8B at seq 8192 over cp 4 runs its
+  // attention at flash_length_factor(8192 / 2 / 4). Two attention efficiencies differ in step
+  // time by exactly the attention FLOPs over the rate (the ring's transfers stay hidden and its
+  // merges do not depend on the kernel's rate).
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 8192);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 4);
+  ParallelLayout ring;
+  ring.cp = 4;
+  PerfConstants slow, fast;
+  slow.overlap_compute_slowdown = fast.overlap_compute_slowdown = 0;
+  slow.flash_attention_efficiency = 0.35;
+  fast.flash_attention_efficiency = 0.7;
+  const double diff = estimate_step_time(b, t, ring, c, slow).compute_s - estimate_step_time(b, t, ring, c, fast).compute_s;
+  // Forward + backward (2.5x), 32 layers, the rank's 2048 queries over the causal context s/2.
+  const double flops = 32 * 3.5 * 2048.0 * (2.0 * 32 * 256) * 4096;
+  const double rate = c.gpu.dense_tflops_bf16 * 1e12 * flash_length_factor(1024);
+  CHECK(diff == Approx(flops / rate * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
+}
+
+TEST_CASE("torchao's dynamically scaled fp8 casts cost HBM traffic; Transformer Engine's fused casts do not", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  t.precision = Precision::kFp8;
+  const PerfBasis b = basis_of(a, t);
+  REQUIRE(b.layers.size() == 1);
+  // Per token: in-features q k v o gate up down = 6 x 4096 + 14336; out-features
+  // 4096 + 2 x 1024 + 4096 + 2 x 14336 + 4096.
+  CHECK(b.layers[0].linear_in_width == 6 * 4096 + 14336);
+  CHECK(b.layers[0].linear_out_width == 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096);
+  const ClusterSpec c = cluster("H100-80GB", 1);
+  const ParallelLayout l;
+  t.fp8_saves_fp8_inputs = true;  // Transformer Engine
+  const double fused = estimate_step_time(b, t, l, c).compute_s;
+  t.fp8_saves_fp8_inputs = false;  // torchao Float8Linear
+  const double dynamic = estimate_step_time(b, t, l, c).compute_s;
+  // 5 B per cast element (amax read, cast read + fp8 write): input forward; grad_output twice,
+  // input again and weight again backward; 2 B per element to re-lay out the grad_weight operands.
+  const double in = b.layers[0].linear_in_width, out = b.layers[0].linear_out_width;
+  const double per_layer = 8192.0 * (5 * in + 7 * in + 12 * out) + 10 * b.layers[0].dense_params;
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  CHECK(dynamic - fused == Approx(32 * per_layer / hbm).epsilon(1e-9));
+}
+
+// The search reuses a speed group's stage costs across sharding stages, offloads, data-parallel
+// degrees and accumulations: they must not depend on those, and a step time from known stage
+// costs must equal one computed whole.
+TEST_CASE("stage costs depend on neither dp, sharding, offload nor accumulation", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-70B-Instruct");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const ClusterSpec c = cluster("H100-80GB", 512);
+  auto same = [](const StageCost& x, const StageCost& y) {
+    return x.compute_s == y.compute_s && x.recompute_s == y.recompute_s && x.bwd_s == y.bwd_s && x.tp_s == y.tp_s &&
+           x.cp_s == y.cp_s && x.ep_s == y.ep_s && x.trainable == y.trainable && x.params == y.params;
+  };
+  for (const Checkpointing ck : {Checkpointing::kNone, Checkpointing::kSelective, Checkpointing::kFull}) {
+    for (const std::int64_t pp : {1, 4}) {
+      for (const bool sp : {false, true}) {
+        TrainingSetup t = bf16(2, 8192);
+        t.checkpointing = ck;
+        const PerfBasis basis = build_perf_basis(a, inv, t);
+        ParallelLayout l;
+        l.tp = 8;
+        l.pp = pp;
+        l.vpp = pp > 1 ? 2 : 1;
+        l.schedule = pp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
+        l.cp = 2;
+        l.sequence_parallel = sp;
+        l.dp = 512 / (8 * pp * 2);
+        const StageCosts base = stage_costs(basis, t, l, c);
+        for (const Sharding sh : {Sharding::kNone, Sharding::kZero1, Sharding::kZero3}) {
+          for (const Offload off : {Offload::kNone, Offload::kOptimizer}) {
+            for (const std::int64_t ga : {4, 16}) {
+              ParallelLayout v = l;
+              v.sharding = sh;
+              v.dp = l.dp / 2;  // another data-parallel degree (the stage costs do not read it)
+              TrainingSetup u = t;
+              u.offload = off;
+              u.grad_accum = ga;
+              const StageCosts other = stage_costs(basis, u, v, c);
+              CHECK(same(other.first, base.first));
+              CHECK(same(other.last, base.last));
+              const StepTime whole = estimate_step_time(basis, u, v, c);
+              const StepTime reused = estimate_step_time(basis, u, v, c, {}, &base);
+              CHECK(whole.step_s == reused.step_s);
+              CHECK(whole.tokens_per_s == reused.tokens_per_s);
+              CHECK(whole.communication_total_s == reused.communication_total_s);
+            }
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,44 @@
+// Helpers the unit tests share: a preset model parsed, a cluster of one GPU kind, a bf16 setup,
+// tensor parallelism with sequence parallelism.
+#pragma once
+#include <cstdint>
+
+#include "hf_config/parse_hf_config.h"
+#include "parallel/layout.h"
+#include "perf/perf_model.h"
+#include "presets/registry.h"
+#include "training/training_setup.h"
+
+namespace memfit_test {
+
+inline memfit::ModelArchitecture preset(const char* id) {
+  return memfit::parse_hf_config_text(memfit::presets::find_model(id)->config_text);
+}
+
+inline memfit::ClusterSpec cluster(const char* gpu, std::int64_t gpus, std::int64_t per_node = 8) {
+  memfit::ClusterSpec c;
+  c.gpu = *memfit::presets::find_gpu(gpu);
+  c.gpus = gpus;
+  c.gpus_per_node = per_node;
+  return c;
+}
+
+/// Pure bf16 training of `mb` sequences of `seq` tokens, `ga` micro-batches per step.
+inline memfit::TrainingSetup bf16(std::int64_t mb, std::int64_t seq, std::int64_t ga = 1) {
+  memfit::TrainingSetup t;
+  t.precision = memfit::Precision::kBf16;
+  t.micro_batch = mb;
+  t.seq_len = seq;
+  t.grad_accum = ga;
+  return t;
+}
+
+/// Tensor parallelism of degree `tp` with sequence parallelism, nothing else split.
+inline memfit::ParallelLayout sequence_parallel_tp(std::int64_t tp) {
+  memfit::ParallelLayout l;
+  l.tp = tp;
+  l.sequence_parallel = true;
+  return l;
+}
+
+}  // namespace memfit_test
