@@ -1,0 +1,290 @@
+// The page as a practitioner uses it to decide (issue 33): an honest verdict (host memory of
+// every layout, no speed for a run that does not fit), one recommendation (★ first, "your
+// choice" beside it, reset with the model), the summary in view while any input is edited,
+// errors readable in every state, presets in a findable order and Hub loads that say when they fail.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip } from './browser.mjs';
+
+useBrowser();
+
+const at = (hash) => `${env.baseUrl}/index.html#${new URLSearchParams(hash)}`;
+const hostText = (bytes) => (bytes > 0 ? gib(bytes) : 'none');
+const percent = (fraction) => `${(100 * fraction).toFixed(0)} %`;
+
+/// The method table as shown: name, verdict, tokens/s and host memory per node of each row.
+const tableRows = (page) => page.$$eval('#methods tbody tr', (trs) => trs.map((tr) => ({
+  method: tr.querySelector('th button').textContent, verdict: tr.cells[3].textContent, tokens: tr.cells[4].textContent,
+  host: tr.cells[5].textContent, star: tr.classList.contains('recommended'), choice: Boolean(tr.querySelector('.badge.choice')),
+  shown: tr.classList.contains('selected') })));
+
+/// The estimate request of one search candidate (the layout and training fields it chose).
+function candidateRequest(request, c) {
+  const { parallel: p, training: t } = c;
+  return { ...request, options: { timeline: false, max_micro_batch: false },
+    parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep, sequence_parallel: p.sequence_parallel, sharding: p.sharding, schedule: p.schedule },
+    training: { ...request.training, micro_batch: t.micro_batch, grad_accum: t.grad_accum, activation_checkpointing: t.activation_checkpointing, offload: t.offload } };
+}
+
+test('honest verdict: host memory per node for every layout, in the headline and the summary', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  await page.click('#methods-more');
+  const { request, result } = await assertMatchesCli(page);
+  assert.equal(await page.textContent('#sum-host'), hostText(result.host_bytes_per_node));
+  assert.ok((await page.textContent('#host-mem')).startsWith(hostText(result.host_bytes_per_node)));
+  assert.equal(await page.textContent('#sum-peak'), `${gib(result.fit.compared_bytes)} of ${gib(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
+  assert.equal(await page.textContent('#sum-mb'), String(result.fit.max_micro_batch));
+  // Every row's host memory is its own estimate's; offload layouts need hundreds of GiB.
+  const search = cli('search', searchRequest(request));
+  const rows = await tableRows(page);
+  assert.equal(rows.length, search.methods.length);
+  let offloaded = 0;
+  for (const row of rows.filter((r, i) => i < 10 || r.host !== 'none')) {
+    const m = search.methods.find((x) => x.method === row.method);
+    const host = cli('estimate', candidateRequest(request, m.best || m.closest)).host_bytes_per_node;
+    assert.equal(row.host, hostText(host), row.method);
+    if (host > 0) offloaded += 1;
+  }
+  assert.ok(offloaded > 0, 'some layout offloads to host memory');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('an OOM headline and OOM rows show no speed; the summary says it does not fit; axe finds nothing', { skip }, async () => {
+  const page = await open(at({ gpu: 'RTX-4090', gpus: '1', per_node: '1' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  assert.ok(result.perf.tokens_per_s > 0, 'the core still has a speed: the page must not show it');
+  assert.equal(await page.textContent('#throughput'), '– (does not fit)');
+  assert.equal(await page.textContent('#step-time'), '– (does not fit)');
+  assert.equal(await page.textContent('#sum-step'), '– (does not fit)');
+  assert.equal(await page.textContent('#sum-badge'), 'OOM');
+  assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory/);
+  const rows = await tableRows(page);
+  assert.ok(rows.length > 0 && rows.every((r) => r.verdict === 'OOM' && r.tokens === '–'), JSON.stringify(rows));
+  assert.deepEqual(await axeViolations(page), []);
+  await page.close();
+});
+
+test('one recommendation: ★ is the first row and the search\'s; a chosen row is "your choice", keeps focus, and one click goes back', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  await page.click('#methods-more');
+  const { request } = await assertMatchesCli(page);
+  const search = cli('search', searchRequest(request));
+  let rows = await tableRows(page);
+  // Fits, then tight, then OOM; fastest first inside each group that runs.
+  const group = { fits: 0, tight: 1, OOM: 2 };
+  for (let i = 1; i < rows.length; i += 1) {
+    const [a, b] = [rows[i - 1], rows[i]];
+    assert.ok(group[a.verdict] <= group[b.verdict], `${a.method} (${a.verdict}) before ${b.method} (${b.verdict})`);
+  }
+  assert.ok(rows[0].star && rows[0].shown && rows.filter((r) => r.star).length === 1);
+  assert.equal(rows[0].method, search.recommended.method);
+  assert.equal(rows[0].verdict, 'fits');
+  assert.ok(rows.some((r) => r.verdict !== 'fits'), 'the case has rows below the line');
+  // Choose the third row with the keyboard: focus stays on it, the ★ stays on the first.
+  const third = rows[2].method;
+  await page.locator(`#methods button[data-method="${third}"]`).focus();
+  await page.keyboard.press('Enter');
+  await settled(page);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.method), third);
+  rows = await tableRows(page);
+  const chosen = rows.find((r) => r.method === third);
+  assert.ok(chosen.choice && chosen.shown && !rows[0].shown && rows[0].star);
+  assert.match(page.url(), /pick=/);
+  assert.equal(await page.isVisible('#pick-note'), true);
+  assert.match(await page.textContent('#pick-note-text'), new RegExp(`★ recommended: ${search.recommended.method.replace(/[+/()]/g, '\\$&')}`));
+  assert.match(await page.textContent('#pick-name'), new RegExp(third.replace(/[+/()]/g, '\\$&')));
+  // One click back to the ★, focus on its row.
+  await page.click('#back-to-star');
+  await settled(page);
+  rows = await tableRows(page);
+  assert.ok(rows[0].shown && !rows.some((r) => r.choice));
+  assert.doesNotMatch(page.url(), /pick=/);
+  assert.equal(await page.isVisible('#pick-note'), false);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.method), rows[0].method);
+  // A choice does not survive a change of model.
+  await page.click(`#methods button[data-method="${rows[1].method}"]`);
+  await settled(page);
+  assert.ok((await tableRows(page)).find((r) => r.method === rows[1].method).choice);
+  await page.selectOption('#preset', 'Qwen/Qwen3-8B');
+  await settled(page);
+  rows = await tableRows(page);
+  assert.ok(!rows.some((r) => r.choice) && rows[0].shown && rows[0].star);
+  assert.doesNotMatch(page.url(), /pick=/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the summary stays in view, uncovering the field, while any input is edited, at 1280 x 900 and 390 x 844', { skip }, async () => {
+  for (const [width, height] of [[1280, 900], [390, 844]]) {
+    const page = await open(at({ method: 'lora' }), { width, height });
+    await settled(page);
+    await page.click('#paste-box summary');
+    await page.click('#kernels summary');
+    const ids = await page.$$eval('form input, form select, form textarea', (els) => els.filter((e) => e.checkVisibility()).map((e) => e.id));
+    assert.ok(ids.length >= 20, ids.join());
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    // Upwards, as Shift+Tab goes: the browser scrolls each field to the top of the window.
+    for (const id of ids.reverse()) {
+      await page.focus(`#${id}`);
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      const view = await page.evaluate((fieldId) => {
+        const bar = document.querySelector('.summary-bar').getBoundingClientRect();
+        const field = document.getElementById(fieldId).getBoundingClientRect();
+        const hit = document.elementFromPoint(field.left + field.width / 2, field.top + Math.min(field.height / 2, 12));
+        return { barTop: bar.top, barBottom: bar.bottom, covered: !document.getElementById(fieldId).contains(hit) };
+      }, id);
+      assert.ok(view.barTop >= 0 && view.barBottom <= height, `${width}px ${id}: summary at ${view.barTop}–${view.barBottom}`);
+      assert.ok(!view.covered, `${width}px ${id}: the summary covers the field`);
+    }
+    // Choosing the GPU (below the fold on both) updates the summary in view.
+    const before = await page.textContent('#sum-peak');
+    await page.selectOption('#gpu', 'A100-40GB');
+    await settled(page);
+    assert.notEqual(await page.textContent('#sum-peak'), before);
+    assert.ok(await page.isVisible('#sum-badge'));
+    // The live region is the verdict line alone, not the results panel.
+    const live = await page.$$eval('[aria-live]', (els) => els.map((e) => e.id || e.className));
+    assert.ok(live.includes('sum-live') && !live.includes('results'), live.join());
+    assert.ok((await page.textContent('#sum-live')).length < 120);
+    await page.close();
+  }
+});
+
+test('errors: one readable message in the banner and at the field, never dimmed; axe finds nothing in the error state', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  await page.click('#paste-box summary');
+  for (const text of ['{"model_type": "llama", "hidden_size": 4096,', "{'model_type': 'llama', 'hidden_size': 4096}"]) {
+    await page.fill('#config', text);
+    await settled(page);
+    const field = await page.textContent('#err-config');
+    assert.match(field, /^invalid_json at \/model\/config: /);
+    assert.equal(await page.textContent('#error-text'), field);
+    assert.doesNotMatch(field, /"config"|@CONFIG@/, 'positions are in the pasted text, not the request around it');
+    assert.equal(await page.textContent('#peak'), '–');
+    assert.equal(await page.textContent('#verdict'), 'error');
+    assert.equal(await page.textContent('#sum-badge'), 'error');
+    assert.match(await page.textContent('#sum-live'), /^error: invalid_json/);
+    assert.ok(await page.isVisible('#stale-note'));
+    const opacity = await page.$eval('#error-banner', (e) => {
+      let o = 1;
+      for (let n = e; n instanceof Element; n = n.parentElement) o *= Number(getComputedStyle(n).opacity);
+      return o;
+    });
+    assert.equal(opacity, 1);
+  }
+  assert.deepEqual(await axeViolations(page), []);
+  await page.click('#error-goto');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'config');
+  // Recovery clears the error state everywhere.
+  await page.selectOption('#preset', 'Qwen/Qwen3-8B');
+  await settled(page);
+  assert.equal(await page.isVisible('#error-banner'), false);
+  assert.equal(await page.isVisible('#stale-note'), false);
+  await assertMatchesCli(page);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('LoRA fields only for adapter methods; a LoRA error sits next to its field', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  assert.equal(await page.inputValue('#method'), 'full');
+  assert.equal(await page.isVisible('#lora_rank'), false);
+  assert.equal(await page.isVisible('#lora_targets'), false);
+  await page.selectOption('#method', 'lora');
+  await settled(page);
+  assert.equal(await page.isVisible('#lora_rank'), true);
+  await page.fill('#lora_rank', '0');
+  await settled(page);
+  assert.match(await page.textContent('#err-lora'), /^\w+ at \/training\/lora\/rank: /);
+  assert.equal(await page.textContent('#err-training'), '');
+  await page.click('#error-goto');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'lora_rank');
+  await page.close();
+});
+
+test('presets: popular families first, each by size; the filter never switches to a synthetic model silently', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  const groups = await page.$$eval('#preset optgroup', (gs) => gs.map((g) => [g.label, [...g.children].map((o) => o.value)]));
+  assert.equal(groups[0][0], 'meta-llama');
+  assert.equal(groups.at(-1)[0], 'synthetic test models');
+  assert.ok(groups.at(-1)[1].includes('iseekyan/mixtral-8x2b-4layers'));
+  const order = (label) => groups.find(([l]) => l === label)[1];
+  const llama = order('meta-llama');
+  const before = (list, a, b) => assert.ok(list.indexOf(a) >= 0 && list.indexOf(a) < list.indexOf(b), `${a} before ${b}`);
+  before(llama, 'meta-llama/Llama-3.2-1B-Instruct', 'meta-llama/Llama-3.1-8B');
+  before(llama, 'meta-llama/Llama-3.1-8B', 'meta-llama/Llama-3.1-70B-Instruct');
+  before(llama, 'meta-llama/Llama-3.1-70B-Instruct', 'meta-llama/Llama-3.1-405B-Instruct');
+  before(order('Qwen'), 'Qwen/Qwen3-0.6B', 'Qwen/Qwen3-8B');
+  before(order('Qwen'), 'Qwen/Qwen3-8B', 'Qwen/Qwen2.5-32B');
+  before(groups.map(([l]) => l), 'Qwen', 'bigscience');
+  for (const [typed, expected] of [['mixtral', 'mistralai/Mixtral-8x7B-Instruct-v0.1'], ['70b', 'meta-llama/Llama-3.1-70B-Instruct']]) {
+    await page.fill('#preset-filter', typed);
+    await settled(page);
+    assert.equal(await page.inputValue('#preset'), expected);
+    assert.match(await page.textContent('#preset-filter-status'), new RegExp(`now using ${expected}`));
+    assert.equal(JSON.parse(await page.textContent('#request-json')).model.preset, expected);
+  }
+  await page.fill('#preset-filter', '4layers');
+  assert.equal(await page.inputValue('#preset'), 'meta-llama/Llama-3.1-70B-Instruct');
+  assert.match(await page.textContent('#preset-filter-status'), /Only synthetic test models match.*still using meta-llama\/Llama-3\.1-70B-Instruct/);
+  await page.close();
+});
+
+test('load from Hugging Face: full URLs, a token kept only in memory, failures that say so and leave no stale "loaded" result', { skip }, async () => {
+  const hub = (u) => u.startsWith('https://huggingface.co/');
+  const page = await open(`${env.baseUrl}/index.html`, { allow: (u) => u.startsWith(env.baseUrl) || hub(u) });
+  const asked = [];
+  await page.route('https://huggingface.co/**', (route) => {
+    const r = route.request();
+    asked.push([r.url().replace('https://huggingface.co/', ''), r.headers().authorization]);
+    if (r.url().includes('/gated/')) return route.fulfill({ status: 401, body: 'gated' });
+    if (r.url().includes('/broken/')) return route.fulfill({ status: 200, contentType: 'application/json', body: '{"model_type": "llama", "hidden_size": 64}' });
+    return route.fulfill({ status: 200, contentType: 'application/json', headers: { 'access-control-allow-origin': '*' },
+      body: JSON.stringify({ model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12 }) });
+  });
+  await settled(page);
+  await page.click('#paste-box summary');
+  await page.fill('#hf-repo', 'https://huggingface.co/openai-community/gpt2/tree/main');
+  await page.fill('#hf-token', 'hf_secret123');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => document.querySelector('#hf-status').textContent.startsWith('Loaded'));
+  await settled(page);
+  assert.deepEqual(asked, [['openai-community/gpt2/resolve/main/config.json', 'Bearer hf_secret123']]);
+  assert.equal(await page.textContent('#hf-status'), 'Loaded openai-community/gpt2: 124,439,808 parameters.');
+  assert.match(await page.textContent('#model-name'), /^openai-community\/gpt2 · gpt2/);
+  assert.equal(await page.$eval('#preset', (s) => s.selectedOptions[0].textContent), '(the config.json below)');
+  const kept = await page.evaluate(() => JSON.stringify([location.href, { ...localStorage }, { ...sessionStorage }, document.querySelector('#request-json').textContent]));
+  assert.doesNotMatch(kept, /hf_secret123/);
+  // A refused load says so and names the model still in use.
+  await page.fill('#hf-token', '');
+  await page.fill('#hf-repo', 'gated/model');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => /gated or private/.test(document.querySelector('#hf-status').textContent));
+  assert.match(await page.textContent('#hf-status'), /Still using openai-community\/gpt2\.$/);
+  assert.equal(await page.$eval('#hf-status', (e) => e.classList.contains('error')), true);
+  assert.equal(asked.at(-1)[1], undefined);
+  // A config memfit cannot read: no "Loaded", and the old result is not shown as the answer.
+  await page.fill('#hf-repo', 'https://huggingface.co/broken/model');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => /^Fetched broken\/model, but memfit cannot use/.test(document.querySelector('#hf-status').textContent));
+  await settled(page);
+  assert.match(await page.textContent('#err-config'), /^missing_field at \/model\/config\//);
+  assert.equal(await page.textContent('#peak'), '–');
+  assert.equal(await page.textContent('#sum-badge'), 'error');
+  for (const [typed, pattern] of [['https://huggingface.co/datasets/org/data', /a dataset, not a model/], ['https://huggingface.co/org', /names no repository/]]) {
+    await page.fill('#hf-repo', typed);
+    await page.click('#hf-load');
+    assert.match(await page.textContent('#hf-status'), pattern);
+  }
+  assert.equal(asked.length, 3);
+  assert.deepEqual(page.unexpected, []);
+  await page.close();
+});
