@@ -288,3 +288,22 @@ test('load from Hugging Face: full URLs, a token kept only in memory, failures t
   assert.deepEqual(page.unexpected, []);
   await page.close();
 });
+
+test('the breakdown gives each part its share, what it is and the setting that shrinks it, one click away', { skip }, async () => {
+  const page = await open(at({ method: 'qlora', gpu: 'RTX-4090', gpus: '1', per_node: '1', micro_batch: '4' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const rows = await page.$$eval('#breakdown tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  const parts = Object.entries(result.breakdown).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+  parts.forEach(([, v], i) => {
+    assert.equal(rows[i][2], percent(v / result.device_total_bytes), rows[i][0]);
+    assert.ok(rows[i][3].length > 20, `${rows[i][0]} is explained`);
+  });
+  const logits = rows.findIndex((r) => r[0] === 'logits loss');
+  assert.ok(logits >= 0 && /Smaller: the fused or chunked loss kernel/.test(rows[logits][3]));
+  assert.equal(await page.$eval('#kernels', (d) => d.open), false);
+  await page.click(`#breakdown tr:nth-child(${logits + 1}) button.lever`);
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'loss');
+  assert.equal(await page.$eval('#kernels', (d) => d.open), true);
+  await page.close();
+});

@@ -19,6 +19,22 @@
   // The estimate of a table row, for its host memory only.
   const ROW_OPTIONS = { options: { timeline: false, max_micro_batch: false } };
   const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', error: 'error' };
+  // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
+  const PARTS = {
+    weights_bytes: ['The parameters, in the training dtype.', 'QLoRA stores the base in 4 bits; ZeRO-3/FSDP, TP or PP rows split it', 'method'],
+    master_weights_bytes: ['An fp32 copy of the trainable weights (mixed precision).', 'pure bf16 precision, or a ZeRO row', 'precision'],
+    gradients_bytes: ['One gradient per trainable weight.', 'LoRA trains few weights; ZeRO-2/3 rows split them', 'method'],
+    optimizer_states_bytes: ["The optimizer's moments: AdamW keeps two fp32 values per trainable weight.", 'an 8-bit optimizer, LoRA, or an offload or ZeRO row', 'optimizer'],
+    activations_bytes: ['Saved in forward for backward; grows with micro-batch × sequence length.', 'activation checkpointing, or a smaller micro-batch with gradient accumulation', 'ckpt'],
+    logits_loss_bytes: ['The logits over the whole vocabulary and the loss, often in fp32.', 'the fused or chunked loss kernel, or a smaller micro-batch', 'loss'],
+    temporaries_bytes: ['Short-lived buffers of the operation at the peak.', 'a memory-efficient attention kernel (eager keeps the s × s scores)', 'attention'],
+    communication_bytes: ['Buffers for gathering and reducing across GPUs.'],
+    allocator_cache_bytes: ["Blocks PyTorch's caching allocator holds but does not use (fragmentation)."],
+    cublas_workspace_bytes: ["cuBLAS's matmul workspace, fixed per process."],
+    cuda_context_bytes: ['The CUDA context, fixed per process.'],
+    outside_allocator_bytes: ["Paged optimizer states, outside PyTorch's allocator.", 'a non-paged 8-bit optimizer', 'optimizer'],
+    nccl_bytes: ["NCCL's communicator buffers."],
+  };
 
   function el(tag, text, className) {
     const e = document.createElement(tag);
@@ -377,6 +393,7 @@
       this.root.querySelector('.results').classList.add('stale');
       this.$('stale-note').hidden = false;
       this.$('pick-note').hidden = true;
+      this.$('pick-name').textContent = '';
       for (const id of ['peak', 'verdict-detail', 'max-mb', 'throughput', 'step-time', 'host-mem', 'peak-at']) this.$(id).textContent = '–';
       this.$('breakdown').replaceChildren();
       this.$('suggestions').replaceChildren();
@@ -453,8 +470,11 @@
         || (group(a) < 2 ? b.best.perf.tokens_per_s - a.best.perf.tokens_per_s : bytes(a) - bytes(b)));
     }
 
-    /// Host memory per node of a row's layout (what CPU offload keeps in RAM), from its estimate.
+    /// Host memory per node of a row's layout (what CPU offload keeps in RAM), from its estimate;
+    /// without offload the core keeps nothing on the host (src/memory/model_states.cpp), so those
+    /// rows cost no estimate (~2.5 ms each for a 70B model).
     rowHostBytes(candidate) {
+      if (candidate.training.offload === 'none') return 0;
       const key = JSON.stringify(candidate.parallel) + JSON.stringify(candidate.training);
       if (!this.hostBytes.has(key)) {
         const request = urlState.requestText(this.state, this.configText, { ...urlState.candidateExtra(candidate), ...ROW_OPTIONS });
@@ -574,7 +594,7 @@
       const table = this.$('breakdown');
       table.replaceChildren();
       for (const [k, v] of Object.entries(e.breakdown).filter(([, b]) => b > 0).sort((a, b) => b[1] - a[1])) {
-        table.append(tableRow(format.category(k), format.gib(v, 2)));
+        table.append(this.partRow(k, v, e.device_total_bytes));
       }
       table.append(tableRow('device total', format.gib(e.device_total_bytes, 2)));
       for (const [key, field] of Object.entries(RESOLVED)) {
@@ -583,6 +603,26 @@
       }
       const ckpt = this.$('ckpt').querySelector('option[value=""]');
       if (ckpt) ckpt.textContent = `search (now ${e.training.activation_checkpointing})`;
+    }
+
+    /// One part of the peak: its size, its share, what it is and the setting that shrinks it.
+    partRow(key, bytes, total) {
+      const [what, lever, fieldId] = PARTS[key] || [''];
+      const tr = tableRow(format.category(key), format.gib(bytes, 2));
+      const about = el('td', what, 'small');
+      if (lever) {
+        const go = el('button', `Smaller: ${lever}`, 'link lever');
+        go.type = 'button';
+        go.addEventListener('click', () => {
+          const field = this.$(fieldId);
+          const details = field.closest('details');
+          if (details) details.open = true;
+          field.focus();
+        });
+        about.append(el('br'), go);
+      }
+      tr.append(el('td', format.percent(bytes / total), 'num'), about);
+      return tr;
     }
 
     /// The charts follow the numbers (drawn once per update, after the search settled the method).
