@@ -4,7 +4,8 @@
 // errors readable in every state, presets in a findable order and Hub loads that say when they fail.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip } from './browser.mjs';
+import { join } from 'node:path';
+import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip, SHOTS } from './browser.mjs';
 
 useBrowser();
 
@@ -24,6 +25,15 @@ function candidateRequest(request, c) {
   return { ...request, options: { timeline: false, max_micro_batch: false },
     parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep, sequence_parallel: p.sequence_parallel, sharding: p.sharding, schedule: p.schedule },
     training: { ...request.training, micro_batch: t.micro_batch, grad_accum: t.grad_accum, activation_checkpointing: t.activation_checkpointing, offload: t.offload } };
+}
+
+/// No axe violation at 1280 x 900 and 390 x 844; a full-page screenshot of each in artifacts/.
+async function checkAxeAndShoot(page, name) {
+  for (const [width, height] of [[390, 844], [1280, 900]]) {
+    await page.setViewportSize({ width, height });
+    assert.deepEqual(await axeViolations(page), [], `${name} at ${width}px`);
+    await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
 }
 
 test('honest verdict: host memory per node for every layout, in the headline and the summary', { skip }, async () => {
@@ -64,7 +74,7 @@ test('an OOM headline and OOM rows show no speed; the summary says it does not f
   assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory/);
   const rows = await tableRows(page);
   assert.ok(rows.length > 0 && rows.every((r) => r.verdict === 'OOM' && r.tokens === '–'), JSON.stringify(rows));
-  assert.deepEqual(await axeViolations(page), []);
+  await checkAxeAndShoot(page, 'oom');
   await page.close();
 });
 
@@ -178,7 +188,7 @@ test('errors: one readable message in the banner and at the field, never dimmed;
     });
     assert.equal(opacity, 1);
   }
-  assert.deepEqual(await axeViolations(page), []);
+  await checkAxeAndShoot(page, 'error');
   await page.click('#error-goto');
   assert.equal(await page.evaluate(() => document.activeElement.id), 'config');
   // Recovery clears the error state everywhere.
@@ -306,4 +316,33 @@ test('the breakdown gives each part its share, what it is and the setting that s
   assert.equal(await page.evaluate(() => document.activeElement.id), 'loss');
   assert.equal(await page.$eval('#kernels', (d) => d.open), true);
   await page.close();
+});
+
+test('GB or GiB for every amount of memory, kept in the link; "Copy link" copies the link', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.baseUrl });
+  await settled(page);
+  assert.match(await page.textContent('#peak'), / GiB$/);
+  await page.selectOption('#units', 'GB');
+  await settled(page);
+  const result = cli('estimate', JSON.parse(await page.textContent('#request-json')));
+  const gb = (bytes, digits = 1) => `${(bytes / 1e9).toFixed(digits)} GB`;
+  assert.equal(await page.textContent('#peak'), gb(result.device_total_bytes));
+  assert.equal(await page.textContent('#sum-peak'), `${gb(result.fit.compared_bytes)} of ${gb(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
+  assert.equal(await page.textContent('#sum-host'), result.host_bytes_per_node > 0 ? gb(result.host_bytes_per_node) : 'none');
+  assert.equal(await page.textContent('#breakdown tr:last-child td'), gb(result.device_total_bytes, 2));
+  const cells = await page.$$eval('#methods tbody td.num', (tds) => tds.map((td) => td.textContent).filter((t) => /B$/.test(t)));
+  assert.ok(cells.length > 0 && cells.every((t) => / GB$/.test(t)), cells.join());
+  assert.match(page.url(), /units=GB/);
+  await page.click('#copy-link');
+  await page.waitForFunction(() => document.querySelector('#link-status').textContent !== '');
+  assert.equal(await page.textContent('#link-status'), 'Copied the link.');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), page.url());
+  const again = await open(page.url());
+  await settled(again);
+  assert.equal(await again.inputValue('#units'), 'GB');
+  assert.equal(await again.textContent('#peak'), gb(result.device_total_bytes));
+  assert.deepEqual([...page.errors, ...again.errors], []);
+  await page.close();
+  await again.close();
 });

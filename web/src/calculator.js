@@ -201,6 +201,7 @@
       $('launch-format').addEventListener('change', () => this.renderLaunchText());
       $('launch-copy').addEventListener('click', () => this.copy($('launch-text').textContent, 'launch config'));
       $('launch-download').addEventListener('click', () => this.download());
+      $('copy-link').addEventListener('click', () => this.copy(location.href, 'link', 'link-status'));
       $('copy-request').addEventListener('click', () => this.copy(JSON.stringify(JSON.parse(this.requestText), null, 2), 'request'));
       $('copy-result').addEventListener('click', () => this.copy(JSON.stringify(this.estimate, null, 2), 'result'));
     }
@@ -317,6 +318,7 @@
       const t0 = performance.now();
       const calc = this.root.querySelector('.calc');
       delete calc.dataset.settled;
+      format.setUnit(this.state.units);
       this.clearErrors();
       this.failed = false;
       this.configText = this.state.config;
@@ -352,6 +354,7 @@
     /// the search's request wraps a pasted config, so its positions would not be the user's).
     refine() {
       const t0 = performance.now();
+      format.setUnit(this.state.units);
       if (!this.failed) {
         try {
           this.search = this.api.search(urlState.requestText(this.state, this.configText, { search: { top: 5, launch: false } }));
@@ -417,8 +420,8 @@
         return;
       }
       const fit = e.fit;
-      $('sum-peak').textContent = `${format.gib(fit.compared_bytes ?? e.device_total_bytes)} of ${format.gib(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
-      $('sum-host').textContent = e.host_bytes_per_node > 0 ? format.gib(e.host_bytes_per_node) : 'none';
+      $('sum-peak').textContent = `${format.memory(fit.compared_bytes ?? e.device_total_bytes)} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
+      $('sum-host').textContent = e.host_bytes_per_node > 0 ? format.memory(e.host_bytes_per_node) : 'none';
       $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
       $('sum-step').textContent = fit.verdict === 'oom' ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
     }
@@ -427,7 +430,7 @@
     announce() {
       const e = this.estimate;
       const text = e
-        ? `${VERDICT_TEXT[e.fit.verdict]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, ${format.gib(e.host_bytes_per_node)} of host memory per node` : ''}`
+        ? `${VERDICT_TEXT[e.fit.verdict]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, ${format.memory(e.host_bytes_per_node)} of host memory per node` : ''}`
         : `error: ${this.$('error-text').textContent}`;
       if (this.$('sum-live').textContent !== text) this.$('sum-live').textContent = text;
     }
@@ -510,7 +513,7 @@
         const list = el('ul');
         for (const g of s.suggestions) {
           const m = g.candidate.memory;
-          list.append(el('li', `${g.description} → ${g.candidate.method}, micro-batch ${g.candidate.training.micro_batch}: ${format.gib(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}, ${m.verdict})`));
+          list.append(el('li', `${g.description} → ${g.candidate.method}, micro-batch ${g.candidate.training.micro_batch}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}, ${m.verdict})`));
         }
         tips.append(list);
       }
@@ -523,7 +526,7 @@
       this.$('pick-note').hidden = !mine;
       if (!mine) return;
       const speed = star.best ? `, ${format.rate(star.best.perf.tokens_per_s)} tokens/s` : '';
-      this.$('pick-note-text').textContent = `Your choice. ★ recommended: ${star.method} (${format.gib(star.best.memory.device_total_bytes)}, ${star.best.memory.verdict}${speed}).`;
+      this.$('pick-note-text').textContent = `Your choice. ★ recommended: ${star.method} (${format.memory(star.best.memory.device_total_bytes)}, ${star.best.memory.verdict}${speed}).`;
       this.$('back-to-star-name').textContent = star.method;
     }
 
@@ -553,13 +556,13 @@
       const verdict = c ? c.memory.verdict : 'oom';
       const badge = el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
       const host = c ? this.rowHostBytes(c) : 0;
-      if (host > 0) th.lastElementChild.textContent += ` · host ${format.gib(host)} per node`;
+      if (host > 0) th.lastElementChild.textContent += ` · host ${format.memory(host)} per node`;
       const cells = [
         el('td', layout, 'wide-only'),
-        el('td', c ? format.gib(c.memory.device_total_bytes) : '–', 'num'),
+        el('td', c ? format.memory(c.memory.device_total_bytes) : '–', 'num'),
         el('td'),
         el('td', m.best ? format.rate(m.best.perf.tokens_per_s) : '–', 'num'),
-        el('td', host > 0 ? format.gib(host) : 'none', 'num wide-only'),
+        el('td', host > 0 ? format.memory(host) : 'none', 'num wide-only'),
         el('td', m.best ? String(m.max_micro_batch) : '0', 'num wide-only'),
       ];
       cells[2].append(badge);
@@ -571,15 +574,15 @@
       const e = this.estimate;
       const fit = e.fit;
       this.$('pick-name').textContent = picked ? `· ${picked.method}` : '· data parallel (searching…)';
-      this.$('peak').textContent = format.gib(e.device_total_bytes);
+      this.$('peak').textContent = format.memory(e.device_total_bytes);
       this.setBadge(this.$('verdict'), fit.verdict);
       this.$('stale-note').hidden = true;
       this.renderSummary(e);
       // A mixed cluster compares each placed stage with its own GPUs: the most-used one is shown.
       const placed = fit.placement || [];
       const worst = placed.reduce((w, p) => (!w || p.usage_fraction > w.usage_fraction ? p : w), null);
-      this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.gib(fit.gpu_memory_bytes)} on ${worst ? worst.gpu : e.gpu.name}` +
-        ` · device total (nvidia-smi); peak allocated ${format.gib(e.peak_allocated_bytes)}, reserved ${format.gib(e.peak_reserved_bytes)}` +
+      this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.memory(fit.gpu_memory_bytes)} on ${worst ? worst.gpu : e.gpu.name}` +
+        ` · device total (nvidia-smi); peak allocated ${format.memory(e.peak_allocated_bytes)}, reserved ${format.memory(e.peak_reserved_bytes)}` +
         (e.rank_kind !== 'all ranks' ? ` · most-loaded rank: ${e.rank_kind}` : '') +
         (placed.length ? ` · placed: ${placed.map((p) => `${p.rank_kind} on ${p.gpu} (${format.percent(p.usage_fraction)})`).join(', ')}` : '');
       this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
@@ -588,7 +591,7 @@
       this.$('throughput').textContent = oom ? '– (does not fit)' : `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
       this.$('step-time').textContent = oom ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
       this.$('host-mem').textContent = e.host_bytes_per_node > 0
-        ? `${format.gib(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
+        ? `${format.memory(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
         : 'none (nothing offloaded)';
       this.$('peak-at').textContent = `${e.peak.phase}: ${e.peak.label}`;
       const table = this.$('breakdown');
@@ -596,7 +599,7 @@
       for (const [k, v] of Object.entries(e.breakdown).filter(([, b]) => b > 0).sort((a, b) => b[1] - a[1])) {
         table.append(this.partRow(k, v, e.device_total_bytes));
       }
-      table.append(tableRow('device total', format.gib(e.device_total_bytes, 2)));
+      table.append(tableRow('device total', format.memory(e.device_total_bytes, 2)));
       for (const [key, field] of Object.entries(RESOLVED)) {
         const option = this.$(key).querySelector('option[value=""]');
         if (option) option.textContent = `default (${String(e.training[field]).replace(/_/g, ' ')})`;
@@ -608,7 +611,7 @@
     /// One part of the peak: its size, its share, what it is and the setting that shrinks it.
     partRow(key, bytes, total) {
       const [what, lever, fieldId] = PARTS[key] || [''];
-      const tr = tableRow(format.category(key), format.gib(bytes, 2));
+      const tr = tableRow(format.category(key), format.memory(bytes, 2));
       const about = el('td', what, 'small');
       if (lever) {
         const go = el('button', `Smaller: ${lever}`, 'link lever');
@@ -662,8 +665,8 @@
       this.$('launch-notes').textContent = (f.notes || []).join(' ');
     }
 
-    async copy(text, what) {
-      const status = this.$('copy-status');
+    async copy(text, what, statusId = 'copy-status') {
+      const status = this.$(statusId);
       try {
         await navigator.clipboard.writeText(text);
         status.textContent = `Copied the ${what}.`;

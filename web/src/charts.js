@@ -12,7 +12,7 @@
   ];
   const COLOUR = Object.fromEntries(CATEGORIES);
   const OTHER = '#7f7f7f';
-  const gibValue = (v) => (v == null ? '–' : `${v.toFixed(2)} GiB`);
+  const gibValue = (v) => (v == null ? '–' : `${v.toFixed(2)} ${format.unit.name}`);
 
   function themed(host) {
     const style = getComputedStyle(host);
@@ -22,7 +22,7 @@
   function axes(host, xValues, xAxis = {}) {
     const t = themed(host);
     const common = { stroke: t.fg, grid: { stroke: t.grid, width: 1 }, ticks: { stroke: t.grid } };
-    return [{ ...common, values: xValues, ...xAxis }, { ...common, size: 60, values: (u, splits) => splits.map((v) => `${v} GiB`) }];
+    return [{ ...common, values: xValues, ...xAxis }, { ...common, size: 60, values: (u, splits) => splits.map((v) => `${v} ${format.unit.name}`) }];
   }
 
   class Chart {
@@ -52,13 +52,13 @@
     const names = entries.map(([k]) => format.category(k));
     const colours = entries.map(([k]) => COLOUR[k] || OTHER);
     const x = entries.map((_, i) => i);
-    const y = entries.map(([, v]) => v / format.GIB);
+    const y = entries.map(([, v]) => v / format.unit.bytes);
     chart.draw({
       legend: { show: false },
       scales: { x: { time: false, range: [-0.5, Math.max(0.5, entries.length - 0.5)] }, y: { range: (u, lo, hi) => [0, hi * 1.08] } },
       axes: axes(chart.host, (u, splits) => splits.map((i) => (Number.isInteger(i) ? names[i] || '' : '')), { rotate: -30, size: 84 }),
       series: [{}, {
-        label: 'GiB', value: (u, v) => gibValue(v),
+        label: format.unit.name, value: (u, v) => gibValue(v),
         paths: uPlot.paths.bars({ size: [0.7, 64], disp: { fill: { unit: 3, values: () => colours }, stroke: { unit: 3, values: () => colours } } }),
         points: { show: false },
       }],
@@ -72,10 +72,10 @@
     const sums = [];
     let running = timeline.map(() => 0);
     for (const [k] of present) {
-      running = running.map((v, i) => v + timeline[i][k] / format.GIB);
+      running = running.map((v, i) => v + timeline[i][k] / format.unit.bytes);
       sums.push(running);
     }
-    const own = (k) => (u, v, s, i) => (i == null ? '–' : gibValue(timeline[i][k] / format.GIB));
+    const own = (k) => (u, v, s, i) => (i == null ? '–' : gibValue(timeline[i][k] / format.unit.bytes));
     const series = present.map(([k, colour]) => ({
       label: format.category(k), stroke: colour, fill: colour, width: 1,
       value: own(k), points: { show: false }, paths: uPlot.paths.stepped({ align: 1 }),

@@ -1,10 +1,18 @@
-// Display formatting only: bytes as GiB (2^30), counts, percentages, durations. No estimator
+// Display formatting only: bytes in GiB (2^30) or GB, counts, percentages, durations. No estimator
 // math lives here; every number formatted comes from the core's JSON.
 'use strict';
 (function (ns) {
   const GIB = 2 ** 30;
+  /// Memory is shown in GiB (2^30 bytes, what nvidia-smi and PyTorch count) or GB (10^9, what
+  /// GPU data sheets print); the calculator sets the unit before it renders.
+  const UNIT_BYTES = { GiB: GIB, GB: 1e9 };
+  const unit = { name: 'GiB', bytes: GIB };
+  function setUnit(name) {
+    unit.name = UNIT_BYTES[name] ? name : 'GiB';
+    unit.bytes = UNIT_BYTES[unit.name];
+  }
   const count = (n) => Number(n).toLocaleString('en-US');
-  const gib = (bytes, digits = 1) => `${(Number(bytes) / GIB).toFixed(digits)} GiB`;
+  const memory = (bytes, digits = 1) => `${(Number(bytes) / unit.bytes).toFixed(digits)} ${unit.name}`;
   const percent = (fraction) => `${(100 * fraction).toFixed(0)} %`;
   function rate(perSecond) {
     if (perSecond >= 1e6) return `${(perSecond / 1e6).toFixed(2)} M`;
@@ -27,5 +35,5 @@
   }
   /// Category names of the core's breakdown and timeline keys: "optimizer_states_bytes" -> "optimizer states".
   const category = (key) => key.replace(/_bytes$/, '').replace(/_/g, ' ');
-  ns.format = { GIB, count, gib, percent, rate, seconds, layout, category };
+  ns.format = { GIB, unit, setUnit, count, memory, percent, rate, seconds, layout, category };
 })(globalThis.memfitWeb = globalThis.memfitWeb || {});
