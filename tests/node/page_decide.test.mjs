@@ -346,3 +346,18 @@ test('GB or GiB for every amount of memory, kept in the link; "Copy link" copies
   await page.close();
   await again.close();
 });
+
+test('the launch config shown first is the chosen framework\'s own', { skip }, async () => {
+  const page = await open(at({ framework: 'megatron' }));
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'megatron_args');
+  assert.match(await page.textContent('#launch-text'), /--tensor-model-parallel-size/);
+  await page.selectOption('#launch-format', 'accelerate_yaml');
+  await page.fill('#seq_len', '2048');
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'accelerate_yaml', 'a format the user chose stays');
+  await page.selectOption('#framework', 'torchtitan');
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'torchtitan_toml');
+  await page.close();
+});

@@ -19,6 +19,8 @@
   // The estimate of a table row, for its host memory only.
   const ROW_OPTIONS = { options: { timeline: false, max_micro_batch: false } };
   const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', error: 'error' };
+  // The launch format a framework reads (the others start from the first supported one).
+  const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json' };
   // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
   const PARTS = {
     weights_bytes: ['The parameters, in the training dtype.', 'QLoRA stores the base in 4 bits; ZeRO-3/FSDP, TP or PP rows split it', 'method'],
@@ -653,7 +655,10 @@
         o.value = f.format;
         return o;
       }));
-      const keep = this.launch.formats.find((f) => f.format === previous);
+      // The chosen framework's own format when the framework changed; else the one shown before.
+      const wanted = this.launchFramework === this.state.framework ? previous : FRAMEWORK_FORMAT[this.state.framework];
+      this.launchFramework = this.state.framework;
+      const keep = this.launch.formats.find((f) => f.format === wanted);
       const first = this.launch.formats.find((f) => f.supported) || this.launch.formats[0];
       select.value = (keep || first).format;
       this.renderLaunchText();
