@@ -13,7 +13,7 @@ const read = (p) => readFileSync(p, 'utf8');
 const uplot = join(webDir, '..', 'node_modules', 'uplot', 'dist');
 // Load order: the library, then the page's files (each adds to globalThis.memfitWeb); boot.js
 // (loading the module, starting the page) goes first in the page and last in the element.
-const SOURCES = ['format.js', 'url_state.js', 'models.js', 'estimator.js', 'charts.js', 'calculator.js'];
+const SOURCES = ['format.js', 'url_state.js', 'models.js', 'levers.js', 'estimator.js', 'charts.js', 'calculator.js'];
 
 const css = `${read(join(uplot, 'uPlot.min.css'))}\n${read(join(webDir, 'style.css'))}`;
 // Indentation is insignificant in the markup (no <pre> or <textarea> in it holds text).

@@ -361,3 +361,38 @@ test('the launch config shown first is the chosen framework\'s own', { skip }, a
   assert.equal(await page.inputValue('#launch-format'), 'torchtitan_toml');
   await page.close();
 });
+
+test('nothing fits: the settings that would, each searched by the core, fastest under 90 % first, applied with a click', { skip }, async () => {
+  const state = { method: 'qlora', gpu: 'RTX-4090', gpus: '1', per_node: '1', micro_batch: '4' };
+  const page = await open(at(state));
+  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
+  const { request, result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
+  const find = (pattern) => items.find(([b]) => pattern.test(b));
+  // The review's two biggest levers: the fused loss kernel and micro-batch 1 × accumulation 4.
+  const loss = find(/fused linear \+ cross-entropy loss kernel/);
+  const accum = find(/micro-batch 1 × gradient accumulation 4/);
+  assert.ok(loss && accum, items.join('\n'));
+  const variant = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
+  for (const [[, text], training] of [[loss, { loss: 'fused' }], [accum, { micro_batch: 1, grad_accum: 4 }]]) {
+    const c = variant(training).recommended;
+    assert.ok(text.includes(`→ ${c.method}: ${gib(c.memory.device_total_bytes)} per GPU (${percent(c.memory.usage_fraction)})`), `${text} vs ${c.method} ${gib(c.memory.device_total_bytes)}`);
+  }
+  // Ranked: under 90 % first, fastest first; a shorter sequence last.
+  const shares = items.map(([, t]) => Number(/\((\d+) %\)/.exec(t)[1]));
+  const speeds = items.map(([, t]) => / ([\d.]+)( k)? tokens\/s/.exec(t)).map((m) => Number(m[1]) * (m[2] ? 1000 : 1));
+  for (let i = 1; i < items.length; i += 1) {
+    if (/sequence length/.test(items[i - 1][0])) assert.fail('the shorter sequence is not last');
+    if (shares[i - 1] < 90 && shares[i] < 90 && !/sequence length/.test(items[i][0])) assert.ok(speeds[i - 1] >= speeds[i], items.join('\n'));
+  }
+  // One click applies it: the form, the link and the verdict follow.
+  await page.click('#suggestions li button >> text=/fused linear/');
+  await settled(page);
+  assert.equal(await page.inputValue('#loss'), 'fused');
+  assert.match(page.url(), /loss=fused/);
+  assert.notEqual(await page.textContent('#verdict'), 'OOM');
+  assert.equal(await page.$$eval('#suggestions li', (lis) => lis.length), 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

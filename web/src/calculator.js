@@ -4,7 +4,7 @@
 // textContent, never parsed as HTML.
 'use strict';
 (function (ns) {
-  const { format, urlState, charts, models, EstimatorError } = { ...ns, EstimatorError: ns.estimator.EstimatorError };
+  const { format, urlState, charts, models, levers, EstimatorError } = { ...ns, EstimatorError: ns.estimator.EstimatorError };
   const ROWS_SHOWN = 8;
   const MAX_CONFIG_IN_LINK = 64 * 1024;  // longer pasted configs are not put in the URL
   // Where a core error's JSON Pointer is shown: the first prefix that matches.
@@ -320,6 +320,8 @@
       const t0 = performance.now();
       const calc = this.root.querySelector('.calc');
       delete calc.dataset.settled;
+      delete calc.dataset.levers;
+      clearTimeout(this.leverTimer);
       format.setUnit(this.state.units);
       this.clearErrors();
       this.failed = false;
@@ -378,6 +380,7 @@
       this.options.onState?.({ ...this.state, config: configInLink ? minified(config) : '' }, { configInLink });
       this.options.onSearch?.(performance.now() - t0);
       this.root.querySelector('.calc').dataset.settled = '1';
+      if (!this.failed && this.search && !this.search.best) this.leverTimer = setTimeout(() => this.proposeLevers(), 0);
     }
 
     /// The estimate for one search candidate (or the plain request), rendered.
@@ -508,17 +511,50 @@
       more.textContent = this.showAll ? 'Show fewer methods' : `Show all ${rows.length} methods`;
       const c = s.counts;
       this.$('search-counts').textContent = `· ${format.count(c.valid)} layouts valid of ${format.count(c.enumerated)}, ${format.count(c.memory_estimated)} estimated`;
-      const tips = this.$('suggestions');
-      tips.replaceChildren();
-      if (!s.best && s.suggestions.length) {
-        tips.append(el('h3', 'Nothing fits. What would:'));
-        const list = el('ul');
-        for (const g of s.suggestions) {
-          const m = g.candidate.memory;
-          list.append(el('li', `${g.description} → ${g.candidate.method}, micro-batch ${g.candidate.training.micro_batch}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}, ${m.verdict})`));
+      this.$('suggestions').replaceChildren();
+    }
+
+    /// Nothing fits: the core searches each setting that could shrink the peak, one per task (so
+    /// typing is not held up; a new update cancels the rest), then the list is shown, fastest
+    /// fitting first, each applied with a click. `data-levers` marks the end.
+    proposeLevers(pending = null, answers = []) {
+      const queue = pending ?? levers.variants(this.state, this.estimate);
+      if (queue.length) {
+        const [v, ...rest] = queue;
+        let candidate = null;
+        try {
+          const s = this.api.search(urlState.requestText({ ...this.state, ...v.change }, this.configText, { search: { top: 1, launch: false } }));
+          candidate = s.recommended || s.best;
+        } catch (error) {
+          if (!(error instanceof EstimatorError)) throw error;  // a variant the core refuses is no lever
         }
-        tips.append(list);
+        this.leverTimer = setTimeout(() => this.proposeLevers(rest, [...answers, { ...v, candidate }]), 0);
+        return;
       }
+      const ranked = levers.rank(answers);
+      const box = this.$('suggestions');
+      box.replaceChildren(el('h3', ranked.length ? 'How to make it fit' : 'No single setting memfit models makes it fit on these GPUs.'));
+      const list = el('ul', undefined, 'levers');
+      for (const a of ranked) {
+        const m = a.candidate.memory;
+        const use = el('button', `Use ${a.text}`, 'link');
+        use.type = 'button';
+        use.addEventListener('click', () => this.applyChange(a.change));
+        const li = el('li');
+        li.append(use, ` → ${a.candidate.method}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}), ${format.rate(a.candidate.perf.tokens_per_s)} tokens/s`);
+        list.append(li);
+      }
+      box.append(list);
+      this.root.querySelector('.calc').dataset.levers = '1';
+    }
+
+    /// A lever applied: its settings in the form, the recommendation back in charge.
+    applyChange(change) {
+      Object.assign(this.state, change);
+      this.state.pick = '';
+      this.picked = null;
+      this.writeForm();
+      this.update();
     }
 
     /// "Your choice" beside the ★: what the user chose, and the one click back to the ★.
