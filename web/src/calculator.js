@@ -18,7 +18,7 @@
   const RESOLVED = { precision: 'precision', optimizer: 'optimizer', attention: 'attention', loss: 'loss', compile: 'compile' };
   // The estimate of a table row, for its host memory only.
   const ROW_OPTIONS = { options: { timeline: false, max_micro_batch: false } };
-  const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', error: 'error' };
+  const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', host: 'host OOM', error: 'error' };
   // The launch format a framework reads (the others start from the first supported one).
   const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json' };
   // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
@@ -192,7 +192,7 @@
       $('back-to-star').addEventListener('click', () => {
         this.state.pick = '';
         this.picked = null;
-        this.focusMethod = this.search?.recommended?.method;
+        this.focusMethod = this.starMethod;
         this.update();
       });
       $('error-goto').addEventListener('click', () => this.errorField?.focus());
@@ -321,6 +321,9 @@
       const calc = this.root.querySelector('.calc');
       delete calc.dataset.settled;
       delete calc.dataset.levers;
+      // A page-only field: checked here, it never stops the estimate.
+      this.$('err-host_mem').textContent = this.state.host_mem === '' || Number(this.state.host_mem) > 0 ? ''
+        : `host memory per node must be a positive number of GiB, got ${this.state.host_mem}`;
       clearTimeout(this.leverTimer);
       format.setUnit(this.state.units);
       this.clearErrors();
@@ -412,13 +415,24 @@
 
     setBadge(badge, verdict) {
       badge.textContent = VERDICT_TEXT[verdict];
-      badge.className = `badge ${verdict}`;
+      badge.className = `badge ${verdict === 'host' ? 'oom' : verdict}`;
+    }
+
+    /// The GPU verdict, or "host" when offload needs more host memory per node than was set.
+    shownVerdict(e) {
+      return this.overHost(e.host_bytes_per_node) ? 'host' : e.fit.verdict;
+    }
+
+    /// Host memory per node as shown: none, or the amount (and whether it exceeds what was set).
+    hostText(bytes) {
+      if (!(bytes > 0)) return 'none';
+      return this.overHost(bytes) ? `${format.memory(bytes)}, more than the ${format.memory(this.hostCapacityBytes())} set` : format.memory(bytes);
     }
 
     /// The sticky summary: verdict, peak against capacity, host memory, largest micro-batch, step time.
     renderSummary(e) {
       const $ = this.$;
-      this.setBadge($('sum-badge'), e ? e.fit.verdict : 'error');
+      this.setBadge($('sum-badge'), e ? this.shownVerdict(e) : 'error');
       $('sum-method').textContent = e ? this.$('pick-name').textContent.replace(/^· /, '') : 'fix the error to see a result';
       if (!e) {
         for (const id of ['sum-peak', 'sum-host', 'sum-mb', 'sum-step']) $(id).textContent = '–';
@@ -426,16 +440,16 @@
       }
       const fit = e.fit;
       $('sum-peak').textContent = `${format.memory(fit.compared_bytes ?? e.device_total_bytes)} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
-      $('sum-host').textContent = e.host_bytes_per_node > 0 ? format.memory(e.host_bytes_per_node) : 'none';
+      $('sum-host').textContent = this.hostText(e.host_bytes_per_node);
       $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
-      $('sum-step').textContent = fit.verdict === 'oom' ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
+      $('sum-step').textContent = ['oom', 'host'].includes(this.shownVerdict(e)) ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
     }
 
     /// The live region: the verdict only, once per settled update, and only when it changed.
     announce() {
       const e = this.estimate;
       const text = e
-        ? `${VERDICT_TEXT[e.fit.verdict]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, ${format.memory(e.host_bytes_per_node)} of host memory per node` : ''}`
+        ? `${VERDICT_TEXT[this.shownVerdict(e)]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, host memory per node ${this.hostText(e.host_bytes_per_node)}` : ''}`
         : `error: ${this.$('error-text').textContent}`;
       if (this.$('sum-live').textContent !== text) this.$('sum-live').textContent = text;
     }
@@ -449,7 +463,10 @@
       return row ? { method: row.method, candidate: row.best || row.closest } : null;
     }
 
+    /// The core's recommendation; with a host memory set, the first row when it fits (the fastest
+    /// that fits with margin, else the fastest tight one), as the core's may need more host memory.
     starRow(rows) {
+      if (this.hostCapacityBytes()) return rows[0] && this.rowGroup(rows[0]) < 2 ? rows[0] : null;
       const star = this.search.recommended;
       return star ? rows.find((m) => m.method === star.method) : null;
     }
@@ -472,10 +489,31 @@
     /// The search's method rows: those that fit with margin, then the tight ones (each fastest
     /// first), then those that do not fit, closest first. The ★ is therefore the first row.
     orderedRows() {
-      const group = (m) => (!m.best ? 2 : m.best.memory?.verdict === 'fits' ? 0 : 1);
+      const group = (m) => this.rowGroup(m);
       const bytes = (m) => m.closest?.memory?.device_total_bytes ?? Infinity;
       return [...this.search.methods].sort((a, b) => group(a) - group(b)
         || (group(a) < 2 ? b.best.perf.tokens_per_s - a.best.perf.tokens_per_s : bytes(a) - bytes(b)));
+    }
+
+    /// 0 fits with margin, 1 tight, 2 does not fit (on the GPUs, or in the host memory set).
+    rowGroup(m) {
+      if (!m.best || this.overHost(m.best)) return 2;
+      return m.best.memory?.verdict === 'fits' ? 0 : 1;
+    }
+
+    /// The host memory per node the user set, in bytes (0: not set, nothing is checked).
+    hostCapacityBytes() {
+      const gib = Number(this.state.host_mem);
+      return this.state.host_mem !== '' && gib > 0 ? gib * format.GIB : 0;
+    }
+
+    /// Whether a candidate (or an estimate's host bytes) needs more host memory than was set;
+    /// estimated only when a capacity is set.
+    overHost(candidateOrBytes) {
+      const capacity = this.hostCapacityBytes();
+      if (!capacity) return false;
+      const bytes = typeof candidateOrBytes === 'number' ? candidateOrBytes : this.rowHostBytes(candidateOrBytes);
+      return bytes > capacity;
     }
 
     /// Host memory per node of a row's layout (what CPU offload keeps in RAM), from its estimate;
@@ -496,6 +534,7 @@
       if (!s) return;
       const body = this.root.querySelector('#methods tbody');
       const rows = this.orderedRows();
+      this.starMethod = this.starRow(rows)?.method;
       const pickedRow = rows.findIndex((m) => m.method === picked?.method);
       let shown = this.showAll ? rows : rows.slice(0, ROWS_SHOWN);
       if (!this.showAll && pickedRow >= ROWS_SHOWN) shown = [...shown, rows[pickedRow]];
@@ -571,7 +610,7 @@
     methodRow(m, picked) {
       const c = m.best || m.closest;
       const tr = el('tr');
-      const recommended = this.search.recommended && this.search.recommended.method === m.method;
+      const recommended = this.starMethod === m.method;
       if (recommended) tr.classList.add('recommended');
       const shown = picked?.method === m.method;
       if (shown) tr.classList.add('selected');
@@ -592,15 +631,15 @@
       const layout = c ? `${format.layout(c.parallel)} · mb ${c.training.micro_batch}${c.training.activation_checkpointing !== 'none' ? ` · ${c.training.activation_checkpointing} ckpt` : ''}` : '–';
       th.append(el('div', layout, 'narrow-only small muted'));
       const verdict = c ? c.memory.verdict : 'oom';
-      const badge = el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
       const host = c ? this.rowHostBytes(c) : 0;
+      const badge = this.overHost(host) ? el('span', 'host OOM', 'badge oom') : el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
       if (host > 0) th.lastElementChild.textContent += ` · host ${format.memory(host)} per node`;
       const cells = [
         el('td', layout, 'wide-only'),
         el('td', c ? format.memory(c.memory.device_total_bytes) : '–', 'num'),
         el('td'),
         el('td', m.best ? format.rate(m.best.perf.tokens_per_s) : '–', 'num'),
-        el('td', host > 0 ? format.memory(host) : 'none', 'num wide-only'),
+        el('td', this.hostText(host).replace(/, more than .*/, ' (too much)'), 'num wide-only'),
         el('td', m.best ? String(m.max_micro_batch) : '0', 'num wide-only'),
       ];
       cells[2].append(badge);
@@ -613,7 +652,7 @@
       const fit = e.fit;
       this.$('pick-name').textContent = picked ? `· ${picked.method}` : '· data parallel (searching…)';
       this.$('peak').textContent = format.memory(e.device_total_bytes);
-      this.setBadge(this.$('verdict'), fit.verdict);
+      this.setBadge(this.$('verdict'), this.shownVerdict(e));
       this.$('stale-note').hidden = true;
       this.renderSummary(e);
       // A mixed cluster compares each placed stage with its own GPUs: the most-used one is shown.
@@ -625,11 +664,11 @@
         (placed.length ? ` · placed: ${placed.map((p) => `${p.rank_kind} on ${p.gpu} (${format.percent(p.usage_fraction)})`).join(', ')}` : '');
       this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
       // No speed for a run that cannot start.
-      const oom = fit.verdict === 'oom';
+      const oom = ['oom', 'host'].includes(this.shownVerdict(e));
       this.$('throughput').textContent = oom ? '– (does not fit)' : `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
       this.$('step-time').textContent = oom ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
       this.$('host-mem').textContent = e.host_bytes_per_node > 0
-        ? `${format.memory(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
+        ? `${this.hostText(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
         : 'none (nothing offloaded)';
       this.$('peak-at').textContent = `${e.peak.phase}: ${e.peak.label}`;
       const table = this.$('breakdown');
