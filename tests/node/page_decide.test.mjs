@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip, SHOTS } from './browser.mjs';
 
 useBrowser();
@@ -177,6 +178,7 @@ test('errors: one readable message in the banner and at the field, never dimmed;
     assert.match(field, /^invalid_json at \/model\/config: /);
     assert.equal(await page.textContent('#error-text'), field);
     assert.doesNotMatch(field, /"config"|@CONFIG@/, 'positions are in the pasted text, not the request around it');
+    assert.equal(/Python dict/.test(field), text.startsWith("{'"));
     assert.equal(await page.textContent('#peak'), '–');
     assert.equal(await page.textContent('#verdict'), 'error');
     assert.equal(await page.textContent('#sum-badge'), 'error');
@@ -429,5 +431,26 @@ test('a host memory per node set: layouts whose offload needs more are "host OOM
   await settled(page);
   assert.match(await page.textContent('#err-host_mem'), /positive number of GiB/);
   assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('charts: the GPU\'s memory drawn on the timeline, each chart saved as PNG; printed: the setup, the summary and the results, no form', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const legend = await page.$$eval('#timeline-chart .u-legend th', (ths) => ths.map((th) => th.textContent));
+  assert.ok(legend.includes('GPU memory'), legend.join());
+  assert.ok(await page.$eval('#timeline-chart .u-legend', (l) => l.textContent.includes('79.6')), `capacity ${gib(result.fit.gpu_memory_bytes)}`);
+  for (const chart of ['breakdown', 'timeline']) {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#${chart}-chart-png`)]);
+    assert.equal(download.suggestedFilename(), `memfit-${chart}.png`);
+    assert.deepEqual([...readFileSync(await download.path()).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  }
+  await page.emulateMedia({ media: 'print' });
+  assert.equal(await page.isVisible('#gpus'), false);
+  assert.equal(await page.isVisible('#launch-text'), false);
+  assert.equal(await page.$eval('.summary-bar', (e) => getComputedStyle(e).position), 'static');
+  assert.equal(await page.textContent('#sum-setup'), `meta-llama/Llama-3.1-70B-Instruct · full · 8 × ${result.gpu.name} · sequence ${result.training.seq_len} · micro-batch ${result.training.micro_batch} × accumulation ${result.training.grad_accum} · ${result.framework.name}`);
+  assert.ok(await page.isVisible('#sum-setup') && await page.isVisible('#methods') && await page.isVisible('#breakdown'));
   await page.close();
 });

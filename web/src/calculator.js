@@ -203,6 +203,7 @@
       $('launch-format').addEventListener('change', () => this.renderLaunchText());
       $('launch-copy').addEventListener('click', () => this.copy($('launch-text').textContent, 'launch config'));
       $('launch-download').addEventListener('click', () => this.download());
+      for (const id of ['breakdown-chart', 'timeline-chart']) $(`${id}-png`).addEventListener('click', () => this.savePng(id));
       $('copy-link').addEventListener('click', () => this.copy(location.href, 'link', 'link-status'));
       $('copy-request').addEventListener('click', () => this.copy(JSON.stringify(JSON.parse(this.requestText), null, 2), 'request'));
       $('copy-result').addEventListener('click', () => this.copy(JSON.stringify(this.estimate, null, 2), 'result'));
@@ -300,6 +301,9 @@
       this.errorField = null;
       if (error instanceof EstimatorError) {
         text = `${error.code}${error.path ? ` at ${error.path}` : ''}: ${error.message}`;
+        if (error.code === 'invalid_json' && error.path.startsWith('/model/config') && /^\s*\{\s*'/.test(this.configText)) {
+          text += ' (this looks like a Python dict: JSON needs double quotes and true, false, null)';
+        }
         const slot = ERROR_SLOTS.find(([prefix]) => error.path.startsWith(prefix));
         if (slot) {
           this.$(slot[1]).textContent = text;
@@ -438,7 +442,8 @@
         for (const id of ['sum-peak', 'sum-host', 'sum-mb', 'sum-step']) $(id).textContent = '–';
         return;
       }
-      const fit = e.fit;
+      const fit = e.fit, t = e.training;
+      $('sum-setup').textContent = `${e.model.id || this.state.hf || 'pasted config'} · ${t.method} · ${e.cluster.gpus} × ${e.gpu.name} · sequence ${t.seq_len} · micro-batch ${t.micro_batch} × accumulation ${t.grad_accum} · ${e.framework.name}`;
       $('sum-peak').textContent = `${format.memory(fit.compared_bytes ?? e.device_total_bytes)} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
       $('sum-host').textContent = this.hostText(e.host_bytes_per_node);
       $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
@@ -715,7 +720,7 @@
       }
       charts.drawBreakdown(this.breakdownChart, e.breakdown);
       if (e.timeline && e.timeline.length) {
-        charts.drawTimeline(this.timelineChart, e.timeline);
+        charts.drawTimeline(this.timelineChart, e.timeline, e.fit.gpu_memory_bytes);
         this.$('timeline-note').textContent = `Allocated bytes after each event of the steady-state step (${e.rank_kind}); the runtime, allocator cache and workspaces come on top.`;
       } else {
         this.timelineChart.clear();
@@ -757,13 +762,22 @@
 
     download() {
       const f = this.launch.formats.find((x) => x.format === this.$('launch-format').value);
-      const url = URL.createObjectURL(new Blob([f.text], { type: 'text/plain' }));
-      const a = el('a');
-      a.href = url;
-      a.download = f.file_name;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      saveBlob(new Blob([f.text], { type: 'text/plain' }), f.file_name);
     }
+
+    /// A chart as the PNG its canvas holds.
+    savePng(chartId) {
+      this.$(chartId).querySelector('canvas')?.toBlob((blob) => saveBlob(blob, `memfit-${chartId.replace('-chart', '')}.png`), 'image/png');
+    }
+  }
+
+  function saveBlob(blob, fileName) {
+    const url = URL.createObjectURL(blob);
+    const a = el('a');
+    a.href = url;
+    a.download = fileName;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
   }
 
   function tableRow(label, value) {

@@ -16,7 +16,8 @@
 
   function themed(host) {
     const style = getComputedStyle(host);
-    return { fg: style.getPropertyValue('--fg').trim() || '#222', grid: style.getPropertyValue('--line').trim() || '#ddd' };
+    const colour = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    return { fg: colour('--fg', '#222'), grid: colour('--line', '#ddd'), err: colour('--err', '#b3261e') };
   }
 
   function axes(host, xValues, xAxis = {}) {
@@ -65,8 +66,9 @@
     }, [x, y]);
   }
 
-  /// Stacked areas: series i is the sum of categories 0..i; the legend shows each category's own value.
-  function drawTimeline(chart, timeline) {
+  /// Stacked areas: series i is the sum of categories 0..i; the legend shows each category's own
+  /// value. A dashed line marks the GPU's memory (`capacityBytes`), which the y axis always shows.
+  function drawTimeline(chart, timeline, capacityBytes) {
     const present = CATEGORIES.filter(([k]) => timeline.some((e) => e[k] > 0));
     const x = timeline.map((_, i) => i);
     const sums = [];
@@ -83,14 +85,16 @@
     // Draw the tallest sum first so that each lower band paints over it.
     const order = present.map((_, i) => i).reverse();
     const phaseAt = (i) => timeline[i] && (i === 0 || timeline[i - 1].phase !== timeline[i].phase) ? timeline[i].phase : '';
+    const capacity = capacityBytes / format.unit.bytes;
+    const line = { label: 'GPU memory', stroke: themed(chart.host).err, dash: [6, 4], width: 1.5, points: { show: false }, value: () => gibValue(capacity) };
     chart.draw({
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, hi * 1.05] } },
+      scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, Math.max(hi, capacity) * 1.05] } },
       axes: axes(chart.host, (u, splits) => splits.map((i) => (Number.isInteger(i) ? phaseAt(i) : ''))),
       series: [{ label: 'event', value: (u, i) => (i == null || !timeline[i] ? '–' : `${timeline[i].phase}: ${timeline[i].label}`) },
-        ...order.map((i) => series[i])],
-    }, [x, ...order.map((i) => sums[i])]);
+        ...order.map((i) => series[i]), line],
+    }, [x, ...order.map((i) => sums[i]), x.map(() => capacity)]);
   }
 
   ns.charts = { Chart, drawBreakdown, drawTimeline, CATEGORIES };
