@@ -454,3 +454,22 @@ test('charts: the GPU\'s memory drawn on the timeline, each chart saved as PNG; 
   assert.ok(await page.isVisible('#sum-setup') && await page.isVisible('#methods') && await page.isVisible('#breakdown'));
   await page.close();
 });
+
+test('time to train the tokens set, from the estimate\'s throughput; none for a run that does not fit', { skip }, async () => {
+  const page = await open(at({ train_tokens: '2e9' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const s = 2e9 / result.perf.tokens_per_s;
+  const expected = s >= 86400 ? `${(s / 86400).toFixed(1)} days` : s >= 3600 ? `${(s / 3600).toFixed(1)} h` : `${(s / 60).toFixed(0)} min`;
+  assert.equal(await page.textContent('#train-time'), `${expected} for 2,000,000,000 tokens`);
+  await page.selectOption('#gpu', 'T4');
+  await page.fill('#per_node', '1');
+  await page.fill('#gpus', '1');
+  await settled(page);
+  assert.equal(await page.textContent('#verdict'), 'OOM');
+  assert.equal(await page.textContent('#train-time'), '– (does not fit)');
+  await page.fill('#train_tokens', 'lots');
+  await settled(page);
+  assert.match(await page.textContent('#err-train_tokens'), /positive number such as 2e9/);
+  await page.close();
+});

@@ -325,9 +325,11 @@
       const calc = this.root.querySelector('.calc');
       delete calc.dataset.settled;
       delete calc.dataset.levers;
-      // A page-only field: checked here, it never stops the estimate.
+      // Page-only fields: checked here, they never stop the estimate.
       this.$('err-host_mem').textContent = this.state.host_mem === '' || Number(this.state.host_mem) > 0 ? ''
         : `host memory per node must be a positive number of GiB, got ${this.state.host_mem}`;
+      this.$('err-train_tokens').textContent = this.state.train_tokens === '' || Number(this.state.train_tokens) > 0 ? ''
+        : `tokens to train must be a positive number such as 2e9, got ${this.state.train_tokens}`;
       clearTimeout(this.leverTimer);
       format.setUnit(this.state.units);
       this.clearErrors();
@@ -409,7 +411,7 @@
       this.$('stale-note').hidden = false;
       this.$('pick-note').hidden = true;
       this.$('pick-name').textContent = '';
-      for (const id of ['peak', 'verdict-detail', 'max-mb', 'throughput', 'step-time', 'host-mem', 'peak-at']) this.$(id).textContent = '–';
+      for (const id of ['peak', 'verdict-detail', 'max-mb', 'throughput', 'step-time', 'host-mem', 'peak-at', 'train-time']) this.$(id).textContent = '–';
       this.$('breakdown').replaceChildren();
       this.$('suggestions').replaceChildren();
       this.setBadge(this.$('verdict'), 'error');
@@ -676,6 +678,9 @@
         ? `${this.hostText(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
         : 'none (nothing offloaded)';
       this.$('peak-at').textContent = `${e.peak.phase}: ${e.peak.label}`;
+      const tokens = Number(this.state.train_tokens);
+      this.$('train-time').textContent = !(tokens > 0) ? '– (set “Tokens to train”)'
+        : oom ? '– (does not fit)' : `${format.duration(tokens / e.perf.tokens_per_s)} for ${format.count(tokens)} tokens`;
       const table = this.$('breakdown');
       table.replaceChildren();
       for (const [k, v] of Object.entries(e.breakdown).filter(([, b]) => b > 0).sort((a, b) => b[1] - a[1])) {

@@ -23,6 +23,12 @@
     if (s >= 1) return `${s.toFixed(2)} s`;
     return `${(s * 1e3).toFixed(0)} ms`;
   }
+  /// A long duration: minutes, hours or days.
+  function duration(s) {
+    if (s >= 86400) return `${(s / 86400).toFixed(1)} days`;
+    if (s >= 3600) return `${(s / 3600).toFixed(1)} h`;
+    return `${(s / 60).toFixed(0)} min`;
+  }
   /// "dp 2 · tp 4+SP · pp 2×2 · cp 2 · ep 8 · ZeRO-3" from a search candidate's `parallel`.
   function layout(p) {
     const parts = [`dp ${p.dp}`];
@@ -35,5 +41,5 @@
   }
   /// Category names of the core's breakdown and timeline keys: "optimizer_states_bytes" -> "optimizer states".
   const category = (key) => key.replace(/_bytes$/, '').replace(/_/g, ' ');
-  ns.format = { GIB, unit, setUnit, count, memory, percent, rate, seconds, layout, category };
+  ns.format = { GIB, unit, setUnit, count, memory, percent, rate, seconds, duration, layout, category };
 })(globalThis.memfitWeb = globalThis.memfitWeb || {});
