@@ -473,3 +473,29 @@ test('time to train the tokens set, from the estimate\'s throughput; none for a 
   assert.match(await page.textContent('#err-train_tokens'), /positive number such as 2e9/);
   await page.close();
 });
+
+test('two setups side by side: pin one, change the inputs, compare, restore the pinned one', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  assert.equal(await page.isVisible('#compare'), false);
+  const full = { peak: await page.textContent('#sum-peak'), method: await page.textContent('#sum-method') };
+  await page.click('#pin');
+  await page.selectOption('#method', 'lora');
+  await settled(page);
+  const lora = await page.textContent('#sum-peak');
+  assert.notEqual(lora, full.peak);
+  const rows = await page.$$eval('#compare-rows tr', (trs) => Object.fromEntries(trs.map((tr) => [tr.cells[0].textContent, [tr.cells[1].textContent, tr.cells[2].textContent]])));
+  assert.deepEqual(rows['Peak per GPU'], [full.peak, lora]);
+  assert.deepEqual(rows.Method[0], full.method);
+  assert.match(rows.Setup[0], /· full ·/);
+  assert.match(rows.Setup[1], /· lora ·/);
+  assert.match(rows.Throughput[1], /tokens\/s/);
+  assert.deepEqual(await axeViolations(page), []);
+  await page.click('#compare-restore');
+  await settled(page);
+  assert.equal(await page.inputValue('#method'), 'full');
+  assert.equal(await page.textContent('#sum-peak'), full.peak);
+  await page.click('#compare-unpin');
+  assert.equal(await page.isVisible('#compare'), false);
+  await page.close();
+});

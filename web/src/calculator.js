@@ -19,6 +19,9 @@
   // The estimate of a table row, for its host memory only.
   const ROW_OPTIONS = { options: { timeline: false, max_micro_batch: false } };
   const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', host: 'host OOM', error: 'error' };
+  // The rows of "Pinned and now": a label and the summary cell it copies.
+  const COMPARED = [['Setup', 'sum-setup'], ['Method', 'sum-method'], ['Verdict', 'sum-badge'], ['Peak per GPU', 'sum-peak'],
+    ['Host memory per node', 'sum-host'], ['Largest micro-batch', 'sum-mb'], ['Step time', 'sum-step'], ['Throughput', 'throughput']];
   // The launch format a framework reads (the others start from the first supported one).
   const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json' };
   // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
@@ -204,6 +207,20 @@
       $('launch-copy').addEventListener('click', () => this.copy($('launch-text').textContent, 'launch config'));
       $('launch-download').addEventListener('click', () => this.download());
       for (const id of ['breakdown-chart', 'timeline-chart']) $(`${id}-png`).addEventListener('click', () => this.savePng(id));
+      $('pin').addEventListener('click', () => {
+        this.pinned = { state: { ...this.state }, cells: this.comparedCells() };
+        this.renderCompare();
+      });
+      $('compare-unpin').addEventListener('click', () => {
+        this.pinned = null;
+        this.renderCompare();
+      });
+      $('compare-restore').addEventListener('click', () => {
+        this.state = { ...this.pinned.state };
+        this.picked = null;
+        this.writeForm();
+        this.update();
+      });
       $('copy-link').addEventListener('click', () => this.copy(location.href, 'link', 'link-status'));
       $('copy-request').addEventListener('click', () => this.copy(JSON.stringify(JSON.parse(this.requestText), null, 2), 'request'));
       $('copy-result').addEventListener('click', () => this.copy(JSON.stringify(this.estimate, null, 2), 'result'));
@@ -379,6 +396,7 @@
           this.launch = this.api.launch(this.requestText);
           this.renderLaunch();
           this.announce();
+          this.renderCompare();
         } catch (error) {
           this.fail(error);
         }
@@ -417,6 +435,7 @@
       this.setBadge(this.$('verdict'), 'error');
       this.renderSummary(null);
       this.announce();
+      this.renderCompare();
     }
 
     setBadge(badge, verdict) {
@@ -441,7 +460,7 @@
       this.setBadge($('sum-badge'), e ? this.shownVerdict(e) : 'error');
       $('sum-method').textContent = e ? this.$('pick-name').textContent.replace(/^· /, '') : 'fix the error to see a result';
       if (!e) {
-        for (const id of ['sum-peak', 'sum-host', 'sum-mb', 'sum-step']) $(id).textContent = '–';
+        for (const id of ['sum-setup', 'sum-peak', 'sum-host', 'sum-mb', 'sum-step']) $(id).textContent = '–';
         return;
       }
       const fit = e.fit, t = e.training;
@@ -450,6 +469,24 @@
       $('sum-host').textContent = this.hostText(e.host_bytes_per_node);
       $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
       $('sum-step').textContent = ['oom', 'host'].includes(this.shownVerdict(e)) ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
+    }
+
+    comparedCells() {
+      return COMPARED.map(([, id]) => this.$(id).textContent);
+    }
+
+    /// Two setups side by side: the one pinned and the one shown now (the summary's cells).
+    renderCompare() {
+      this.$('compare').hidden = !this.pinned;
+      if (!this.pinned) return;
+      const now = this.comparedCells();
+      this.$('compare-rows').replaceChildren(...COMPARED.map(([label], i) => {
+        const tr = el('tr');
+        const th = el('th', label);
+        th.scope = 'row';
+        tr.append(th, el('td', this.pinned.cells[i]), el('td', now[i], now[i] === this.pinned.cells[i] ? '' : 'changed'));
+        return tr;
+      }));
     }
 
     /// The live region: the verdict only, once per settled update, and only when it changed.
