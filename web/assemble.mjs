@@ -13,13 +13,25 @@ const read = (p) => readFileSync(p, 'utf8');
 const uplot = join(webDir, '..', 'node_modules', 'uplot', 'dist');
 // Load order: the library, then the page's files (each adds to globalThis.memfitWeb); boot.js
 // (loading the module, starting the page) goes first in the page and last in the element.
-const SOURCES = ['format.js', 'url_state.js', 'estimator.js', 'charts.js', 'calculator.js'];
+const SOURCES = ['format.js', 'url_state.js', 'models.js', 'levers.js', 'estimator.js', 'charts.js', 'calculator.js'];
 
 const css = `${read(join(uplot, 'uPlot.min.css'))}\n${read(join(webDir, 'style.css'))}`;
-const page = read(join(webDir, 'page.html'));
+// Indentation is insignificant in the markup (no <pre> or <textarea> in it holds text).
+const page = read(join(webDir, 'page.html')).split('\n').map((line) => line.trimStart()).join('\n');
+/// A page source without its whole-line comments and indentation (the shipped page stays under
+/// its size budget; the sources keep them). Safe only while no template literal spans lines.
+function compact(file) {
+  const text = read(join(webDir, 'src', file));
+  let inTemplate = false;  // toggled by every unescaped backtick: errs on the safe side
+  for (let i = 0; i < text.length; i += 1) {
+    if (text[i] === '`' && text[i - 1] !== '\\') inTemplate = !inTemplate;
+    if (text[i] === '\n' && inTemplate) throw new Error(`${file}: a template literal spans lines; compact() would change it`);
+  }
+  return text.split('\n').map((line) => line.trimStart()).filter((line) => line && !line.startsWith('//')).join('\n');
+}
 const library = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github.com/leeoniya/uPlot */\n${read(join(uplot, 'uPlot.iife.min.js'))}`,
-  ...SOURCES.map((f) => read(join(webDir, 'src', f)))].join('\n');
-const boot = read(join(webDir, 'src', 'boot.js'));
+  ...SOURCES.map(compact)].join('\n');
+const boot = compact('boot.js');
 const glue = read(join(siteDir, 'memfit_web.js'));
 const wasm = gzipSync(readFileSync(join(siteDir, 'memfit_web.wasm')), { level: constants.Z_BEST_COMPRESSION });
 const wasmBase64 = wasm.toString('base64');
@@ -41,6 +53,6 @@ writeFileSync(join(siteDir, 'memfit_offline.html'), html);
 
 const element = [library, boot, `globalThis.memfitWeb.wasmGzBase64 = "${wasmBase64}";`, `globalThis.memfitWeb.css = ${JSON.stringify(css)};`,
   `globalThis.memfitWeb.pageHtml = ${JSON.stringify(page)};`, glue,
-  read(join(webDir, 'src', 'element.js'))].join('\n');
+  compact('element.js')].join('\n');
 writeFileSync(join(siteDir, 'memfit-element.js'), element);
 writeFileSync(join(siteDir, 'embed.html'), read(join(webDir, 'embed.html')));

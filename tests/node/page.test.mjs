@@ -3,94 +3,25 @@
 // reopened, embedded as an element and as an iframe. Its numbers must equal the CLI's for the
 // same request; errors show next to their field; pasted text never becomes HTML; no request
 // leaves the page except the Hugging Face fetch the user asks for.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
-import { site, root } from './helpers.mjs';
+import { root, site } from './helpers.mjs';
+import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip, scratch, SHOTS } from './browser.mjs';
 
-const CHROMIUM = process.env.MEMFIT_CHROMIUM || '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SHOTS = join(root, 'artifacts', 'screenshots');
-const skip = !existsSync(CHROMIUM);
-const scratch = mkdtempSync(join(tmpdir(), 'memfit-page-'));
-const gib = (bytes) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
-
-let server, baseUrl, browser;
-
-before(async () => {
-  if (skip) return;
-  mkdirSync(SHOTS, { recursive: true });
-  server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', site],
-    { stdio: ['ignore', 'pipe', 'ignore'] });
-  baseUrl = await new Promise((resolve, reject) => {
-    server.stdout.on('data', (d) => {
-      const m = /port (\d+)/.exec(String(d));
-      if (m) resolve(`http://127.0.0.1:${m[1]}`);
-    });
-    server.on('exit', () => reject(new Error('http.server exited')));
-  });
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.kill();
-});
-
-/// A page whose every request is recorded; `allow(url)` says which ones are expected.
-async function open(url, { width = 1280, height = 900, allow = (u) => u.startsWith(baseUrl) || u.startsWith('file:') } = {}) {
-  const page = await browser.newPage({ viewport: { width, height } });
-  page.unexpected = [];
-  page.errors = [];
-  page.on('request', (r) => { if (!allow(r.url())) page.unexpected.push(r.url()); });
-  page.on('pageerror', (e) => page.errors.push(e.message));
-  page.on('dialog', (d) => { page.errors.push(`dialog: ${d.message()}`); d.dismiss(); });
-  await page.goto(url);
-  return page;
-}
-
-/// Waits until the estimate and the search for the current inputs are both rendered.
-async function settled(page, scope = 'body') {
-  await page.waitForSelector(`${scope} .calc[data-settled="1"]`, { timeout: 20000 });
-}
-
-/// What the CLI answers for a request (the page's own request, read from the page).
-function cli(command, request) {
-  const file = join(scratch, `${command}-${Math.random().toString(36).slice(2)}.json`);
-  writeFileSync(file, typeof request === 'string' ? request : JSON.stringify(request));
-  const out = spawnSync(process.execPath, [join(root, 'cli', 'memfit.js'), command, file], { encoding: 'utf8' });
-  assert.equal(out.status, 0, out.stdout + out.stderr);
-  return JSON.parse(out.stdout);
-}
-
-/// The page's headline numbers equal the CLI's estimate of the request the page shows.
-async function assertMatchesCli(page, scope = '') {
-  const request = JSON.parse(await page.textContent(`${scope} #request-json`));
-  const result = cli('estimate', request);
-  assert.equal(await page.textContent(`${scope} #peak`), gib(result.device_total_bytes));
-  assert.equal(await page.textContent(`${scope} #verdict`), result.fit.verdict === 'oom' ? 'OOM' : result.fit.verdict);
-  assert.match(await page.textContent(`${scope} #max-mb`), new RegExp(`^${result.fit.max_micro_batch}\\b`));
-  const rows = await page.$$eval(`${scope} #breakdown tr`, (trs) => trs.map((tr) => [tr.cells[0]?.textContent ?? tr.querySelector('th').textContent, tr.querySelector('td').textContent]));
-  const expected = Object.entries(result.breakdown).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1])
-    .map(([k, v]) => [k.replace(/_bytes$/, '').replace(/_/g, ' '), `${(v / 2 ** 30).toFixed(2)} GiB`]);
-  assert.deepEqual(rows.slice(0, -1), expected);
-  return { request, result };
-}
+useBrowser();
 
 test('served page: a preset\'s numbers equal the CLI\'s; the recommended method is the search\'s', { skip }, async () => {
-  const page = await open(`${baseUrl}/index.html`);
+  const page = await open(`${env.baseUrl}/index.html`);
   await settled(page);
   await page.selectOption('#preset', 'Qwen/Qwen3-8B');
   await settled(page);
   const inspect = JSON.parse(spawnSync(process.execPath, [join(root, 'cli', 'memfit.js'), 'params', 'Qwen/Qwen3-8B'], { encoding: 'utf8' }).stdout);
   assert.equal(await page.textContent('#total-params'), inspect.total_params.toLocaleString('en-US'));
   const { request } = await assertMatchesCli(page);
-  const search = cli('search', { ...request, parallel: undefined, training: { ...request.training, micro_batch: undefined, grad_accum: undefined, activation_checkpointing: undefined, offload: undefined }, search: { top: 5, launch: false } });
+  const search = cli('search', searchRequest(request));
   assert.equal(await page.textContent('#methods tr.recommended th button'), search.recommended.method);
   assert.equal(await page.textContent('#methods tr.selected th button'), search.recommended.method);
   if (search.recommended.memory.verdict !== 'fits') assert.equal(search.best.memory.verdict, 'tight');
@@ -118,7 +49,7 @@ test('served page: a preset\'s numbers equal the CLI\'s; the recommended method 
 test('a share link restores every input and the chosen method', { skip }, async () => {
   const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-70B-Instruct', method: 'qlora', lora_rank: '64',
     seq_len: '2048', gpu: 'A100-80GB', gpus: '2', per_node: '2', framework: 'hf_trainer' }).toString();
-  const page = await open(`${baseUrl}/index.html#${hash}`);
+  const page = await open(`${env.baseUrl}/index.html#${hash}`);
   await settled(page);
   assert.equal(await page.inputValue('#preset'), 'meta-llama/Llama-3.1-70B-Instruct');
   assert.equal(await page.inputValue('#method'), 'qlora');
@@ -145,7 +76,7 @@ test('a share link restores every input and the chosen method', { skip }, async 
 test('a second GPU kind makes a mixed cluster: the request, the placed stages and the CLI agree; a ragged count errs at its field', { skip }, async () => {
   const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-8B', seq_len: '8192', gpu: 'H100-80GB', gpus: '8',
     gpu2: 'A100-40GB', gpus2: '8', framework: 'megatron' }).toString();
-  const page = await open(`${baseUrl}/index.html#${hash}`);
+  const page = await open(`${env.baseUrl}/index.html#${hash}`);
   await settled(page);
   assert.equal(await page.inputValue('#gpu2'), 'A100-40GB');
   const { request, result } = await assertMatchesCli(page);
@@ -166,7 +97,7 @@ test('a second GPU kind makes a mixed cluster: the request, the placed stages an
 });
 
 test('pasted configs: errors next to the field with code and pointer, the page keeps working, names stay text', { skip }, async () => {
-  const page = await open(`${baseUrl}/index.html`);
+  const page = await open(`${env.baseUrl}/index.html`);
   await settled(page);
   await page.click('#paste-box summary');
   await page.fill('#config', '{"model_type": "llama", "hidden_size": 4096,');
@@ -199,7 +130,7 @@ test('pasted configs: errors next to the field with code and pointer, the page k
 });
 
 test('a 5 MB or deeply nested paste is refused within a second and the page recovers', { skip }, async () => {
-  const page = await open(`${baseUrl}/index.html`);
+  const page = await open(`${env.baseUrl}/index.html`);
   await settled(page);
   await page.click('#paste-box summary');
   for (const [text, pattern] of [[`{"pad": "${'x'.repeat(5 << 20)}"}`, /^input_too_large at \/model\/config: /], ['['.repeat(100000), /^too_deep at \/model\/config: /]]) {
@@ -223,7 +154,7 @@ test('a 5 MB or deeply nested paste is refused within a second and the page reco
 
 test('load from Hugging Face: only on request, with clear messages when offline, gated or missing', { skip }, async () => {
   const hub = (u) => u.startsWith('https://huggingface.co/');
-  const page = await open(`${baseUrl}/index.html`, { allow: (u) => u.startsWith(baseUrl) || hub(u) });
+  const page = await open(`${env.baseUrl}/index.html`, { allow: (u) => u.startsWith(env.baseUrl) || hub(u) });
   const asked = [];
   await page.route('https://huggingface.co/**', (route) => {
     const url = route.request().url();
@@ -237,8 +168,8 @@ test('load from Hugging Face: only on request, with clear messages when offline,
   await settled(page);
   assert.deepEqual(asked, []);
   await page.click('#paste-box summary');
-  for (const [repo, pattern] of [['org/offline/x', /Enter a repository id/], ['offline/model', /Could not reach huggingface\.co/],
-    ['gated/model', /gated or private/], ['missing/model', /No config\.json found/]]) {
+  for (const [repo, pattern] of [['org/offline/x', /Enter a repository id/], ['offline/model', /Could not load offline\/model: huggingface\.co is not reachable/],
+    ['gated/model', /gated or private/], ['missing/model', /Could not load missing\/model: no config\.json at main/]]) {
     await page.fill('#hf-repo', repo);
     await page.click('#hf-load');
     await page.waitForFunction((p) => new RegExp(p).test(document.querySelector('#hf-status').textContent), pattern.source);
@@ -257,7 +188,7 @@ test('load from Hugging Face: only on request, with clear messages when offline,
 
 /// A page where every request other than file:// is aborted and recorded.
 async function offline(url) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await env.browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.blocked = [];
   page.errors = [];
   page.on('pageerror', (e) => page.errors.push(e.message));
@@ -292,7 +223,7 @@ test('the single file works from file:// with the network blocked, and so does a
 });
 
 test('embedding: the <memfit-calculator> element and the ?embed=1 iframe', { skip }, async () => {
-  const page = await open(`${baseUrl}/embed.html`, { height: 1400 });
+  const page = await open(`${env.baseUrl}/embed.html`, { height: 1400 });
   await page.waitForSelector('memfit-calculator[ready]', { timeout: 20000 });
   await settled(page, 'memfit-calculator');
   const { request } = await assertMatchesCli(page, 'memfit-calculator');
@@ -318,8 +249,8 @@ test('embedding: the <memfit-calculator> element and the ?embed=1 iframe', { ski
 
 test('screenshots of the main views at 1280 and 390 px, light and dark', { skip }, async () => {
   for (const [width, scheme] of [[1280, 'light'], [390, 'light'], [1280, 'dark'], [390, 'dark']]) {
-    const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
-    await page.goto(`${baseUrl}/index.html#model=${encodeURIComponent('meta-llama/Llama-3.1-70B-Instruct')}&gpus=16&seq_len=8192&framework=megatron`);
+    const page = await env.browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
+    await page.goto(`${env.baseUrl}/index.html#model=${encodeURIComponent('meta-llama/Llama-3.1-70B-Instruct')}&gpus=16&seq_len=8192&framework=megatron`);
     await settled(page);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${width}px: the page is ${overflow}px wider than the window`);
@@ -328,20 +259,12 @@ test('screenshots of the main views at 1280 and 390 px, light and dark', { skip 
   }
 });
 
-test('accessibility: axe-core finds no serious or critical violation, light and dark, at both widths', { skip }, async () => {
-  const axe = readFileSync(join(root, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
-  for (const [width, scheme] of [[1280, 'light'], [390, 'dark']]) {
-    const page = await browser.newPage({ viewport: { width, height: 900 }, colorScheme: scheme });
-    await page.goto(`${baseUrl}/index.html`);
+test('accessibility: axe-core finds no violation, light and dark, at both widths', { skip }, async () => {
+  for (const [width, colorScheme] of [[1280, 'light'], [390, 'dark']]) {
+    const page = await open(`${env.baseUrl}/index.html`, { width, colorScheme });
     await settled(page);
     await page.click('#paste-box summary');
-    await page.addScriptTag({ content: axe });
-    const violations = await page.evaluate(async () => {
-      const r = await globalThis.axe.run(document, { resultTypes: ['violations'] });
-      return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    assert.deepEqual(violations, [], `${width}px ${scheme}`);
+    assert.deepEqual(await axeViolations(page), [], `${width}px ${colorScheme}`);
     await page.close();
   }
 });

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const site = join(root, 'build-wasm', 'site');
+const site = process.env.MEMFIT_SITE || join(root, 'build-wasm', 'site');  // another site: a baseline to compare
 const runs = Number(process.argv[2] || 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const stats = (xs) => `median ${median(xs).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)} (n=${xs.length})`;

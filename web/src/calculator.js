@@ -4,18 +4,42 @@
 // textContent, never parsed as HTML.
 'use strict';
 (function (ns) {
-  const { format, urlState, charts, EstimatorError } = { ...ns, EstimatorError: ns.estimator.EstimatorError };
+  const { format, urlState, charts, models, levers, EstimatorError } = { ...ns, EstimatorError: ns.estimator.EstimatorError };
   const ROWS_SHOWN = 8;
   const MAX_CONFIG_IN_LINK = 64 * 1024;  // longer pasted configs are not put in the URL
   // Where a core error's JSON Pointer is shown: the first prefix that matches.
   const ERROR_SLOTS = [
-    ['/model', 'err-config'], ['/training/seq_len', 'err-seq_len'], ['/training/micro_batch', 'err-micro_batch'],
+    ['/model', 'err-config'], ['/training/lora', 'err-lora'], ['/training/seq_len', 'err-seq_len'], ['/training/micro_batch', 'err-micro_batch'],
     ['/training/grad_accum', 'err-grad_accum'], ['/training', 'err-training'], ['/cluster/gpus_per_node', 'err-per_node'],
     ['/cluster/gpus', 'err-gpus'], ['/cluster/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/0/count', 'err-gpus'],
     ['/cluster/gpu_mix/0/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/1/count', 'err-gpus2'], ['/cluster', 'err-cluster'],
   ];
   // Resolved training fields shown as the "default" choice of a select.
   const RESOLVED = { precision: 'precision', optimizer: 'optimizer', attention: 'attention', loss: 'loss', compile: 'compile' };
+  // The estimate of a table row, for its host memory only.
+  const ROW_OPTIONS = { options: { timeline: false, max_micro_batch: false } };
+  const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', host: 'host OOM', error: 'error' };
+  // The rows of "Pinned and now": a label and the summary cell it copies.
+  const COMPARED = [['Setup', 'sum-setup'], ['Method', 'sum-method'], ['Verdict', 'sum-badge'], ['Peak per GPU', 'sum-peak'],
+    ['Host memory per node', 'sum-host'], ['Largest micro-batch', 'sum-mb'], ['Step time', 'sum-step'], ['Throughput', 'throughput']];
+  // The launch format a framework reads (the others start from the first supported one).
+  const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json' };
+  // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
+  const PARTS = {
+    weights_bytes: ['The parameters, in the training dtype.', 'QLoRA stores the base in 4 bits; ZeRO-3/FSDP, TP or PP rows split it', 'method'],
+    master_weights_bytes: ['An fp32 copy of the trainable weights (mixed precision).', 'pure bf16 precision, or a ZeRO row', 'precision'],
+    gradients_bytes: ['One gradient per trainable weight.', 'LoRA trains few weights; ZeRO-2/3 rows split them', 'method'],
+    optimizer_states_bytes: ["The optimizer's moments: AdamW keeps two fp32 values per trainable weight.", 'an 8-bit optimizer, LoRA, or an offload or ZeRO row', 'optimizer'],
+    activations_bytes: ['Saved in forward for backward; grows with micro-batch × sequence length.', 'activation checkpointing, or a smaller micro-batch with gradient accumulation', 'ckpt'],
+    logits_loss_bytes: ['The logits over the whole vocabulary and the loss, often in fp32.', 'the fused or chunked loss kernel, or a smaller micro-batch', 'loss'],
+    temporaries_bytes: ['Short-lived buffers of the operation at the peak.', 'a memory-efficient attention kernel (eager keeps the s × s scores)', 'attention'],
+    communication_bytes: ['Buffers for gathering and reducing across GPUs.'],
+    allocator_cache_bytes: ["Blocks PyTorch's caching allocator holds but does not use (fragmentation)."],
+    cublas_workspace_bytes: ["cuBLAS's matmul workspace, fixed per process."],
+    cuda_context_bytes: ['The CUDA context, fixed per process.'],
+    outside_allocator_bytes: ["Paged optimizer states, outside PyTorch's allocator.", 'a non-paged 8-bit optimizer', 'optimizer'],
+    nccl_bytes: ["NCCL's communicator buffers."],
+  };
 
   function el(tag, text, className) {
     const e = document.createElement(tag);
@@ -38,6 +62,8 @@
       this.estimate = null;
       this.launch = null;
       this.requestText = '';
+      this.failed = false;
+      this.hostBytes = new Map();  // row candidate -> host bytes per node, for the current search
       this.$ = (id) => root.querySelector(`#${id}`);
       this.presets = api.presets();
       this.breakdownChart = new charts.Chart(this.$('breakdown-chart'), 220);
@@ -57,12 +83,17 @@
     }
 
     fillLists() {
-      const preset = this.$('preset');
-      preset.replaceChildren(...this.presets.models.map((p) => {
+      const groups = new Map();
+      for (const p of models.sortPresets(this.presets.models)) {
+        const family = models.familyOf(p);
+        if (!groups.has(family)) groups.set(family, el('optgroup'));
         const o = el('option', `${p.id}${p.synthetic ? ' (synthetic)' : ''}`);
         o.value = p.id;
-        return o;
-      }));
+        if (p.synthetic) o.dataset.synthetic = '1';
+        groups.get(family).append(o);
+      }
+      for (const [family, group] of groups) group.label = family;
+      this.$('preset').replaceChildren(...groups.values());
       const gpuOptions = () => this.presets.gpus.map((g) => {
         const o = el('option', `${g.name} · ${g.memory_nominal_gb} GB`);
         o.value = g.id;
@@ -85,11 +116,36 @@
       if (s.config) {
         this.$('config').value = s.config;
         this.$('paste-box').open = true;
-      } else if (this.presets.models.some((p) => p.id === s.model)) {
-        this.$('preset').value = s.model;
       }
+      this.syncPresetSelect();
       this.$('hf-repo').value = s.hf;
       this.toggleLora();
+    }
+
+    /// The preset list shows what is in use: the preset, or a placeholder for a pasted config.
+    syncPresetSelect() {
+      const select = this.$('preset');
+      let placeholder = select.querySelector('option[data-config]');
+      if (this.state.config) {
+        if (!placeholder) {
+          placeholder = el('option', '(the config.json below)');
+          placeholder.value = '';
+          placeholder.disabled = true;
+          placeholder.dataset.config = '1';
+          select.prepend(placeholder);
+        }
+        select.value = '';
+      } else {
+        placeholder?.remove();
+        if (this.presets.models.some((p) => p.id === this.state.model)) select.value = this.state.model;
+      }
+    }
+
+    /// Another model: the chosen row no longer applies; the recommendation takes over.
+    modelChanged() {
+      this.state.pick = '';
+      this.picked = null;
+      this.syncPresetSelect();
     }
 
     toggleLora() {
@@ -99,7 +155,9 @@
 
     wire() {
       const $ = this.$;
-      this.root.querySelector('form').addEventListener('submit', (e) => e.preventDefault());
+      const form = this.root.querySelector('form');
+      form.addEventListener('submit', (e) => e.preventDefault());
+      form.addEventListener('focusin', (e) => requestAnimationFrame(() => this.keepClearOfSummary(e.target)));
       for (const input of this.root.querySelectorAll('[data-key]')) {
         input.addEventListener(input.tagName === 'SELECT' ? 'change' : 'input', () => {
           this.state[input.dataset.key] = input.value.trim();
@@ -112,11 +170,13 @@
         this.state.config = '';
         this.state.hf = '';
         $('config').value = '';
+        this.modelChanged();
         this.update();
       });
       $('preset-filter').addEventListener('input', () => this.filterPresets());
       $('config').addEventListener('input', () => {
         this.state.config = $('config').value.trim();
+        this.modelChanged();
         this.update();
       });
       $('config').addEventListener('dragover', (e) => e.preventDefault());
@@ -126,10 +186,19 @@
         e.preventDefault();
         $('config').value = await file.text();
         this.state.config = $('config').value.trim();
+        this.state.hf = '';
+        this.modelChanged();
         this.update();
       });
       $('hf-load').addEventListener('click', () => this.loadFromHub());
       $('hf-repo').addEventListener('keydown', (e) => { if (e.key === 'Enter') this.loadFromHub(); });
+      $('back-to-star').addEventListener('click', () => {
+        this.state.pick = '';
+        this.picked = null;
+        this.focusMethod = this.starMethod;
+        this.update();
+      });
+      $('error-goto').addEventListener('click', () => this.errorField?.focus());
       $('methods-more').addEventListener('click', () => {
         this.showAll = !this.showAll;
         this.renderMethods();
@@ -137,72 +206,132 @@
       $('launch-format').addEventListener('change', () => this.renderLaunchText());
       $('launch-copy').addEventListener('click', () => this.copy($('launch-text').textContent, 'launch config'));
       $('launch-download').addEventListener('click', () => this.download());
+      for (const id of ['breakdown-chart', 'timeline-chart']) $(`${id}-png`).addEventListener('click', () => this.savePng(id));
+      $('pin').addEventListener('click', () => {
+        this.pinned = { state: { ...this.state }, cells: this.comparedCells() };
+        this.renderCompare();
+      });
+      $('compare-unpin').addEventListener('click', () => {
+        this.pinned = null;
+        this.renderCompare();
+      });
+      $('compare-restore').addEventListener('click', () => {
+        this.state = { ...this.pinned.state };
+        this.picked = null;
+        this.writeForm();
+        this.update();
+      });
+      $('copy-link').addEventListener('click', () => this.copy(location.href, 'link', 'link-status'));
       $('copy-request').addEventListener('click', () => this.copy(JSON.stringify(JSON.parse(this.requestText), null, 2), 'request'));
       $('copy-result').addEventListener('click', () => this.copy(JSON.stringify(this.estimate, null, 2), 'result'));
     }
 
+    /// Narrows the list. When the model in use is filtered out, the first real (not synthetic)
+    /// match is used, and the status line says so; a synthetic model is only used when chosen.
+    /// A field focused under the sticky summary (Shift+Tab upwards) scrolls out from under it, once
+    /// the browser has scrolled it into view.
+    keepClearOfSummary(field) {
+      const bar = this.$('summary').getBoundingClientRect();
+      const top = field.getBoundingClientRect().top;
+      if (top < bar.bottom && top >= bar.top) window.scrollBy(0, top - bar.bottom - 8);
+    }
+
     filterPresets() {
+      const select = this.$('preset');
       const words = this.$('preset-filter').value.toLowerCase().split(/\s+/).filter(Boolean);
-      let first = null;
-      for (const o of this.$('preset').options) {
-        o.hidden = !words.every((w) => o.value.toLowerCase().includes(w));
-        if (!o.hidden && !first) first = o;
-      }
-      if (first && this.$('preset').selectedOptions[0]?.hidden) {
-        this.$('preset').value = first.value;
-        this.$('preset').dispatchEvent(new Event('change'));
+      const options = [...select.options].filter((o) => !o.dataset.config);
+      for (const o of options) o.hidden = !words.every((w) => o.value.toLowerCase().includes(w));
+      for (const g of select.querySelectorAll('optgroup')) g.hidden = ![...g.children].some((o) => !o.hidden);
+      const shown = options.filter((o) => !o.hidden);
+      const current = select.selectedOptions[0];
+      const status = this.$('preset-filter-status');
+      const inUse = this.state.config ? 'the pasted config' : this.state.model;
+      if (!words.length) status.textContent = '';
+      else if (!shown.length) status.textContent = `No preset matches; still using ${inUse}.`;
+      else if (current && !current.hidden && !current.dataset.config) status.textContent = `${shown.length} presets match.`;
+      else {
+        const first = shown.find((o) => !o.dataset.synthetic);
+        if (!first) {
+          status.textContent = `Only synthetic test models match: choose one in the list to use it; still using ${inUse}.`;
+          return;
+        }
+        select.value = first.value;
+        select.dispatchEvent(new Event('change'));
+        status.textContent = `${shown.length} presets match; now using ${first.value}.`;
       }
     }
 
     /// The public config.json of a Hugging Face repository, fetched only when asked.
+    /// A repository id or URL; the token (optional) is read from its field at this moment and
+    /// kept nowhere else. A failure says so and names the model still in use.
     async loadFromHub() {
-      const repo = this.$('hf-repo').value.trim();
-      const status = this.$('hf-status');
-      if (!/^[A-Za-z0-9][\w.-]*\/[\w.-]+$/.test(repo)) {
-        status.textContent = 'Enter a repository id such as meta-llama/Llama-3.1-8B.';
-        return;
-      }
-      status.textContent = `Loading ${repo}…`;
+      const parsed = models.parseHubInput(this.$('hf-repo').value);
+      if (parsed.error) return this.hubStatus(parsed.error, true);
+      const { repo, revision } = parsed;
+      const token = this.$('hf-token').value.trim();
+      const still = ` Still using ${this.state.config ? (this.state.hf || 'the pasted config') : this.state.model}.`;
+      this.hubStatus(`Loading ${repo}…`, false);
       let response;
       try {
-        response = await fetch(`https://huggingface.co/${repo}/resolve/main/config.json`, { credentials: 'omit' });
+        response = await fetch(`https://huggingface.co/${repo}/resolve/${encodeURIComponent(revision)}/config.json`,
+          { credentials: 'omit', headers: token ? { Authorization: `Bearer ${token}` } : {} });
       } catch {
-        status.textContent = 'Could not reach huggingface.co (offline, or blocked by this network). Paste the config.json instead.';
-        return;
+        return this.hubStatus(`Could not load ${repo}: huggingface.co is not reachable (offline, or blocked by this network). Paste its config.json instead.${still}`, true);
       }
       if (response.status === 401 || response.status === 403) {
-        status.textContent = `${repo} is gated or private: accept its licence on huggingface.co, then paste its config.json here.`;
-        return;
+        const preset = this.presets.models.some((p) => p.id === repo) ? ` ${repo} is also a preset: choose it in the list above.` : '';
+        return this.hubStatus(token
+          ? `Could not load ${repo}: huggingface.co refused the token (it needs read access, and the model's licence must be accepted).${preset}${still}`
+          : `Could not load ${repo}: it is gated or private. Accept its licence on huggingface.co and enter an access token above, or paste its config.json.${preset}${still}`, true);
       }
       if (!response.ok) {
-        status.textContent = response.status === 404
-          ? `No config.json found for ${repo}. Check the id, or paste the file.`
-          : `huggingface.co answered ${response.status}. Paste the config.json instead.`;
-        return;
+        return this.hubStatus(response.status === 404
+          ? `Could not load ${repo}: no config.json at ${revision}. Check the id, or paste the file.${still}`
+          : `Could not load ${repo}: huggingface.co answered ${response.status}. Paste the config.json instead.${still}`, true);
       }
       const text = await response.text();
-      status.textContent = `Loaded ${repo}.`;
       this.$('config').value = text;
       this.state.config = text.trim();
       this.state.hf = repo;
+      this.modelChanged();
       this.update();
+      if (this.failed) this.hubStatus(`Fetched ${repo}, but memfit cannot use its config.json: see the error under it.`, true);
+      else this.hubStatus(`Loaded ${repo}: ${this.$('total-params').textContent} parameters.`, false);
+    }
+
+    hubStatus(text, failed) {
+      const status = this.$('hf-status');
+      status.textContent = text;
+      status.classList.toggle('error', failed);
+      status.classList.toggle('muted', !failed);
     }
 
     clearErrors() {
       for (const [, id] of ERROR_SLOTS) this.$(id).textContent = '';
-      this.$('error-banner').textContent = '';
+      this.$('error-banner').hidden = true;
+      this.$('error-text').textContent = '';
     }
 
+    /// One message, in the banner and next to its field (found by the field's aria-describedby).
     showError(error) {
-      if (!(error instanceof EstimatorError)) {
+      let text = `internal error: ${error.message}`;
+      this.errorField = null;
+      if (error instanceof EstimatorError) {
+        text = `${error.code}${error.path ? ` at ${error.path}` : ''}: ${error.message}`;
+        if (error.code === 'invalid_json' && error.path.startsWith('/model/config') && /^\s*\{\s*'/.test(this.configText)) {
+          text += ' (this looks like a Python dict: JSON needs double quotes and true, false, null)';
+        }
+        const slot = ERROR_SLOTS.find(([prefix]) => error.path.startsWith(prefix));
+        if (slot) {
+          this.$(slot[1]).textContent = text;
+          this.errorField = this.root.querySelector(`[aria-describedby~="${slot[1]}"]`);
+        }
+      } else {
         console.error(error);
-        this.$('error-banner').textContent = `internal error: ${error.message}`;
-        return;
       }
-      const text = `${error.code}${error.path ? ` at ${error.path}` : ''}: ${error.message}`;
-      const slot = ERROR_SLOTS.find(([prefix]) => error.path.startsWith(prefix));
-      if (slot) this.$(slot[1]).textContent = text;
-      this.$('error-banner').textContent = text;
+      this.$('error-text').textContent = text;
+      this.$('error-goto').hidden = !this.errorField;
+      this.$('error-banner').hidden = false;
     }
 
     /// Inputs changed. First the estimate of the layout shown now (the method chosen before, or
@@ -212,7 +341,16 @@
       const t0 = performance.now();
       const calc = this.root.querySelector('.calc');
       delete calc.dataset.settled;
+      delete calc.dataset.levers;
+      // Page-only fields: checked here, they never stop the estimate.
+      this.$('err-host_mem').textContent = this.state.host_mem === '' || Number(this.state.host_mem) > 0 ? ''
+        : `host memory per node must be a positive number of GiB, got ${this.state.host_mem}`;
+      this.$('err-train_tokens').textContent = this.state.train_tokens === '' || Number(this.state.train_tokens) > 0 ? ''
+        : `tokens to train must be a positive number such as 2e9, got ${this.state.train_tokens}`;
+      clearTimeout(this.leverTimer);
+      format.setUnit(this.state.units);
       this.clearErrors();
+      this.failed = false;
       this.configText = this.state.config;
       try {
         this.renderModel(this.inspectModel());
@@ -242,19 +380,26 @@
       }
     }
 
+    /// The search, for inputs the estimate accepted (an error already shown stays the only one:
+    /// the search's request wraps a pasted config, so its positions would not be the user's).
     refine() {
       const t0 = performance.now();
-      try {
-        this.search = this.api.search(urlState.requestText(this.state, this.configText, { search: { top: 5, launch: false } }));
-        const picked = this.pick();
-        if (!this.estimate) this.clearErrors();
-        if (!this.estimate || JSON.stringify(picked) !== JSON.stringify(this.picked)) this.show(picked);
-        this.picked = picked;
-        this.renderMethods(picked);
-        this.launch = this.api.launch(this.requestText);
-        this.renderLaunch();
-      } catch (error) {
-        this.fail(error);
+      format.setUnit(this.state.units);
+      if (!this.failed) {
+        try {
+          this.search = this.api.search(urlState.requestText(this.state, this.configText, { search: { top: 5, launch: false } }));
+          this.hostBytes = new Map();
+          const picked = this.pick();
+          if (!this.estimate || JSON.stringify(picked) !== JSON.stringify(this.picked)) this.show(picked);
+          this.picked = picked;
+          this.renderMethods(picked);
+          this.launch = this.api.launch(this.requestText);
+          this.renderLaunch();
+          this.announce();
+          this.renderCompare();
+        } catch (error) {
+          this.fail(error);
+        }
       }
       this.drawCharts();
       const config = this.state.config;
@@ -262,6 +407,7 @@
       this.options.onState?.({ ...this.state, config: configInLink ? minified(config) : '' }, { configInLink });
       this.options.onSearch?.(performance.now() - t0);
       this.root.querySelector('.calc').dataset.settled = '1';
+      if (!this.failed && this.search && !this.search.best) this.leverTimer = setTimeout(() => this.proposeLevers(), 0);
     }
 
     /// The estimate for one search candidate (or the plain request), rendered.
@@ -273,26 +419,105 @@
       this.root.querySelector('.results').classList.remove('stale');
     }
 
+    /// An error: the headline and the summary show it instead of the last numbers; the sections
+    /// below keep the last valid result, marked as such.
     fail(error) {
       this.estimate = null;
+      this.failed = true;
       this.showError(error);
       this.root.querySelector('.results').classList.add('stale');
+      this.$('stale-note').hidden = false;
+      this.$('pick-note').hidden = true;
+      this.$('pick-name').textContent = '';
+      for (const id of ['peak', 'verdict-detail', 'max-mb', 'throughput', 'step-time', 'host-mem', 'peak-at', 'train-time']) this.$(id).textContent = '–';
+      this.$('breakdown').replaceChildren();
+      this.$('suggestions').replaceChildren();
+      this.setBadge(this.$('verdict'), 'error');
+      this.renderSummary(null);
+      this.announce();
+      this.renderCompare();
     }
 
-    /// The method shown in detail: the one the user chose, else the fastest that fits, else the
-    /// family that comes closest to fitting.
+    setBadge(badge, verdict) {
+      badge.textContent = VERDICT_TEXT[verdict];
+      badge.className = `badge ${verdict === 'host' ? 'oom' : verdict}`;
+    }
+
+    /// The GPU verdict, or "host" when offload needs more host memory per node than was set.
+    shownVerdict(e) {
+      return this.overHost(e.host_bytes_per_node) ? 'host' : e.fit.verdict;
+    }
+
+    /// Host memory per node as shown: none, or the amount (and whether it exceeds what was set).
+    hostText(bytes) {
+      if (!(bytes > 0)) return 'none';
+      return this.overHost(bytes) ? `${format.memory(bytes)}, more than the ${format.memory(this.hostCapacityBytes())} set` : format.memory(bytes);
+    }
+
+    /// The sticky summary: verdict, peak against capacity, host memory, largest micro-batch, step time.
+    renderSummary(e) {
+      const $ = this.$;
+      this.setBadge($('sum-badge'), e ? this.shownVerdict(e) : 'error');
+      $('sum-method').textContent = e ? this.$('pick-name').textContent.replace(/^· /, '') : 'fix the error to see a result';
+      if (!e) {
+        for (const id of ['sum-setup', 'sum-peak', 'sum-host', 'sum-mb', 'sum-step']) $(id).textContent = '–';
+        return;
+      }
+      const fit = e.fit, t = e.training;
+      $('sum-setup').textContent = `${e.model.id || this.state.hf || 'pasted config'} · ${t.method} · ${e.cluster.gpus} × ${e.gpu.name} · sequence ${t.seq_len} · micro-batch ${t.micro_batch} × accumulation ${t.grad_accum} · ${e.framework.name}`;
+      $('sum-peak').textContent = `${format.memory(fit.compared_bytes ?? e.device_total_bytes)} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
+      $('sum-host').textContent = this.hostText(e.host_bytes_per_node);
+      $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
+      $('sum-step').textContent = ['oom', 'host'].includes(this.shownVerdict(e)) ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
+    }
+
+    comparedCells() {
+      return COMPARED.map(([, id]) => this.$(id).textContent);
+    }
+
+    /// Two setups side by side: the one pinned and the one shown now (the summary's cells).
+    renderCompare() {
+      this.$('compare').hidden = !this.pinned;
+      if (!this.pinned) return;
+      const now = this.comparedCells();
+      this.$('compare-rows').replaceChildren(...COMPARED.map(([label], i) => {
+        const tr = el('tr');
+        const th = el('th', label);
+        th.scope = 'row';
+        tr.append(th, el('td', this.pinned.cells[i]), el('td', now[i], now[i] === this.pinned.cells[i] ? '' : 'changed'));
+        return tr;
+      }));
+    }
+
+    /// The live region: the verdict only, once per settled update, and only when it changed.
+    announce() {
+      const e = this.estimate;
+      const text = e
+        ? `${VERDICT_TEXT[this.shownVerdict(e)]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, host memory per node ${this.hostText(e.host_bytes_per_node)}` : ''}`
+        : `error: ${this.$('error-text').textContent}`;
+      if (this.$('sum-live').textContent !== text) this.$('sum-live').textContent = text;
+    }
+
+    /// The method shown in detail: the one the user chose, else the ★ (the fastest that fits
+    /// with margin), else the first row (the fastest tight one, or the closest to fitting).
     pick() {
       const rows = this.orderedRows();
-      const chosen = rows.find((m) => m.method === this.state.pick && (m.best || m.closest));
-      const best = this.search.recommended && rows.find((m) => m.method === this.search.recommended.method);
-      const closest = rows.find((m) => !m.best && m.closest);
-      const row = chosen || best || closest;
+      const chosen = this.state.pick && rows.find((m) => m.method === this.state.pick && (m.best || m.closest));
+      const row = chosen || this.starRow(rows) || rows[0];
       return row ? { method: row.method, candidate: row.best || row.closest } : null;
+    }
+
+    /// The core's recommendation; with a host memory set, the first row when it fits (the fastest
+    /// that fits with margin, else the fastest tight one), as the core's may need more host memory.
+    starRow(rows) {
+      if (this.hostCapacityBytes()) return rows[0] && this.rowGroup(rows[0]) < 2 ? rows[0] : null;
+      const star = this.search.recommended;
+      return star ? rows.find((m) => m.method === star.method) : null;
     }
 
     renderModel(model) {
       this.$('total-params').textContent = format.count(model.total_params);
-      this.$('model-name').textContent = `${model.model.id || '(pasted config)'} · ${model.architecture.model_type}`;
+      this.$('model-name').textContent = `${model.model.id || this.state.hf || '(pasted config)'} · ${model.architecture.model_type}`;
       const arch = this.$('arch');
       arch.replaceChildren();
       const a = model.architecture;
@@ -305,12 +530,47 @@
       this.$('warnings').textContent = (model.warnings || []).join('\n');
     }
 
-    /// The search's method rows: those that fit (fastest first, as the core orders them), then
-    /// those that do not, closest to fitting first.
+    /// The search's method rows: those that fit with margin, then the tight ones (each fastest
+    /// first), then those that do not fit, closest first. The ★ is therefore the first row.
     orderedRows() {
-      const bytes = (m) => m.closest?.memory.device_total_bytes ?? Infinity;
-      const methods = this.search.methods;
-      return [...methods.filter((m) => m.best), ...methods.filter((m) => !m.best).sort((a, b) => bytes(a) - bytes(b))];
+      const group = (m) => this.rowGroup(m);
+      const bytes = (m) => m.closest?.memory?.device_total_bytes ?? Infinity;
+      return [...this.search.methods].sort((a, b) => group(a) - group(b)
+        || (group(a) < 2 ? b.best.perf.tokens_per_s - a.best.perf.tokens_per_s : bytes(a) - bytes(b)));
+    }
+
+    /// 0 fits with margin, 1 tight, 2 does not fit (on the GPUs, or in the host memory set).
+    rowGroup(m) {
+      if (!m.best || this.overHost(m.best)) return 2;
+      return m.best.memory?.verdict === 'fits' ? 0 : 1;
+    }
+
+    /// The host memory per node the user set, in bytes (0: not set, nothing is checked).
+    hostCapacityBytes() {
+      const gib = Number(this.state.host_mem);
+      return this.state.host_mem !== '' && gib > 0 ? gib * format.GIB : 0;
+    }
+
+    /// Whether a candidate (or an estimate's host bytes) needs more host memory than was set;
+    /// estimated only when a capacity is set.
+    overHost(candidateOrBytes) {
+      const capacity = this.hostCapacityBytes();
+      if (!capacity) return false;
+      const bytes = typeof candidateOrBytes === 'number' ? candidateOrBytes : this.rowHostBytes(candidateOrBytes);
+      return bytes > capacity;
+    }
+
+    /// Host memory per node of a row's layout (what CPU offload keeps in RAM), from its estimate;
+    /// without offload the core keeps nothing on the host (src/memory/model_states.cpp), so those
+    /// rows cost no estimate (~2.5 ms each for a 70B model).
+    rowHostBytes(candidate) {
+      if (candidate.training.offload === 'none') return 0;
+      const key = JSON.stringify(candidate.parallel) + JSON.stringify(candidate.training);
+      if (!this.hostBytes.has(key)) {
+        const request = urlState.requestText(this.state, this.configText, { ...urlState.candidateExtra(candidate), ...ROW_OPTIONS });
+        this.hostBytes.set(key, this.api.estimate(request).host_bytes_per_node);
+      }
+      return this.hostBytes.get(key);
     }
 
     renderMethods(picked = this.picked) {
@@ -318,54 +578,112 @@
       if (!s) return;
       const body = this.root.querySelector('#methods tbody');
       const rows = this.orderedRows();
+      this.starMethod = this.starRow(rows)?.method;
       const pickedRow = rows.findIndex((m) => m.method === picked?.method);
       let shown = this.showAll ? rows : rows.slice(0, ROWS_SHOWN);
       if (!this.showAll && pickedRow >= ROWS_SHOWN) shown = [...shown, rows[pickedRow]];
+      // Rebuilding the rows must not drop the keyboard focus from the row button it was on.
+      const active = this.root.getRootNode().activeElement;
+      const focus = this.focusMethod ?? (body.contains(active) ? active.dataset.method : null);
+      this.focusMethod = null;
       body.replaceChildren(...shown.map((m) => this.methodRow(m, picked)));
+      if (focus) [...body.querySelectorAll('button[data-method]')].find((b) => b.dataset.method === focus)?.focus();
+      this.renderPickNote(rows, picked);
       const more = this.$('methods-more');
       more.hidden = rows.length <= ROWS_SHOWN;
       more.textContent = this.showAll ? 'Show fewer methods' : `Show all ${rows.length} methods`;
       const c = s.counts;
       this.$('search-counts').textContent = `· ${format.count(c.valid)} layouts valid of ${format.count(c.enumerated)}, ${format.count(c.memory_estimated)} estimated`;
-      const tips = this.$('suggestions');
-      tips.replaceChildren();
-      if (!s.best && s.suggestions.length) {
-        tips.append(el('h3', 'Nothing fits. What would:'));
-        const list = el('ul');
-        for (const g of s.suggestions) list.append(el('li', `${g.description} → ${g.candidate.method}, ${format.gib(g.candidate.memory.device_total_bytes)} per GPU`));
-        tips.append(list);
+      this.$('suggestions').replaceChildren();
+    }
+
+    /// Nothing fits: the core searches each setting that could shrink the peak, one per task (so
+    /// typing is not held up; a new update cancels the rest), then the list is shown, fastest
+    /// fitting first, each applied with a click. `data-levers` marks the end.
+    proposeLevers(pending = null, answers = []) {
+      const queue = pending ?? levers.variants(this.state, this.estimate);
+      if (queue.length) {
+        const [v, ...rest] = queue;
+        let candidate = null;
+        try {
+          const s = this.api.search(urlState.requestText({ ...this.state, ...v.change }, this.configText, { search: { top: 1, launch: false } }));
+          candidate = s.recommended || s.best;
+        } catch (error) {
+          if (!(error instanceof EstimatorError)) throw error;  // a variant the core refuses is no lever
+        }
+        this.leverTimer = setTimeout(() => this.proposeLevers(rest, [...answers, { ...v, candidate }]), 0);
+        return;
       }
+      const ranked = levers.rank(answers);
+      const box = this.$('suggestions');
+      box.replaceChildren(el('h3', ranked.length ? 'How to make it fit' : 'No single setting memfit models makes it fit on these GPUs.'));
+      const list = el('ul', undefined, 'levers');
+      for (const a of ranked) {
+        const m = a.candidate.memory;
+        const use = el('button', `Use ${a.text}`, 'link');
+        use.type = 'button';
+        use.addEventListener('click', () => this.applyChange(a.change));
+        const li = el('li');
+        li.append(use, ` → ${a.candidate.method}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}), ${format.rate(a.candidate.perf.tokens_per_s)} tokens/s`);
+        list.append(li);
+      }
+      box.append(list);
+      this.root.querySelector('.calc').dataset.levers = '1';
+    }
+
+    /// A lever applied: its settings in the form, the recommendation back in charge.
+    applyChange(change) {
+      Object.assign(this.state, change);
+      this.state.pick = '';
+      this.picked = null;
+      this.writeForm();
+      this.update();
+    }
+
+    /// "Your choice" beside the ★: what the user chose, and the one click back to the ★.
+    renderPickNote(rows, picked) {
+      const star = this.starRow(rows);
+      const mine = this.state.pick && picked?.method === this.state.pick && star && star.method !== picked.method;
+      this.$('pick-note').hidden = !mine;
+      if (!mine) return;
+      const speed = star.best ? `, ${format.rate(star.best.perf.tokens_per_s)} tokens/s` : '';
+      this.$('pick-note-text').textContent = `Your choice. ★ recommended: ${star.method} (${format.memory(star.best.memory.device_total_bytes)}, ${star.best.memory.verdict}${speed}).`;
+      this.$('back-to-star-name').textContent = star.method;
     }
 
     methodRow(m, picked) {
       const c = m.best || m.closest;
       const tr = el('tr');
-      const recommended = this.search.recommended && this.search.recommended.method === m.method;
+      const recommended = this.starMethod === m.method;
       if (recommended) tr.classList.add('recommended');
-      if (picked?.method === m.method) {
-        tr.classList.add('selected');
-        tr.setAttribute('aria-selected', 'true');
-      }
+      const shown = picked?.method === m.method;
+      if (shown) tr.classList.add('selected');
       const th = el('th');
       th.scope = 'row';
       const button = el('button', m.method, 'link');
       button.type = 'button';
+      button.dataset.method = m.method;
+      button.setAttribute('aria-pressed', String(shown));
       button.addEventListener('click', () => {
         this.state.pick = m.method;
         this.picked = { method: m.method, candidate: c };
         this.update();
       });
       th.append(button);
-      if (recommended) th.append(el('span', ' ★', 'star'));
+      if (recommended) th.append(el('span', ' ★', 'star'), el('span', ' (recommended)', 'sr-only'));
+      if (this.state.pick === m.method && !recommended) th.append(el('span', 'your choice', 'badge choice'));
       const layout = c ? `${format.layout(c.parallel)} · mb ${c.training.micro_batch}${c.training.activation_checkpointing !== 'none' ? ` · ${c.training.activation_checkpointing} ckpt` : ''}` : '–';
       th.append(el('div', layout, 'narrow-only small muted'));
       const verdict = c ? c.memory.verdict : 'oom';
-      const badge = el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
+      const host = c ? this.rowHostBytes(c) : 0;
+      const badge = this.overHost(host) ? el('span', 'host OOM', 'badge oom') : el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
+      if (host > 0) th.lastElementChild.textContent += ` · host ${format.memory(host)} per node`;
       const cells = [
         el('td', layout, 'wide-only'),
-        el('td', c ? format.gib(c.memory.device_total_bytes) : '–', 'num'),
+        el('td', c ? format.memory(c.memory.device_total_bytes) : '–', 'num'),
         el('td'),
         el('td', m.best ? format.rate(m.best.perf.tokens_per_s) : '–', 'num'),
+        el('td', this.hostText(host).replace(/, more than .*/, ' (too much)'), 'num wide-only'),
         el('td', m.best ? String(m.max_micro_batch) : '0', 'num wide-only'),
       ];
       cells[2].append(badge);
@@ -377,33 +695,61 @@
       const e = this.estimate;
       const fit = e.fit;
       this.$('pick-name').textContent = picked ? `· ${picked.method}` : '· data parallel (searching…)';
-      this.$('peak').textContent = format.gib(e.device_total_bytes);
-      const badge = this.$('verdict');
-      badge.textContent = fit.verdict === 'oom' ? 'OOM' : fit.verdict;
-      badge.className = `badge ${fit.verdict}`;
+      this.$('peak').textContent = format.memory(e.device_total_bytes);
+      this.setBadge(this.$('verdict'), this.shownVerdict(e));
+      this.$('stale-note').hidden = true;
+      this.renderSummary(e);
       // A mixed cluster compares each placed stage with its own GPUs: the most-used one is shown.
       const placed = fit.placement || [];
       const worst = placed.reduce((w, p) => (!w || p.usage_fraction > w.usage_fraction ? p : w), null);
-      this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.gib(fit.gpu_memory_bytes)} on ${worst ? worst.gpu : e.gpu.name}` +
-        ` · device total (nvidia-smi); peak allocated ${format.gib(e.peak_allocated_bytes)}, reserved ${format.gib(e.peak_reserved_bytes)}` +
+      this.$('verdict-detail').textContent = `${format.percent(fit.usage_fraction)} of ${format.memory(fit.gpu_memory_bytes)} on ${worst ? worst.gpu : e.gpu.name}` +
+        ` · device total (nvidia-smi); peak allocated ${format.memory(e.peak_allocated_bytes)}, reserved ${format.memory(e.peak_reserved_bytes)}` +
         (e.rank_kind !== 'all ranks' ? ` · most-loaded rank: ${e.rank_kind}` : '') +
         (placed.length ? ` · placed: ${placed.map((p) => `${p.rank_kind} on ${p.gpu} (${format.percent(p.usage_fraction)})`).join(', ')}` : '');
       this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
-      this.$('throughput').textContent = `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
-      this.$('step-time').textContent = format.seconds(e.perf.step_time_s);
+      // No speed for a run that cannot start.
+      const oom = ['oom', 'host'].includes(this.shownVerdict(e));
+      this.$('throughput').textContent = oom ? '– (does not fit)' : `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
+      this.$('step-time').textContent = oom ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
+      this.$('host-mem').textContent = e.host_bytes_per_node > 0
+        ? `${this.hostText(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
+        : 'none (nothing offloaded)';
       this.$('peak-at').textContent = `${e.peak.phase}: ${e.peak.label}`;
+      const tokens = Number(this.state.train_tokens);
+      this.$('train-time').textContent = !(tokens > 0) ? '– (set “Tokens to train”)'
+        : oom ? '– (does not fit)' : `${format.duration(tokens / e.perf.tokens_per_s)} for ${format.count(tokens)} tokens`;
       const table = this.$('breakdown');
       table.replaceChildren();
       for (const [k, v] of Object.entries(e.breakdown).filter(([, b]) => b > 0).sort((a, b) => b[1] - a[1])) {
-        table.append(tableRow(format.category(k), format.gib(v, 2)));
+        table.append(this.partRow(k, v, e.device_total_bytes));
       }
-      table.append(tableRow('device total', format.gib(e.device_total_bytes, 2)));
+      table.append(tableRow('device total', format.memory(e.device_total_bytes, 2)));
       for (const [key, field] of Object.entries(RESOLVED)) {
         const option = this.$(key).querySelector('option[value=""]');
         if (option) option.textContent = `default (${String(e.training[field]).replace(/_/g, ' ')})`;
       }
       const ckpt = this.$('ckpt').querySelector('option[value=""]');
       if (ckpt) ckpt.textContent = `search (now ${e.training.activation_checkpointing})`;
+    }
+
+    /// One part of the peak: its size, its share, what it is and the setting that shrinks it.
+    partRow(key, bytes, total) {
+      const [what, lever, fieldId] = PARTS[key] || [''];
+      const tr = tableRow(format.category(key), format.memory(bytes, 2));
+      const about = el('td', what, 'small');
+      if (lever) {
+        const go = el('button', `Smaller: ${lever}`, 'link lever');
+        go.type = 'button';
+        go.addEventListener('click', () => {
+          const field = this.$(fieldId);
+          const details = field.closest('details');
+          if (details) details.open = true;
+          field.focus();
+        });
+        about.append(el('br'), go);
+      }
+      tr.append(el('td', format.percent(bytes / total), 'num'), about);
+      return tr;
     }
 
     /// The charts follow the numbers (drawn once per update, after the search settled the method).
@@ -416,7 +762,7 @@
       }
       charts.drawBreakdown(this.breakdownChart, e.breakdown);
       if (e.timeline && e.timeline.length) {
-        charts.drawTimeline(this.timelineChart, e.timeline);
+        charts.drawTimeline(this.timelineChart, e.timeline, e.fit.gpu_memory_bytes);
         this.$('timeline-note').textContent = `Allocated bytes after each event of the steady-state step (${e.rank_kind}); the runtime, allocator cache and workspaces come on top.`;
       } else {
         this.timelineChart.clear();
@@ -431,7 +777,10 @@
         o.value = f.format;
         return o;
       }));
-      const keep = this.launch.formats.find((f) => f.format === previous);
+      // The chosen framework's own format when the framework changed; else the one shown before.
+      const wanted = this.launchFramework === this.state.framework ? previous : FRAMEWORK_FORMAT[this.state.framework];
+      this.launchFramework = this.state.framework;
+      const keep = this.launch.formats.find((f) => f.format === wanted);
       const first = this.launch.formats.find((f) => f.supported) || this.launch.formats[0];
       select.value = (keep || first).format;
       this.renderLaunchText();
@@ -443,8 +792,8 @@
       this.$('launch-notes').textContent = (f.notes || []).join(' ');
     }
 
-    async copy(text, what) {
-      const status = this.$('copy-status');
+    async copy(text, what, statusId = 'copy-status') {
+      const status = this.$(statusId);
       try {
         await navigator.clipboard.writeText(text);
         status.textContent = `Copied the ${what}.`;
@@ -455,13 +804,22 @@
 
     download() {
       const f = this.launch.formats.find((x) => x.format === this.$('launch-format').value);
-      const url = URL.createObjectURL(new Blob([f.text], { type: 'text/plain' }));
-      const a = el('a');
-      a.href = url;
-      a.download = f.file_name;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
+      saveBlob(new Blob([f.text], { type: 'text/plain' }), f.file_name);
     }
+
+    /// A chart as the PNG its canvas holds.
+    savePng(chartId) {
+      this.$(chartId).querySelector('canvas')?.toBlob((blob) => saveBlob(blob, `memfit-${chartId.replace('-chart', '')}.png`), 'image/png');
+    }
+  }
+
+  function saveBlob(blob, fileName) {
+    const url = URL.createObjectURL(blob);
+    const a = el('a');
+    a.href = url;
+    a.download = fileName;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
   }
 
   function tableRow(label, value) {

@@ -12,17 +12,18 @@
   ];
   const COLOUR = Object.fromEntries(CATEGORIES);
   const OTHER = '#7f7f7f';
-  const gibValue = (v) => (v == null ? '–' : `${v.toFixed(2)} GiB`);
+  const gibValue = (v) => (v == null ? '–' : `${v.toFixed(2)} ${format.unit.name}`);
 
   function themed(host) {
     const style = getComputedStyle(host);
-    return { fg: style.getPropertyValue('--fg').trim() || '#222', grid: style.getPropertyValue('--line').trim() || '#ddd' };
+    const colour = (name, fallback) => style.getPropertyValue(name).trim() || fallback;
+    return { fg: colour('--fg', '#222'), grid: colour('--line', '#ddd'), err: colour('--err', '#b3261e') };
   }
 
   function axes(host, xValues, xAxis = {}) {
     const t = themed(host);
     const common = { stroke: t.fg, grid: { stroke: t.grid, width: 1 }, ticks: { stroke: t.grid } };
-    return [{ ...common, values: xValues, ...xAxis }, { ...common, size: 60, values: (u, splits) => splits.map((v) => `${v} GiB`) }];
+    return [{ ...common, values: xValues, ...xAxis }, { ...common, size: 60, values: (u, splits) => splits.map((v) => `${v} ${format.unit.name}`) }];
   }
 
   class Chart {
@@ -52,30 +53,31 @@
     const names = entries.map(([k]) => format.category(k));
     const colours = entries.map(([k]) => COLOUR[k] || OTHER);
     const x = entries.map((_, i) => i);
-    const y = entries.map(([, v]) => v / format.GIB);
+    const y = entries.map(([, v]) => v / format.unit.bytes);
     chart.draw({
       legend: { show: false },
       scales: { x: { time: false, range: [-0.5, Math.max(0.5, entries.length - 0.5)] }, y: { range: (u, lo, hi) => [0, hi * 1.08] } },
       axes: axes(chart.host, (u, splits) => splits.map((i) => (Number.isInteger(i) ? names[i] || '' : '')), { rotate: -30, size: 84 }),
       series: [{}, {
-        label: 'GiB', value: (u, v) => gibValue(v),
+        label: format.unit.name, value: (u, v) => gibValue(v),
         paths: uPlot.paths.bars({ size: [0.7, 64], disp: { fill: { unit: 3, values: () => colours }, stroke: { unit: 3, values: () => colours } } }),
         points: { show: false },
       }],
     }, [x, y]);
   }
 
-  /// Stacked areas: series i is the sum of categories 0..i; the legend shows each category's own value.
-  function drawTimeline(chart, timeline) {
+  /// Stacked areas: series i is the sum of categories 0..i; the legend shows each category's own
+  /// value. A dashed line marks the GPU's memory (`capacityBytes`), which the y axis always shows.
+  function drawTimeline(chart, timeline, capacityBytes) {
     const present = CATEGORIES.filter(([k]) => timeline.some((e) => e[k] > 0));
     const x = timeline.map((_, i) => i);
     const sums = [];
     let running = timeline.map(() => 0);
     for (const [k] of present) {
-      running = running.map((v, i) => v + timeline[i][k] / format.GIB);
+      running = running.map((v, i) => v + timeline[i][k] / format.unit.bytes);
       sums.push(running);
     }
-    const own = (k) => (u, v, s, i) => (i == null ? '–' : gibValue(timeline[i][k] / format.GIB));
+    const own = (k) => (u, v, s, i) => (i == null ? '–' : gibValue(timeline[i][k] / format.unit.bytes));
     const series = present.map(([k, colour]) => ({
       label: format.category(k), stroke: colour, fill: colour, width: 1,
       value: own(k), points: { show: false }, paths: uPlot.paths.stepped({ align: 1 }),
@@ -83,14 +85,16 @@
     // Draw the tallest sum first so that each lower band paints over it.
     const order = present.map((_, i) => i).reverse();
     const phaseAt = (i) => timeline[i] && (i === 0 || timeline[i - 1].phase !== timeline[i].phase) ? timeline[i].phase : '';
+    const capacity = capacityBytes / format.unit.bytes;
+    const line = { label: 'GPU memory', stroke: themed(chart.host).err, dash: [6, 4], width: 1.5, points: { show: false }, value: () => gibValue(capacity) };
     chart.draw({
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, hi * 1.05] } },
+      scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, Math.max(hi, capacity) * 1.05] } },
       axes: axes(chart.host, (u, splits) => splits.map((i) => (Number.isInteger(i) ? phaseAt(i) : ''))),
       series: [{ label: 'event', value: (u, i) => (i == null || !timeline[i] ? '–' : `${timeline[i].phase}: ${timeline[i].label}`) },
-        ...order.map((i) => series[i])],
-    }, [x, ...order.map((i) => sums[i])]);
+        ...order.map((i) => series[i]), line],
+    }, [x, ...order.map((i) => sums[i]), x.map(() => capacity)]);
   }
 
   ns.charts = { Chart, drawBreakdown, drawTimeline, CATEGORIES };

@@ -8,7 +8,7 @@
     framework: 'hf_trainer', method: 'full', lora_rank: '16', lora_targets: 'all-linear',
     precision: '', optimizer: '', micro_batch: '', grad_accum: '', seq_len: '4096',
     ckpt: '', attention: '', loss: '', compile: '',
-    gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', gpu2: '', gpus2: '8', pick: '',
+    gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', gpu2: '', gpus2: '8', host_mem: '', train_tokens: '', pick: '', units: 'GiB',
   });
   const KEYS = Object.keys(DEFAULTS);
 

@@ -1,0 +1,501 @@
+// The page as a practitioner uses it to decide (issue 33): an honest verdict (host memory of
+// every layout, no speed for a run that does not fit), one recommendation (★ first, "your
+// choice" beside it, reset with the model), the summary in view while any input is edited,
+// errors readable in every state, presets in a findable order and Hub loads that say when they fail.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip, SHOTS } from './browser.mjs';
+
+useBrowser();
+
+const at = (hash) => `${env.baseUrl}/index.html#${new URLSearchParams(hash)}`;
+const hostText = (bytes) => (bytes > 0 ? gib(bytes) : 'none');
+const percent = (fraction) => `${(100 * fraction).toFixed(0)} %`;
+
+/// The method table as shown: name, verdict, tokens/s and host memory per node of each row.
+const tableRows = (page) => page.$$eval('#methods tbody tr', (trs) => trs.map((tr) => ({
+  method: tr.querySelector('th button').textContent, verdict: tr.cells[3].textContent, tokens: tr.cells[4].textContent,
+  host: tr.cells[5].textContent, star: tr.classList.contains('recommended'), choice: Boolean(tr.querySelector('.badge.choice')),
+  shown: tr.classList.contains('selected') })));
+
+/// The estimate request of one search candidate (the layout and training fields it chose).
+function candidateRequest(request, c) {
+  const { parallel: p, training: t } = c;
+  return { ...request, options: { timeline: false, max_micro_batch: false },
+    parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep, sequence_parallel: p.sequence_parallel, sharding: p.sharding, schedule: p.schedule },
+    training: { ...request.training, micro_batch: t.micro_batch, grad_accum: t.grad_accum, activation_checkpointing: t.activation_checkpointing, offload: t.offload } };
+}
+
+/// No axe violation at 1280 x 900 and 390 x 844; a full-page screenshot of each in artifacts/.
+async function checkAxeAndShoot(page, name) {
+  for (const [width, height] of [[390, 844], [1280, 900]]) {
+    await page.setViewportSize({ width, height });
+    assert.deepEqual(await axeViolations(page), [], `${name} at ${width}px`);
+    await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  }
+}
+
+test('honest verdict: host memory per node for every layout, in the headline and the summary', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  await page.click('#methods-more');
+  const { request, result } = await assertMatchesCli(page);
+  assert.equal(await page.textContent('#sum-host'), hostText(result.host_bytes_per_node));
+  assert.ok((await page.textContent('#host-mem')).startsWith(hostText(result.host_bytes_per_node)));
+  assert.equal(await page.textContent('#sum-peak'), `${gib(result.fit.compared_bytes)} of ${gib(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
+  assert.equal(await page.textContent('#sum-mb'), String(result.fit.max_micro_batch));
+  // Every row's host memory is its own estimate's; offload layouts need hundreds of GiB.
+  const search = cli('search', searchRequest(request));
+  const rows = await tableRows(page);
+  assert.equal(rows.length, search.methods.length);
+  let offloaded = 0;
+  for (const row of rows.filter((r, i) => i < 10 || r.host !== 'none')) {
+    const m = search.methods.find((x) => x.method === row.method);
+    const host = cli('estimate', candidateRequest(request, m.best || m.closest)).host_bytes_per_node;
+    assert.equal(row.host, hostText(host), row.method);
+    if (host > 0) offloaded += 1;
+  }
+  assert.ok(offloaded > 0, 'some layout offloads to host memory');
+  assert.match(await page.textContent('header.top'), /Training only: inference and KV-cache memory are out of scope/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('an OOM headline and OOM rows show no speed; the summary says it does not fit; axe finds nothing', { skip }, async () => {
+  const page = await open(at({ gpu: 'RTX-4090', gpus: '1', per_node: '1' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  assert.ok(result.perf.tokens_per_s > 0, 'the core still has a speed: the page must not show it');
+  assert.equal(await page.textContent('#throughput'), '– (does not fit)');
+  assert.equal(await page.textContent('#step-time'), '– (does not fit)');
+  assert.equal(await page.textContent('#sum-step'), '– (does not fit)');
+  assert.equal(await page.textContent('#sum-badge'), 'OOM');
+  assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory/);
+  const rows = await tableRows(page);
+  assert.ok(rows.length > 0 && rows.every((r) => r.verdict === 'OOM' && r.tokens === '–'), JSON.stringify(rows));
+  await checkAxeAndShoot(page, 'oom');
+  await page.close();
+});
+
+test('one recommendation: ★ is the first row and the search\'s; a chosen row is "your choice", keeps focus, and one click goes back', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  await page.click('#methods-more');
+  const { request } = await assertMatchesCli(page);
+  const search = cli('search', searchRequest(request));
+  let rows = await tableRows(page);
+  // Fits, then tight, then OOM; fastest first inside each group that runs.
+  const group = { fits: 0, tight: 1, OOM: 2 };
+  for (let i = 1; i < rows.length; i += 1) {
+    const [a, b] = [rows[i - 1], rows[i]];
+    assert.ok(group[a.verdict] <= group[b.verdict], `${a.method} (${a.verdict}) before ${b.method} (${b.verdict})`);
+  }
+  assert.ok(rows[0].star && rows[0].shown && rows.filter((r) => r.star).length === 1);
+  assert.equal(rows[0].method, search.recommended.method);
+  assert.equal(rows[0].verdict, 'fits');
+  assert.ok(rows.some((r) => r.verdict !== 'fits'), 'the case has rows below the line');
+  // Choose the third row with the keyboard: focus stays on it, the ★ stays on the first.
+  const third = rows[2].method;
+  await page.locator(`#methods button[data-method="${third}"]`).focus();
+  await page.keyboard.press('Enter');
+  await settled(page);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.method), third);
+  rows = await tableRows(page);
+  const chosen = rows.find((r) => r.method === third);
+  assert.ok(chosen.choice && chosen.shown && !rows[0].shown && rows[0].star);
+  assert.match(page.url(), /pick=/);
+  assert.equal(await page.isVisible('#pick-note'), true);
+  assert.match(await page.textContent('#pick-note-text'), new RegExp(`★ recommended: ${search.recommended.method.replace(/[+/()]/g, '\\$&')}`));
+  assert.match(await page.textContent('#pick-name'), new RegExp(third.replace(/[+/()]/g, '\\$&')));
+  // One click back to the ★, focus on its row.
+  await page.click('#back-to-star');
+  await settled(page);
+  rows = await tableRows(page);
+  assert.ok(rows[0].shown && !rows.some((r) => r.choice));
+  assert.doesNotMatch(page.url(), /pick=/);
+  assert.equal(await page.isVisible('#pick-note'), false);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.method), rows[0].method);
+  // A choice does not survive a change of model.
+  await page.click(`#methods button[data-method="${rows[1].method}"]`);
+  await settled(page);
+  assert.ok((await tableRows(page)).find((r) => r.method === rows[1].method).choice);
+  await page.selectOption('#preset', 'Qwen/Qwen3-8B');
+  await settled(page);
+  rows = await tableRows(page);
+  assert.ok(!rows.some((r) => r.choice) && rows[0].shown && rows[0].star);
+  assert.doesNotMatch(page.url(), /pick=/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the summary stays in view, uncovering the field, while any input is edited, at 1280 x 900 and 390 x 844', { skip }, async () => {
+  for (const [width, height] of [[1280, 900], [390, 844]]) {
+    const page = await open(at({ method: 'lora' }), { width, height });
+    await settled(page);
+    await page.click('#paste-box summary');
+    await page.click('#kernels summary');
+    const ids = await page.$$eval('form input, form select, form textarea', (els) => els.filter((e) => e.checkVisibility()).map((e) => e.id));
+    assert.ok(ids.length >= 20, ids.join());
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    // Upwards, as Shift+Tab goes: the browser scrolls each field to the top of the window.
+    for (const id of ids.reverse()) {
+      await page.focus(`#${id}`);
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      const view = await page.evaluate((fieldId) => {
+        const bar = document.querySelector('.summary-bar').getBoundingClientRect();
+        const field = document.getElementById(fieldId).getBoundingClientRect();
+        const hit = document.elementFromPoint(field.left + field.width / 2, field.top + Math.min(field.height / 2, 12));
+        return { barTop: bar.top, barBottom: bar.bottom, covered: !document.getElementById(fieldId).contains(hit) };
+      }, id);
+      assert.ok(view.barTop >= 0 && view.barBottom <= height, `${width}px ${id}: summary at ${view.barTop}–${view.barBottom}`);
+      assert.ok(!view.covered, `${width}px ${id}: the summary covers the field`);
+    }
+    // Choosing the GPU (below the fold on both) updates the summary in view.
+    const before = await page.textContent('#sum-peak');
+    await page.selectOption('#gpu', 'A100-40GB');
+    await settled(page);
+    assert.notEqual(await page.textContent('#sum-peak'), before);
+    assert.ok(await page.isVisible('#sum-badge'));
+    // The live region is the verdict line alone, not the results panel.
+    const live = await page.$$eval('[aria-live]', (els) => els.map((e) => e.id || e.className));
+    assert.ok(live.includes('sum-live') && !live.includes('results'), live.join());
+    assert.ok((await page.textContent('#sum-live')).length < 120);
+    await page.close();
+  }
+});
+
+test('errors: one readable message in the banner and at the field, never dimmed; axe finds nothing in the error state', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  await page.click('#paste-box summary');
+  for (const text of ['{"model_type": "llama", "hidden_size": 4096,', "{'model_type': 'llama', 'hidden_size': 4096}"]) {
+    await page.fill('#config', text);
+    await settled(page);
+    const field = await page.textContent('#err-config');
+    assert.match(field, /^invalid_json at \/model\/config: /);
+    assert.equal(await page.textContent('#error-text'), field);
+    assert.doesNotMatch(field, /"config"|@CONFIG@/, 'positions are in the pasted text, not the request around it');
+    assert.equal(/Python dict/.test(field), text.startsWith("{'"));
+    assert.equal(await page.textContent('#peak'), '–');
+    assert.equal(await page.textContent('#verdict'), 'error');
+    assert.equal(await page.textContent('#sum-badge'), 'error');
+    assert.match(await page.textContent('#sum-live'), /^error: invalid_json/);
+    assert.ok(await page.isVisible('#stale-note'));
+    const opacity = await page.$eval('#error-banner', (e) => {
+      let o = 1;
+      for (let n = e; n instanceof Element; n = n.parentElement) o *= Number(getComputedStyle(n).opacity);
+      return o;
+    });
+    assert.equal(opacity, 1);
+  }
+  await checkAxeAndShoot(page, 'error');
+  await page.click('#error-goto');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'config');
+  // Recovery clears the error state everywhere.
+  await page.selectOption('#preset', 'Qwen/Qwen3-8B');
+  await settled(page);
+  assert.equal(await page.isVisible('#error-banner'), false);
+  assert.equal(await page.isVisible('#stale-note'), false);
+  await assertMatchesCli(page);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('LoRA fields only for adapter methods; a LoRA error sits next to its field', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  assert.equal(await page.inputValue('#method'), 'full');
+  assert.equal(await page.isVisible('#lora_rank'), false);
+  assert.equal(await page.isVisible('#lora_targets'), false);
+  await page.selectOption('#method', 'lora');
+  await settled(page);
+  assert.equal(await page.isVisible('#lora_rank'), true);
+  await page.fill('#lora_rank', '0');
+  await settled(page);
+  assert.match(await page.textContent('#err-lora'), /^\w+ at \/training\/lora\/rank: /);
+  assert.equal(await page.textContent('#err-training'), '');
+  await page.click('#error-goto');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'lora_rank');
+  await page.close();
+});
+
+test('presets: popular families first, each by size; the filter never switches to a synthetic model silently', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  const groups = await page.$$eval('#preset optgroup', (gs) => gs.map((g) => [g.label, [...g.children].map((o) => o.value)]));
+  assert.equal(groups[0][0], 'meta-llama');
+  assert.equal(groups.at(-1)[0], 'synthetic test models');
+  assert.ok(groups.at(-1)[1].includes('iseekyan/mixtral-8x2b-4layers'));
+  const order = (label) => groups.find(([l]) => l === label)[1];
+  const llama = order('meta-llama');
+  const before = (list, a, b) => assert.ok(list.indexOf(a) >= 0 && list.indexOf(a) < list.indexOf(b), `${a} before ${b}`);
+  before(llama, 'meta-llama/Llama-3.2-1B-Instruct', 'meta-llama/Llama-3.1-8B');
+  before(llama, 'meta-llama/Llama-3.1-8B', 'meta-llama/Llama-3.1-70B-Instruct');
+  before(llama, 'meta-llama/Llama-3.1-70B-Instruct', 'meta-llama/Llama-3.1-405B-Instruct');
+  before(order('Qwen'), 'Qwen/Qwen3-0.6B', 'Qwen/Qwen3-8B');
+  before(order('Qwen'), 'Qwen/Qwen3-8B', 'Qwen/Qwen2.5-32B');
+  before(groups.map(([l]) => l), 'Qwen', 'bigscience');
+  for (const [typed, expected] of [['mixtral', 'mistralai/Mixtral-8x7B-Instruct-v0.1'], ['70b', 'meta-llama/Llama-3.1-70B-Instruct']]) {
+    await page.fill('#preset-filter', typed);
+    await settled(page);
+    assert.equal(await page.inputValue('#preset'), expected);
+    assert.match(await page.textContent('#preset-filter-status'), new RegExp(`now using ${expected}`));
+    assert.equal(JSON.parse(await page.textContent('#request-json')).model.preset, expected);
+  }
+  await page.fill('#preset-filter', '4layers');
+  assert.equal(await page.inputValue('#preset'), 'meta-llama/Llama-3.1-70B-Instruct');
+  assert.match(await page.textContent('#preset-filter-status'), /Only synthetic test models match.*still using meta-llama\/Llama-3\.1-70B-Instruct/);
+  await page.close();
+});
+
+test('load from Hugging Face: full URLs, a token kept only in memory, failures that say so and leave no stale "loaded" result', { skip }, async () => {
+  const hub = (u) => u.startsWith('https://huggingface.co/');
+  const page = await open(`${env.baseUrl}/index.html`, { allow: (u) => u.startsWith(env.baseUrl) || hub(u) });
+  const asked = [];
+  await page.route('https://huggingface.co/**', (route) => {
+    const r = route.request();
+    asked.push([r.url().replace('https://huggingface.co/', ''), r.headers().authorization]);
+    if (r.url().includes('/gated/')) return route.fulfill({ status: 401, body: 'gated' });
+    if (r.url().includes('/broken/')) return route.fulfill({ status: 200, contentType: 'application/json', body: '{"model_type": "llama", "hidden_size": 64}' });
+    return route.fulfill({ status: 200, contentType: 'application/json', headers: { 'access-control-allow-origin': '*' },
+      body: JSON.stringify({ model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12 }) });
+  });
+  await settled(page);
+  await page.click('#paste-box summary');
+  await page.fill('#hf-repo', 'https://huggingface.co/openai-community/gpt2/tree/main');
+  await page.fill('#hf-token', 'hf_secret123');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => document.querySelector('#hf-status').textContent.startsWith('Loaded'));
+  await settled(page);
+  assert.deepEqual(asked, [['openai-community/gpt2/resolve/main/config.json', 'Bearer hf_secret123']]);
+  assert.equal(await page.textContent('#hf-status'), 'Loaded openai-community/gpt2: 124,439,808 parameters.');
+  assert.match(await page.textContent('#model-name'), /^openai-community\/gpt2 · gpt2/);
+  assert.equal(await page.$eval('#preset', (s) => s.selectedOptions[0].textContent), '(the config.json below)');
+  const kept = await page.evaluate(() => JSON.stringify([location.href, { ...localStorage }, { ...sessionStorage }, document.querySelector('#request-json').textContent]));
+  assert.doesNotMatch(kept, /hf_secret123/);
+  // A refused load says so and names the model still in use.
+  await page.fill('#hf-token', '');
+  await page.fill('#hf-repo', 'gated/model');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => /gated or private/.test(document.querySelector('#hf-status').textContent));
+  assert.match(await page.textContent('#hf-status'), /Still using openai-community\/gpt2\.$/);
+  assert.equal(await page.$eval('#hf-status', (e) => e.classList.contains('error')), true);
+  assert.equal(asked.at(-1)[1], undefined);
+  // A config memfit cannot read: no "Loaded", and the old result is not shown as the answer.
+  await page.fill('#hf-repo', 'https://huggingface.co/broken/model');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => /^Fetched broken\/model, but memfit cannot use/.test(document.querySelector('#hf-status').textContent));
+  await settled(page);
+  assert.match(await page.textContent('#err-config'), /^missing_field at \/model\/config\//);
+  assert.equal(await page.textContent('#peak'), '–');
+  assert.equal(await page.textContent('#sum-badge'), 'error');
+  for (const [typed, pattern] of [['https://huggingface.co/datasets/org/data', /a dataset, not a model/], ['https://huggingface.co/org', /names no repository/]]) {
+    await page.fill('#hf-repo', typed);
+    await page.click('#hf-load');
+    assert.match(await page.textContent('#hf-status'), pattern);
+  }
+  assert.equal(asked.length, 3);
+  assert.deepEqual(page.unexpected, []);
+  await page.close();
+});
+
+test('the breakdown gives each part its share, what it is and the setting that shrinks it, one click away', { skip }, async () => {
+  const page = await open(at({ method: 'qlora', gpu: 'RTX-4090', gpus: '1', per_node: '1', micro_batch: '4' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const rows = await page.$$eval('#breakdown tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  const parts = Object.entries(result.breakdown).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]);
+  parts.forEach(([, v], i) => {
+    assert.equal(rows[i][2], percent(v / result.device_total_bytes), rows[i][0]);
+    assert.ok(rows[i][3].length > 20, `${rows[i][0]} is explained`);
+  });
+  const logits = rows.findIndex((r) => r[0] === 'logits loss');
+  assert.ok(logits >= 0 && /Smaller: the fused or chunked loss kernel/.test(rows[logits][3]));
+  assert.equal(await page.$eval('#kernels', (d) => d.open), false);
+  await page.click(`#breakdown tr:nth-child(${logits + 1}) button.lever`);
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'loss');
+  assert.equal(await page.$eval('#kernels', (d) => d.open), true);
+  await page.close();
+});
+
+test('GB or GiB for every amount of memory, kept in the link; "Copy link" copies the link', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: env.baseUrl });
+  await settled(page);
+  assert.match(await page.textContent('#peak'), / GiB$/);
+  await page.selectOption('#units', 'GB');
+  await settled(page);
+  const result = cli('estimate', JSON.parse(await page.textContent('#request-json')));
+  const gb = (bytes, digits = 1) => `${(bytes / 1e9).toFixed(digits)} GB`;
+  assert.equal(await page.textContent('#peak'), gb(result.device_total_bytes));
+  assert.equal(await page.textContent('#sum-peak'), `${gb(result.fit.compared_bytes)} of ${gb(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
+  assert.equal(await page.textContent('#sum-host'), result.host_bytes_per_node > 0 ? gb(result.host_bytes_per_node) : 'none');
+  assert.equal(await page.textContent('#breakdown tr:last-child td'), gb(result.device_total_bytes, 2));
+  const cells = await page.$$eval('#methods tbody td.num', (tds) => tds.map((td) => td.textContent).filter((t) => /B$/.test(t)));
+  assert.ok(cells.length > 0 && cells.every((t) => / GB$/.test(t)), cells.join());
+  assert.match(page.url(), /units=GB/);
+  await page.click('#copy-link');
+  await page.waitForFunction(() => document.querySelector('#link-status').textContent !== '');
+  assert.equal(await page.textContent('#link-status'), 'Copied the link.');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), page.url());
+  const again = await open(page.url());
+  await settled(again);
+  assert.equal(await again.inputValue('#units'), 'GB');
+  assert.equal(await again.textContent('#peak'), gb(result.device_total_bytes));
+  assert.deepEqual([...page.errors, ...again.errors], []);
+  await page.close();
+  await again.close();
+});
+
+test('the launch config shown first is the chosen framework\'s own', { skip }, async () => {
+  const page = await open(at({ framework: 'megatron' }));
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'megatron_args');
+  assert.match(await page.textContent('#launch-text'), /--tensor-model-parallel-size/);
+  await page.selectOption('#launch-format', 'accelerate_yaml');
+  await page.fill('#seq_len', '2048');
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'accelerate_yaml', 'a format the user chose stays');
+  await page.selectOption('#framework', 'torchtitan');
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'torchtitan_toml');
+  await page.close();
+});
+
+test('nothing fits: the settings that would, each searched by the core, fastest under 90 % first, applied with a click', { skip }, async () => {
+  const state = { method: 'qlora', gpu: 'RTX-4090', gpus: '1', per_node: '1', micro_batch: '4' };
+  const page = await open(at(state));
+  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
+  const { request, result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
+  const find = (pattern) => items.find(([b]) => pattern.test(b));
+  // The review's two biggest levers: the fused loss kernel and micro-batch 1 × accumulation 4.
+  const loss = find(/fused linear \+ cross-entropy loss kernel/);
+  const accum = find(/micro-batch 1 × gradient accumulation 4/);
+  assert.ok(loss && accum, items.join('\n'));
+  const variant = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
+  for (const [[, text], training] of [[loss, { loss: 'fused' }], [accum, { micro_batch: 1, grad_accum: 4 }]]) {
+    const c = variant(training).recommended;
+    assert.ok(text.includes(`→ ${c.method}: ${gib(c.memory.device_total_bytes)} per GPU (${percent(c.memory.usage_fraction)})`), `${text} vs ${c.method} ${gib(c.memory.device_total_bytes)}`);
+  }
+  // Ranked: under 90 % first, fastest first; a shorter sequence last.
+  const shares = items.map(([, t]) => Number(/\((\d+) %\)/.exec(t)[1]));
+  const speeds = items.map(([, t]) => / ([\d.]+)( k)? tokens\/s/.exec(t)).map((m) => Number(m[1]) * (m[2] ? 1000 : 1));
+  for (let i = 1; i < items.length; i += 1) {
+    if (/sequence length/.test(items[i - 1][0])) assert.fail('the shorter sequence is not last');
+    if (shares[i - 1] < 90 && shares[i] < 90 && !/sequence length/.test(items[i][0])) assert.ok(speeds[i - 1] >= speeds[i], items.join('\n'));
+  }
+  // One click applies it: the form, the link and the verdict follow.
+  await page.click('#suggestions li button >> text=/fused linear/');
+  await settled(page);
+  assert.equal(await page.inputValue('#loss'), 'fused');
+  assert.match(page.url(), /loss=fused/);
+  assert.notEqual(await page.textContent('#verdict'), 'OOM');
+  assert.equal(await page.$$eval('#suggestions li', (lis) => lis.length), 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a host memory per node set: layouts whose offload needs more are "host OOM", sorted last and never ★', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  const starBefore = (await tableRows(page))[0];
+  const capacity = 300;
+  assert.ok(starBefore.host !== 'none' && parseFloat(starBefore.host) > capacity, `the ★ needs ${starBefore.host}`);
+  await page.fill('#host_mem', String(capacity));
+  await settled(page);
+  await page.click('#methods-more');
+  const rows = await tableRows(page);
+  const over = (r) => r.host !== 'none' && parseFloat(r.host) > capacity;
+  const firstOver = rows.findIndex(over);
+  assert.ok(firstOver > 0, 'some layouts need more host memory');
+  for (const r of rows.slice(firstOver)) assert.ok(over(r) || r.verdict === 'OOM', `${r.method} (${r.verdict}, ${r.host}) after a host OOM row`);
+  for (const r of rows.filter(over)) assert.equal(r.verdict, 'host OOM', r.method);
+  assert.ok(rows[0].star && rows[0].shown && !over(rows[0]) && rows[0].verdict === 'fits', JSON.stringify(rows.slice(0, 3)));
+  assert.notEqual(rows[0].method, starBefore.method);
+  const { result } = await assertMatchesCli(page);
+  assert.ok(result.host_bytes_per_node <= capacity * 2 ** 30);
+  assert.match(page.url(), /host_mem=300/);
+  // The ★ row of before, chosen by hand: the headline and summary say it does not fit.
+  await page.click(`#methods button[data-method="${starBefore.method}"]`);
+  await settled(page);
+  assert.equal(await page.textContent('#sum-badge'), 'host OOM');
+  assert.match(await page.textContent('#sum-host'), new RegExp(`, more than the ${capacity}\\.0 GiB set$`));
+  assert.equal(await page.textContent('#sum-step'), '– (does not fit)');
+  assert.equal(await page.textContent('#throughput'), '– (does not fit)');
+  await page.fill('#host_mem', '-1');
+  await settled(page);
+  assert.match(await page.textContent('#err-host_mem'), /positive number of GiB/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('charts: the GPU\'s memory drawn on the timeline, each chart saved as PNG; printed: the setup, the summary and the results, no form', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const legend = await page.$$eval('#timeline-chart .u-legend th', (ths) => ths.map((th) => th.textContent));
+  assert.ok(legend.includes('GPU memory'), legend.join());
+  assert.ok(await page.$eval('#timeline-chart .u-legend', (l) => l.textContent.includes('79.6')), `capacity ${gib(result.fit.gpu_memory_bytes)}`);
+  for (const chart of ['breakdown', 'timeline']) {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#${chart}-chart-png`)]);
+    assert.equal(download.suggestedFilename(), `memfit-${chart}.png`);
+    assert.deepEqual([...readFileSync(await download.path()).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
+  }
+  await page.emulateMedia({ media: 'print' });
+  assert.equal(await page.isVisible('#gpus'), false);
+  assert.equal(await page.isVisible('#launch-text'), false);
+  assert.equal(await page.$eval('.summary-bar', (e) => getComputedStyle(e).position), 'static');
+  assert.equal(await page.textContent('#sum-setup'), `meta-llama/Llama-3.1-70B-Instruct · full · 8 × ${result.gpu.name} · sequence ${result.training.seq_len} · micro-batch ${result.training.micro_batch} × accumulation ${result.training.grad_accum} · ${result.framework.name}`);
+  assert.ok(await page.isVisible('#sum-setup') && await page.isVisible('#methods') && await page.isVisible('#breakdown'));
+  await page.close();
+});
+
+test('time to train the tokens set, from the estimate\'s throughput; none for a run that does not fit', { skip }, async () => {
+  const page = await open(at({ train_tokens: '2e9' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const s = 2e9 / result.perf.tokens_per_s;
+  const expected = s >= 86400 ? `${(s / 86400).toFixed(1)} days` : s >= 3600 ? `${(s / 3600).toFixed(1)} h` : `${(s / 60).toFixed(0)} min`;
+  assert.equal(await page.textContent('#train-time'), `${expected} for 2,000,000,000 tokens`);
+  await page.selectOption('#gpu', 'T4');
+  await page.fill('#per_node', '1');
+  await page.fill('#gpus', '1');
+  await settled(page);
+  assert.equal(await page.textContent('#verdict'), 'OOM');
+  assert.equal(await page.textContent('#train-time'), '– (does not fit)');
+  await page.fill('#train_tokens', 'lots');
+  await settled(page);
+  assert.match(await page.textContent('#err-train_tokens'), /positive number such as 2e9/);
+  await page.close();
+});
+
+test('two setups side by side: pin one, change the inputs, compare, restore the pinned one', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  assert.equal(await page.isVisible('#compare'), false);
+  const full = { peak: await page.textContent('#sum-peak'), method: await page.textContent('#sum-method') };
+  await page.click('#pin');
+  await page.selectOption('#method', 'lora');
+  await settled(page);
+  const lora = await page.textContent('#sum-peak');
+  assert.notEqual(lora, full.peak);
+  const rows = await page.$$eval('#compare-rows tr', (trs) => Object.fromEntries(trs.map((tr) => [tr.cells[0].textContent, [tr.cells[1].textContent, tr.cells[2].textContent]])));
+  assert.deepEqual(rows['Peak per GPU'], [full.peak, lora]);
+  assert.deepEqual(rows.Method[0], full.method);
+  assert.match(rows.Setup[0], /· full ·/);
+  assert.match(rows.Setup[1], /· lora ·/);
+  assert.match(rows.Throughput[1], /tokens\/s/);
+  assert.deepEqual(await axeViolations(page), []);
+  await page.click('#compare-restore');
+  await settled(page);
+  assert.equal(await page.inputValue('#method'), 'full');
+  assert.equal(await page.textContent('#sum-peak'), full.peak);
+  await page.click('#compare-unpin');
+  assert.equal(await page.isVisible('#compare'), false);
+  await page.close();
+});
