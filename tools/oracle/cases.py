@@ -34,12 +34,18 @@ FAMILIES = {
     "falcon_mqa": ("tiiuae/falcon-7b", 2, "MQA, parallel attention"),
     "gpt2_mha": ("openai-community/gpt2", 2, "MHA, LayerNorm, learned positions, Conv1D"),
 }
+# The past version sets run the families that transformers 4.44 already had (no Qwen3, Gemma-3).
+PAST_FAMILIES = ("llama3_gqa", "llama32_tied", "qwen25_bias", "mistral_swa", "mixtral_moe", "phi2_parallel",
+                 "gpt2_mha")
 # Families whose model class refuses attn_implementation="sdpa" (transformers raises): they run eager.
 EAGER_ONLY = {"gemma2_softcap"}
 # Families whose linears have Llama names (LoRA targets q,k,v,o,gate,up,down).
 LLAMA_NAMED = {"llama3_gqa", "llama32_tied", "llama2_mha", "qwen25_bias", "qwen3_qknorm", "mistral_swa",
                "gemma2_softcap", "gemma3", "qwen3_moe", "mixtral_moe"}
 
+# amp_bf16 is left out: CPU autocast casts fewer ops to fp32 than CUDA autocast (test_autocast.py), so the fake cpu
+# device cannot run CUDA's mixed precision yet (docs/oracle.md "What is left").
+PRECISIONS = ("bf16",)
 SHAPES = [(1, 512), (2, 512), (1, 1024)]  # micro-batch slope and sequence slope, two points each
 
 
@@ -96,7 +102,7 @@ def variants(family):
     methods = [("full", None, None)] + lora + [("freeze", None, None)]
     out = []
     for method in methods:
-        for precision in ("bf16", "amp_bf16"):
+        for precision in PRECISIONS:
             for ac in ("none", "full"):
                 out.append((*method, precision, ac, "sdpa", "adamw"))
     out.append(("full", None, None, "bf16", "none", "eager", "adamw"))
@@ -116,9 +122,10 @@ def case_id(c):
 def all_cases():
     """Every case, in the order to run them: version sets and families interleaved."""
     cases, ids = [], set()
-    for version_set, families, grid in (("cur_2026_11", FAMILIES, "all"), ("y2025_06", FAMILIES, "core"),
-                                        ("y2024_08", FAMILIES, "core")):
-        for family, (model_id, layers, _) in families.items():
+    for version_set, families, grid in (("cur_2026_11", FAMILIES, "all"), ("y2025_06", PAST_FAMILIES, "core"),
+                                        ("y2024_08", PAST_FAMILIES, "core")):
+        for family in families:
+            model_id, layers, _ = FAMILIES[family]
             oracle_id = reduced_config(model_id, layers)
             for v in variants(family):
                 method, rank, targets, precision, ac, attention, optimizer = v

@@ -12,7 +12,7 @@ import json
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from fake_h100 import pin_flash_sdpa
+from fake_h100 import SDPA_CALLS, pin_h100_sdpa
 from tracker import LiveBytes, saved_tensor_marker
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "amp_bf16": torch.float32}
@@ -34,6 +34,7 @@ def load_config(path, case):
 def build_model(config, case):
     """The model on meta in its parameter dtype, with the method's adapters or frozen parts applied."""
     import transformers
+    transformers.AutoModelForCausalLM._model_mapping[type(config)]  # import the model's module outside meta/bf16
     previous = torch.get_default_dtype()
     torch.set_default_dtype(DTYPES[case["precision"]])
     try:
@@ -119,7 +120,7 @@ def run_case(case, config_path, steps=2):
     tracker = LiveBytes()
     amp = case["precision"] == "amp_bf16"
     tracker.optimizer_scalars_on_host = case["optimizer_impl"] != "fused"
-    with FakeTensorMode(allow_non_fake_inputs=True), pin_flash_sdpa():
+    with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():
         model.to_empty(device="cpu")
         if getattr(config, "tie_word_embeddings", False):
             model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
@@ -157,4 +158,5 @@ def run_case(case, config_path, steps=2):
                             tracker.mark(v, "optimizer")
                 opt.zero_grad(set_to_none=True)
         hooks.remove()
+    tracker.sdpa_calls = dict(SDPA_CALLS)
     return tracker

@@ -26,7 +26,7 @@ def record(case, tracker, seconds):
     return {
         "id": case["id"], "ok": True, "peak_bytes": tracker.peak_bytes, "where": tracker.peak_where,
         "breakdown_bytes": tracker.breakdown(), "largest": tracker.largest_at_peak(5), "ops": tracker.ops,
-        "seconds": round(seconds, 2), "versions": versions(),
+        "seconds": round(seconds, 2), "versions": versions(), "sdpa_calls": getattr(tracker, "sdpa_calls", {}),
     }
 
 
