@@ -61,7 +61,8 @@ export async function compare() {
       family: /family (\S+);/.exec(row.notes)[1], method: row.method, precision: row.precision,
       ac: row.activation_checkpointing, attention: row.attention,
       oracle_gib: oracle / GIB, memfit_gib: memfit / GIB, error_pct: ((memfit - oracle) / oracle) * 100,
-      oracle_where: rec.where, oracle_breakdown_gib: mapGib(oracleBreakdown(rec)),
+      oracle_where: rec.where, memfit_peak: env.result.peak, sdpa_calls: rec.sdpa_calls,
+      oracle_breakdown_gib: mapGib(oracleBreakdown(rec)),
       memfit_breakdown_gib: mapGib(memfitBreakdown(env.result)),
     });
   }

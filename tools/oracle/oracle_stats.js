@@ -51,10 +51,11 @@ function markdownReport(rows, errors = []) {
     ['checkpointing', (r) => r.ac], ['attention', (r) => r.attention]];
   for (const [title, key] of keys) out.push(table(title, groupBy(rows, key)));
   const worst = [...rows].sort((a, b) => Math.abs(b.error_pct) - Math.abs(a.error_pct)).slice(0, 25);
-  out.push(['| worst cases | oracle GiB | memfit GiB | error % | oracle peak (phase / op / module) |', '|---|---|---|---|---|',
+  out.push(['| worst cases | oracle GiB | memfit GiB | error % | oracle peak (phase step / op / module) | memfit peak |',
+    '|---|---|---|---|---|---|',
     ...worst.map((r) => `| ${r.id} | ${r.oracle_gib.toFixed(3)} | ${r.memfit_gib.toFixed(3)} | ${r.error_pct >= 0 ? '+' : ''}`
       + `${r.error_pct.toFixed(1)} | ${r.oracle_where.phase} ${r.oracle_where.step + 1} / ${r.oracle_where.op} / `
-      + `${r.oracle_where.module || r.oracle_where.autograd_node} |`)].join('\n'));
+      + `${r.oracle_where.module || r.oracle_where.autograd_node} | ${r.memfit_peak ? `${r.memfit_peak.phase} / ${r.memfit_peak.label}` : ''} |`)].join('\n'));
   if (errors.length) out.push(`memfit errors: ${errors.length} (${errors.slice(0, 5).map((e) => `${e.id}: ${e.error.message}`).join('; ')})`);
   return out.join('\n\n') + '\n';
 }

@@ -35,13 +35,17 @@ def build_model(config, case):
     """The model on meta in its parameter dtype, with the method's adapters or frozen parts applied."""
     import transformers
     transformers.AutoModelForCausalLM._model_mapping[type(config)]  # import the model's module outside meta/bf16
+    dtype = DTYPES[case["precision"]]
+    # transformers 5 builds in the config's dtype unless told (`dtype=`); 4.x takes `torch_dtype=`
+    dtype_key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
     previous = torch.get_default_dtype()
-    torch.set_default_dtype(DTYPES[case["precision"]])
+    torch.set_default_dtype(dtype)
     try:
         with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(config)
+            model = transformers.AutoModelForCausalLM.from_config(config, **{dtype_key: dtype})
     finally:
         torch.set_default_dtype(previous)
+
     if case["activation_checkpointing"] == "full":
         model.gradient_checkpointing_enable()
     method = case["method"]
