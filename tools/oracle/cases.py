@@ -153,11 +153,14 @@ def all_cases():
                 c["layers"] = full[layer_key(full)]
                 c["id"] = case_id(c)
                 cases.append(c)
-    # Interleave families so that a partial run covers all of them.
+    # Run order: every variant at (1, 512) first, then the sequence slope's second point, then the batch slope's;
+    # within each, variants and families interleaved, so that a partial run covers all of them.
     rank, seen = {}, {}
     for c in cases:
-        key = (c["version_set"], c["family"])
+        key = (c["version_set"], c["family"], (c["micro_batch"], c["seq_len"]))
         rank[c["id"]] = seen.get(key, 0)
         seen[key] = rank[c["id"]] + 1
-    cases.sort(key=lambda c: (rank[c["id"]], list(VERSION_SETS).index(c["version_set"])))
+    shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
+    cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
+                              list(VERSION_SETS).index(c["version_set"])))
     return cases
