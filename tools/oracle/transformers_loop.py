@@ -117,8 +117,21 @@ class Hooks:
             h.remove()
 
 
+def unpacked_positions():
+    """transformers 5 treats a fake tensor as tracing and then keeps a packed-sequence mask that a GPU run drops
+    (`masking_utils.find_packed_sequence_indices` returns None when every row is one sequence, as the oracle's
+    arange positions are); without this, SDPA gets an explicit mask and leaves flash."""
+    try:
+        from transformers import masking_utils
+    except ImportError:  # transformers < 4.53 has no masking_utils
+        return
+    if hasattr(masking_utils, "find_packed_sequence_indices"):
+        masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
+
+
 def run_case(case, config_path, steps=2):
     """Runs `steps` training steps on fake tensors; returns the tracker."""
+    unpacked_positions()
     config = load_config(config_path, case)
     model = build_model(config, case)
     tracker = LiveBytes()
