@@ -10,6 +10,10 @@ disables itself when `torch.cuda.is_available()` is false. So tensors live on a 
   math; cuDNN only with cuDNN > 9.15, research/oracle.md §2.2). `pin_h100_sdpa` routes the calls to
   `aten._scaled_dot_product_flash_attention` / `_scaled_dot_product_efficient_attention`, whose meta kernels have the
   CUDA output shapes, and counts which kernel each call took.
+- Dropout: on cpu, `F.dropout` multiplies by a Bernoulli mask in the input's dtype (`_dropout_impl`: the fused kernel
+  is taken only on cuda/xpu/lazy/privateuse1 tensors, aten/src/ATen/native/Dropout.cpp `is_fused_kernel_acceptable`);
+  on CUDA it runs `native_dropout`, whose saved mask is 1-byte bool. `pin_h100_sdpa` routes training-mode dropout to
+  `aten.native_dropout`.
 - 512-byte block rounding is applied by the tracker (tracker.py) whatever the device.
 - Optimizer defaults: `_default_to_fused_or_foreach` returns (False, False) for FakeTensor params, so the runner passes
   foreach/fused explicitly, as torch on CUDA would default to foreach.
@@ -20,6 +24,14 @@ import torch
 import torch.nn.functional as F
 
 _ORIGINAL_SDPA = F.scaled_dot_product_attention
+_ORIGINAL_DROPOUT = F.dropout
+
+
+def _cuda_dropout(input, p=0.5, training=True, inplace=False):
+    """CUDA's fused dropout (bool mask) where torch takes it on a GPU."""
+    if not training or p == 0.0 or p == 1.0 or inplace:
+        return _ORIGINAL_DROPOUT(input, p, training, inplace)
+    return torch.ops.aten.native_dropout(input, p, True)[0]
 
 
 SDPA_CALLS = {"flash": 0, "efficient": 0, "math": 0}
@@ -55,7 +67,9 @@ def pin_h100_sdpa():
     for k in SDPA_CALLS:
         SDPA_CALLS[k] = 0
     F.scaled_dot_product_attention = _h100_sdpa
+    F.dropout = _cuda_dropout
     try:
         yield
     finally:
         F.scaled_dot_product_attention = _ORIGINAL_SDPA
+        F.dropout = _ORIGINAL_DROPOUT

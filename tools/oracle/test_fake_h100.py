@@ -51,5 +51,18 @@ class PinnedSdpaTest(unittest.TestCase):
         self.assertLessEqual(max(saved), S * S * 2)  # at most the additive bias, never H x S x S
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class PinnedDropoutTest(unittest.TestCase):
+    def test_training_dropout_saves_a_one_byte_mask(self):
+        with FakeTensorMode(), fake_h100.pin_h100_sdpa():
+            x = torch.empty(64, 1024, dtype=torch.bfloat16, requires_grad=True)
+            t = tr.LiveBytes()
+            with t, tr.saved_tensor_marker(t):
+                y = torch.nn.Dropout(0.1)(x)
+                saved = sorted(b.nbytes for b in t.live.values() if b.category == "activations")
+            del y
+        self.assertEqual(saved, [64 * 1024])  # bool mask; the cpu path would save a bf16 one (2 B per element)
+
+
 if __name__ == "__main__":
     unittest.main()

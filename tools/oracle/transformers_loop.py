@@ -92,14 +92,22 @@ class Hooks:
         self.tracker = tracker
         self.names = {id(m): n for n, m in model.named_modules()}
         head = model.get_output_embeddings()
+        self.stack = []
         self.handles = [
             torch.nn.modules.module.register_module_forward_pre_hook(self._enter),
+            torch.nn.modules.module.register_module_forward_hook(self._exit),
             head.register_forward_pre_hook(self._head_enter),
             head.register_forward_hook(self._head_exit),
         ]
 
     def _enter(self, module, args):
-        self.tracker.module = self.names.get(id(module), type(module).__name__)
+        self.stack.append(self.names.get(id(module), type(module).__name__))
+        self.tracker.module = self.stack[-1]
+
+    def _exit(self, module, args, out):
+        if self.stack:
+            self.stack.pop()
+        self.tracker.module = self.stack[-1] if self.stack else ""
 
     def _head_enter(self, module, args):
         self.tracker.region = "head"
