@@ -63,6 +63,8 @@ def build_model(config, case):
         keep = set(id(p) for layer in layers[-case["freeze_trainable_layers"]:] for p in layer.parameters())
         for p in model.parameters():
             p.requires_grad_(id(p) in keep)
+        if case["activation_checkpointing"] == "full":
+            model.enable_input_require_grads()  # reentrant checkpointing (transformers 4.x default) needs it
     return model
 
 
