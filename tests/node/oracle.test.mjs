@@ -13,11 +13,12 @@ const require = createRequire(import.meta.url);
 const v = require('../../cli/validate.js');
 const { agreement, WITHIN_PCT, UNDER_PCT } = require('../../tools/oracle/oracle_stats.js');
 
-// Measured on the committed cases (see docs/oracle.md "Agreement"); raise them as memfit improves.
+// Measured blind on the 673 committed cases at memfit 43de0a0 (docs/oracle.md "Agreement"): within 2 % on 32.7 %,
+// under by > 10 % on 14.6 %, median |error| 3.96 %. Raise these as memfit improves.
 const FLOOR = {
-  within_2pct_share: 0.0, // PLACEHOLDER
-  max_under_10pct_share: 1.0, // PLACEHOLDER
-  max_median_abs_error_pct: 100, // PLACEHOLDER
+  within_2pct_share: 0.32,
+  max_under_10pct_share: 0.15,
+  max_median_abs_error_pct: 4.0,
 };
 const ISSUE_TARGET_WITHIN_2PCT_SHARE = 0.95;
 
@@ -26,7 +27,7 @@ const records = new Map(readFileSync(`${root}tests/oracle/records.jsonl`, 'utf8'
   .filter((l) => l.trim()).map((l) => JSON.parse(l)).map((r) => [r.id, r]));
 
 test('every committed case has its oracle record, and the CSV holds the record\'s peak', () => {
-  assert.ok(cases.length >= 100, `only ${cases.length} cases`);
+  assert.ok(cases.length >= 600, `only ${cases.length} cases`);
   for (const row of cases) {
     const r = records.get(row.id);
     assert.ok(r && r.ok, row.id);
