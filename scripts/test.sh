@@ -18,6 +18,7 @@ if ! ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:p
 fi
 tail -n 3 build-asan/ctest.log
 python3 -m unittest discover -s tools/measure -p "test_*.py"
+python3 -m unittest discover -s tools/oracle -p "test_*.py"  # skipped without torch (CI); run in tools/oracle/.venvs
 python3 tools/measure/measure.py --dry-run tools/measure/campaign.csv --configs tests/validation/configs | tail -n 1
 python3 tools/measure/measure.py --dry-run tools/measure/gpu_check.csv --configs tests/validation/configs | tail -n 1
 node --test tests/node/

@@ -1,0 +1,54 @@
+// memfit against the oracle's committed cases (tests/oracle/cases.csv: peaks of live tensor bytes traced by
+// tools/oracle on fake tensors; docs/oracle.md), replayed through the built WASM module without torch.
+// The floor is the agreement measured when the cases were committed (blind, before any fix: tests/oracle/blind_*.json);
+// a change to the model that loses agreement fails here. Issue 31's target is far above it: memfit's allocated peak
+// within 2 % of the oracle on >= 95 % of the cases.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { built, loadSingle, root } from './helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const v = require('../../cli/validate.js');
+const { agreement, WITHIN_PCT, UNDER_PCT } = require('../../tools/oracle/oracle_stats.js');
+
+// Measured blind on the 673 committed cases at memfit 43de0a0 (docs/oracle.md "Agreement"): within 2 % on 32.7 %,
+// under by > 10 % on 14.6 %, median |error| 3.96 %. Raise these as memfit improves.
+const FLOOR = {
+  within_2pct_share: 0.32,
+  max_under_10pct_share: 0.15,
+  max_median_abs_error_pct: 4.0,
+};
+const ISSUE_TARGET_WITHIN_2PCT_SHARE = 0.95;
+
+const cases = v.readCases(readFileSync(`${root}tests/oracle/cases.csv`, 'utf8'));
+const records = new Map(readFileSync(`${root}tests/oracle/records.jsonl`, 'utf8').split('\n')
+  .filter((l) => l.trim()).map((l) => JSON.parse(l)).map((r) => [r.id, r]));
+
+test('every committed case has its oracle record, and the CSV holds the record\'s peak', () => {
+  assert.ok(cases.length >= 600, `only ${cases.length} cases`);
+  for (const row of cases) {
+    const r = records.get(row.id);
+    assert.ok(r && r.ok, row.id);
+    assert.equal(Number(row.measured_gib), Number((r.peak_bytes / 2 ** 30).toFixed(6)), row.id);
+    const parts = Object.values(r.breakdown_bytes).reduce((a, b) => a + b, 0);
+    assert.equal(parts, r.peak_bytes, `${row.id}: the breakdown sums to the peak`);
+  }
+});
+
+test('memfit agrees with the oracle at least as well as when the cases were committed', { skip: !built }, async () => {
+  const M = await loadSingle();
+  const report = v.validate(cases, {
+    estimate: (text) => M.estimate(text),
+    configDirs: [`${root}tests/validation/configs`, `${root}tests/oracle/configs`],
+  });
+  assert.deepEqual(report.errors, []);
+  assert.equal(report.rows.length, cases.length);
+  const s = agreement(report.rows);
+  const msg = JSON.stringify(s);
+  assert.ok(s.within_2pct_share >= FLOOR.within_2pct_share, `within ${WITHIN_PCT} %: ${msg}`);
+  assert.ok(s.under_10pct_share <= FLOOR.max_under_10pct_share, `under by > ${UNDER_PCT} %: ${msg}`);
+  assert.ok(s.median_abs_error_pct <= FLOOR.max_median_abs_error_pct, `median: ${msg}`);
+  assert.ok(FLOOR.within_2pct_share <= ISSUE_TARGET_WITHIN_2PCT_SHARE);
+});

@@ -1,0 +1,166 @@
+"""The oracle's cases: families x methods x precisions x checkpointing x kernels x batch and sequence slopes.
+
+Models are the validation configs (tests/validation/configs) with fewer layers where the per-layer pattern repeats
+(tests/oracle/configs/oracle__<name>-L<n>.json; one full-depth case per family keeps the reduction honest).
+"""
+import json
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VALIDATION_CONFIGS = os.path.join(REPO, "tests", "validation", "configs")
+ORACLE_CONFIGS = os.path.join(REPO, "tests", "oracle", "configs")
+
+# Version sets: requirement file tools/oracle/envs/<name>.txt; `date` is the month their releases were current
+# (memfit reads the row's date as framework_version).
+VERSION_SETS = {
+    "cur_2026_11": {"date": "2026-11"},
+    "y2025_06": {"date": "2025-06"},
+    "y2024_08": {"date": "2024-08"},
+}
+
+# family -> (validation config, reduced layer count, what the family exercises)
+FAMILIES = {
+    "llama3_gqa": ("meta-llama/Llama-3.1-8B", 2, "dense GQA, untied"),
+    "llama32_tied": ("meta-llama/Llama-3.2-1B-Instruct", 2, "dense GQA, tied embeddings"),
+    "llama2_mha": ("meta-llama/Llama-2-7b-hf", 2, "dense MHA"),
+    "qwen25_bias": ("Qwen/Qwen2.5-7B", 2, "GQA with q/k/v bias"),
+    "qwen3_qknorm": ("Qwen/Qwen3-8B", 2, "GQA with q/k norms"),
+    "mistral_swa": ("mistralai/Mistral-7B-v0.1", 2, "GQA, sliding-window config"),
+    "gemma2_softcap": ("google/gemma-2-2b", 2, "softcapping, alternating sliding windows"),
+    "gemma3": ("google/gemma-3-1b-it", 6, "5 local : 1 global layers, q/k norms"),
+    "qwen3_moe": ("Qwen/Qwen3-30B-A3B", 2, "MoE, 128 experts top-8"),
+    "mixtral_moe": ("mistralai/Mixtral-8x7B-Instruct-v0.1", 2, "MoE, 8 experts top-2"),
+    "phi2_parallel": ("microsoft/phi-2", 2, "parallel block, LayerNorm, partial rotary"),
+    "falcon_mqa": ("tiiuae/falcon-7b", 2, "MQA, parallel attention"),
+    "gpt2_mha": ("openai-community/gpt2", 2, "MHA, LayerNorm, learned positions, Conv1D"),
+}
+# The past version sets run the families that transformers 4.44 already had (no Qwen3, Gemma-3), less Mixtral:
+# before transformers 5 its router picks tokens with data-dependent `nonzero`, which fake tensors cannot run.
+PAST_FAMILIES = ("llama3_gqa", "llama32_tied", "qwen25_bias", "mistral_swa", "phi2_parallel", "gpt2_mha")
+# Families whose model class refuses attn_implementation="sdpa" (transformers raises): they run eager.
+EAGER_ONLY = {"gemma2_softcap"}
+# Families whose linears have Llama names (LoRA targets q,k,v,o,gate,up,down).
+LLAMA_NAMED = {"llama3_gqa", "llama32_tied", "llama2_mha", "qwen25_bias", "qwen3_qknorm", "mistral_swa",
+               "gemma2_softcap", "gemma3", "qwen3_moe", "mixtral_moe"}
+
+# amp_bf16 is left out: CPU autocast casts fewer ops to fp32 than CUDA autocast (test_autocast.py), so the fake cpu
+# device cannot run CUDA's mixed precision yet (docs/oracle.md "What is left").
+PRECISIONS = ("bf16",)
+SHAPES = [(1, 512), (2, 512), (1, 1024)]  # micro-batch slope and sequence slope, two points each
+
+
+def config_file(model_id):
+    return model_id.replace("/", "__") + ".json"
+
+
+def reduced_config(model_id, layers):
+    """Writes (if needed) the config with `layers` decoder layers; returns its oracle model id."""
+    with open(os.path.join(VALIDATION_CONFIGS, config_file(model_id))) as f:
+        config = json.load(f)
+    key = layer_key(config)
+    if layers >= config[key]:
+        return model_id
+    config[key] = layers
+    if isinstance(config.get("layer_types"), list):
+        config["layer_types"] = config["layer_types"][:layers]
+    oracle_id = f"oracle/{model_id.split('/')[1]}-L{layers}"
+    os.makedirs(ORACLE_CONFIGS, exist_ok=True)
+    path = os.path.join(ORACLE_CONFIGS, config_file(oracle_id))
+    text = json.dumps(config, indent=2, sort_keys=True) + "\n"
+    if not os.path.exists(path) or open(path).read() != text:
+        with open(path, "w") as f:
+            f.write(text)
+    return oracle_id
+
+
+def layer_key(config):
+    return "num_hidden_layers" if "num_hidden_layers" in config else "n_layer"
+
+
+def config_path(model_id):
+    for d in (ORACLE_CONFIGS, VALIDATION_CONFIGS):
+        p = os.path.join(d, config_file(model_id))
+        if os.path.exists(p):
+            return p
+    raise FileNotFoundError(model_id)
+
+
+def base_case(version_set, family, model_id):
+    return {
+        "version_set": version_set, "family": family, "model": model_id, "framework": "transformers_loop",
+        "method": "full", "lora_rank": None, "lora_targets": None, "freeze_trainable_layers": 2,
+        "precision": "bf16", "optimizer": "adamw", "optimizer_impl": "foreach", "micro_batch": 1, "seq_len": 512,
+        "activation_checkpointing": "none", "attention": "sdpa",
+    }
+
+
+def variants(family):
+    """(method, lora_rank, lora_targets, precision, ac, attention, optimizer) for one family and version set."""
+    lora = [("lora", 16, "all-linear")]
+    if family in LLAMA_NAMED:
+        lora.append(("lora", 8, "q,v"))
+    methods = [("full", None, None)] + lora + [("freeze", None, None)]
+    out = []
+    for method in methods:
+        for precision in PRECISIONS:
+            for ac in ("none", "full"):
+                out.append((*method, precision, ac, "sdpa", "adamw"))
+    out.append(("full", None, None, "bf16", "none", "eager", "adamw"))
+    out.append(("full", None, None, "fp32", "none", "sdpa", "adamw"))
+    out.append(("full", None, None, "bf16", "none", "sdpa", "sgd"))
+    return out
+
+
+def case_id(c):
+    method = c["method"] if c["method"] != "lora" else f"lora{c['lora_rank']}{c['lora_targets'].replace(',', '')}"
+    parts = [c["version_set"], c["family"], f"L{c['layers']}", method, c["precision"],
+             "ac" if c["activation_checkpointing"] == "full" else "noac", c["attention"], c["optimizer"],
+             f"b{c['micro_batch']}s{c['seq_len']}"]
+    return "OR-" + "-".join(p.replace("_", "") for p in parts)
+
+
+def all_cases():
+    """Every case, in the order to run them: version sets and families interleaved."""
+    cases, ids = [], set()
+    for version_set, families, grid in (("cur_2026_11", FAMILIES, "all"), ("y2025_06", PAST_FAMILIES, "core"),
+                                        ("y2024_08", PAST_FAMILIES, "core")):
+        for family in families:
+            model_id, layers, _ = FAMILIES[family]
+            oracle_id = reduced_config(model_id, layers)
+            for v in variants(family):
+                method, rank, targets, precision, ac, attention, optimizer = v
+                if family in EAGER_ONLY:
+                    attention = "eager"
+                if grid == "core" and (precision != "bf16" or optimizer != "adamw" or targets == "q,v"):
+                    continue
+                for b, s in SHAPES:
+                    c = base_case(version_set, family, oracle_id)
+                    c.update(method=method, lora_rank=rank, lora_targets=targets, precision=precision,
+                             activation_checkpointing=ac, attention=attention, optimizer=optimizer,
+                             micro_batch=b, seq_len=s, layers=layers)
+                    if method == "lora" and family not in LLAMA_NAMED and targets != "all-linear":
+                        continue
+                    c["id"] = case_id(c)
+                    if c["id"] not in ids:
+                        ids.add(c["id"])
+                        cases.append(c)
+            if version_set == "cur_2026_11":  # one full-depth case per family
+                c = base_case(version_set, family, model_id)
+                if family in EAGER_ONLY:
+                    c["attention"] = "eager"
+                with open(os.path.join(VALIDATION_CONFIGS, config_file(model_id))) as f:
+                    full = json.load(f)
+                c["layers"] = full[layer_key(full)]
+                c["id"] = case_id(c)
+                cases.append(c)
+    # Run order: every variant at (1, 512) first, then the sequence slope's second point, then the batch slope's;
+    # within each, variants and families interleaved, so that a partial run covers all of them.
+    rank, seen = {}, {}
+    for c in cases:
+        key = (c["version_set"], c["family"], (c["micro_batch"], c["seq_len"]))
+        rank[c["id"]] = seen.get(key, 0)
+        seen[key] = rank[c["id"]] + 1
+    shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
+    cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
+                              list(VERSION_SETS).index(c["version_set"])))
+    return cases

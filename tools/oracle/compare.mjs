@@ -1,0 +1,82 @@
+// memfit against the oracle, like for like: memfit's peak_allocated_bytes (tensor bytes in the caching allocator;
+// the cuBLAS workspace, context and NCCL are outside it, see cli/validate.js COUNTER_FIELDS and
+// src/export/estimate_json.cpp) against the oracle's peak of live tensor bytes, with both breakdowns at the peak.
+//   node tools/oracle/compare.mjs [--json OUT] [--markdown]
+// Reads tests/oracle/cases.csv and records.jsonl; needs the built WASM module (build-wasm/site/memfit_single.js).
+import { createRequire } from 'node:module';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const v = require(`${root}cli/validate.js`);
+const stats = require(`${root}tools/oracle/oracle_stats.js`);
+
+const GIB = 2 ** 30;
+// oracle category -> memfit breakdown fields (src/export/estimate_json.cpp at_peak)
+const CATEGORY_FIELDS = {
+  weights: ['weights_bytes', 'master_weights_bytes'],
+  gradients: ['gradients_bytes'],
+  optimizer: ['optimizer_states_bytes'],
+  activations: ['activations_bytes'],
+  logits_loss: ['logits_loss_bytes'],
+  temporaries: ['temporaries_bytes', 'communication_bytes'],
+};
+
+function readRecords() {
+  const out = new Map();
+  for (const line of readFileSync(`${root}tests/oracle/records.jsonl`, 'utf8').split('\n')) {
+    if (line.trim()) { const r = JSON.parse(line); out.set(r.id, r); }
+  }
+  return out;
+}
+
+function memfitBreakdown(result) {
+  const b = result.breakdown;
+  return Object.fromEntries(Object.entries(CATEGORY_FIELDS).map(([k, fields]) => [k, fields.reduce((s, f) => s + (b[f] || 0), 0)]));
+}
+
+function oracleBreakdown(record) {
+  const b = { ...record.breakdown_bytes };
+  b.activations += b.inputs; // memfit counts the token ids with the activations
+  delete b.inputs;
+  return b;
+}
+
+export async function compare() {
+  const M = await require(`${root}build-wasm/site/memfit_single.js`)();
+  const cases = v.readCases(readFileSync(`${root}tests/oracle/cases.csv`, 'utf8'));
+  const records = readRecords();
+  const findConfig = v.configFinder([`${root}tests/validation/configs`, `${root}tests/oracle/configs`]);
+  const rows = [];
+  const errors = [];
+  for (const row of cases) {
+    const env = JSON.parse(M.estimate(JSON.stringify(v.rowToRequest(row, findConfig(row.model)))));
+    if (!env.ok) { errors.push({ id: row.id, error: env.error }); continue; }
+    const rec = records.get(row.id);
+    const oracle = rec.peak_bytes;
+    const memfit = env.result.peak_allocated_bytes;
+    rows.push({
+      id: row.id, version_set: row.source.replace('oracle:', ''), framework: row.framework,
+      family: /family (\S+);/.exec(row.notes)[1], method: row.method, precision: row.precision,
+      ac: row.activation_checkpointing, attention: row.attention,
+      oracle_gib: oracle / GIB, memfit_gib: memfit / GIB, error_pct: ((memfit - oracle) / oracle) * 100,
+      oracle_where: rec.where, memfit_peak: env.result.peak, sdpa_calls: rec.sdpa_calls,
+      oracle_breakdown_gib: mapGib(oracleBreakdown(rec)),
+      memfit_breakdown_gib: mapGib(memfitBreakdown(env.result)),
+    });
+  }
+  return { rows, errors };
+}
+
+const mapGib = (o) => Object.fromEntries(Object.entries(o).map(([k, b]) => [k, b / GIB]));
+
+async function main() {
+  const args = process.argv.slice(2);
+  const report = await compare();
+  const jsonAt = args.indexOf('--json');
+  if (jsonAt >= 0) writeFileSync(args[jsonAt + 1], JSON.stringify(report, null, 1) + '\n');
+  process.stdout.write(stats.markdownReport(report.rows, report.errors));
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -1,0 +1,189 @@
+"""Runner `transformers_loop`: a transformers model trained by a plain PyTorch loop, under fake tensors.
+
+The loop, two steps (the second has optimizer states during forward and backward), as accelerate's
+examples/nlp_example.py and PEFT's example scripts write it:
+    for batch in ...: outputs = model(**batch); loss = outputs.loss; loss.backward(); opt.step(); opt.zero_grad()
+`outputs` (with the logits) stays alive through backward, the optimizer step and the next forward, until the next
+call returns and the name is rebound.
+"""
+import contextlib
+import json
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from fake_h100 import SDPA_CALLS, pin_h100_sdpa
+from tracker import LiveBytes, saved_tensor_marker
+
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "amp_bf16": torch.float32}
+LORA_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+                "down": "down_proj"}
+
+
+def load_config(path, case):
+    import transformers
+    with open(path) as f:
+        raw = json.load(f)
+    raw = {k: v for k, v in raw.items() if not k.startswith("_")}
+    config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
+    config._attn_implementation = case["attention"]
+    config.use_cache = False
+    return config
+
+
+def build_model(config, case):
+    """The model on meta in its parameter dtype, with the method's adapters or frozen parts applied."""
+    import transformers
+    transformers.AutoModelForCausalLM._model_mapping[type(config)]  # import the model's module outside meta/bf16
+    dtype = DTYPES[case["precision"]]
+    # transformers 5 builds in the config's dtype unless told (`dtype=`); 4.x takes `torch_dtype=`
+    dtype_key = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device("meta"):
+            model = transformers.AutoModelForCausalLM.from_config(config, **{dtype_key: dtype})
+    finally:
+        torch.set_default_dtype(previous)
+
+    if case["activation_checkpointing"] == "full":
+        model.gradient_checkpointing_enable()
+    method = case["method"]
+    if method == "lora":
+        import peft
+        targets = case["lora_targets"]
+        target_modules = "all-linear" if targets == "all-linear" else [LORA_MODULES[t] for t in targets.split(",")]
+        lora = peft.LoraConfig(r=case["lora_rank"], lora_alpha=2 * case["lora_rank"], lora_dropout=case.get(
+            "lora_dropout", 0.0), target_modules=target_modules, task_type="CAUSAL_LM")
+        model = peft.get_peft_model(model, lora)
+        if case["activation_checkpointing"] == "full":
+            model.enable_input_require_grads()
+    elif method == "freeze":
+        layers = decoder_layers(model)
+        keep = set(id(p) for layer in layers[-case["freeze_trainable_layers"]:] for p in layer.parameters())
+        for p in model.parameters():
+            p.requires_grad_(id(p) in keep)
+        if case["activation_checkpointing"] == "full":
+            model.enable_input_require_grads()  # reentrant checkpointing (transformers 4.x default) needs it
+    return model
+
+
+def decoder_layers(model):
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) > 0 and hasattr(module[0], "forward"):
+            return list(module)
+    raise ValueError("no decoder layer list found")
+
+
+def make_optimizer(params, case):
+    name, impl = case["optimizer"], case["optimizer_impl"]
+    flags = {"foreach": impl == "foreach", "fused": impl == "fused"} if impl != "for_loop" else {"foreach": False}
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-5, **flags)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, **flags)
+    if name == "sgd_momentum":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **flags)
+    raise ValueError(f"optimizer {name} not in this runner")
+
+
+class Hooks:
+    """Module names for the tracker, and the loss region: from the output layer's forward to its input's gradient."""
+
+    def __init__(self, model, tracker):
+        self.tracker = tracker
+        self.names = {id(m): n for n, m in model.named_modules()}
+        head = model.get_output_embeddings()
+        self.stack = []
+        self.handles = [
+            torch.nn.modules.module.register_module_forward_pre_hook(self._enter),
+            torch.nn.modules.module.register_module_forward_hook(self._exit),
+            head.register_forward_pre_hook(self._head_enter),
+            head.register_forward_hook(self._head_exit),
+        ]
+
+    def _enter(self, module, args):
+        self.stack.append(self.names.get(id(module), type(module).__name__))
+        self.tracker.module = self.stack[-1]
+
+    def _exit(self, module, args, out):
+        if self.stack:
+            self.stack.pop()
+        self.tracker.module = self.stack[-1] if self.stack else ""
+
+    def _head_enter(self, module, args):
+        self.tracker.region = "head"
+
+    def _head_exit(self, module, args, out):
+        x = args[0] if args else None
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            x.register_hook(self._head_input_grad)
+
+    def _head_input_grad(self, grad):
+        self.tracker.region = "body"
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+
+def unpacked_positions():
+    """transformers 5 treats a fake tensor as tracing and then keeps a packed-sequence mask that a GPU run drops
+    (`masking_utils.find_packed_sequence_indices` returns None when every row is one sequence, as the oracle's
+    arange positions are); without this, SDPA gets an explicit mask and leaves flash."""
+    try:
+        from transformers import masking_utils
+    except ImportError:  # transformers < 4.53 has no masking_utils
+        return
+    if hasattr(masking_utils, "find_packed_sequence_indices"):
+        masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
+
+
+def run_case(case, config_path, steps=2):
+    """Runs `steps` training steps on fake tensors; returns the tracker."""
+    unpacked_positions()
+    config = load_config(config_path, case)
+    model = build_model(config, case)
+    tracker = LiveBytes()
+    amp = case["precision"] == "amp_bf16"
+    tracker.optimizer_scalars_on_host = case["optimizer_impl"] != "fused"
+    with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():
+        model.to_empty(device="cpu")
+        if getattr(config, "tie_word_embeddings", False):
+            model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
+        model.train()
+        for p in model.parameters():
+            tracker.track(p, "weights")
+        for b in model.buffers():
+            tracker.track(b, "weights")
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        opt = make_optimizer(trainable, case)
+        for p in trainable:
+            p.register_post_accumulate_grad_hook(lambda q: tracker.mark(q.grad, "gradients"))
+        hooks = Hooks(model, tracker)
+        b, s = case["micro_batch"], case["seq_len"]
+        with tracker, saved_tensor_marker(tracker):
+            tracker.phase = "inputs"
+            ids = torch.randint(0, config.vocab_size, (b, s))
+            labels = ids.clone()
+            tracker.mark(ids, "inputs")
+            tracker.mark(labels, "inputs")
+            outputs = None
+            for step in range(steps):
+                tracker.step = step
+                tracker.phase, tracker.region = "forward", "body"
+                autocast = torch.autocast("cpu", dtype=torch.bfloat16) if amp else contextlib.nullcontext()
+                with autocast:
+                    outputs = model(input_ids=ids, labels=labels)
+                tracker.phase = "backward"
+                outputs.loss.backward()
+                tracker.phase, tracker.module = "optimizer", "optimizer"
+                opt.step()
+                for state in opt.state.values():
+                    for v in state.values():
+                        if isinstance(v, torch.Tensor) and tracker.block_of(v) is not None:
+                            tracker.mark(v, "optimizer")
+                opt.zero_grad(set_to_none=True)
+        hooks.remove()
+    tracker.sdpa_calls = dict(SDPA_CALLS)
+    return tracker

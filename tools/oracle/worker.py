@@ -1,0 +1,49 @@
+"""Runs oracle cases inside one version set's virtual environment: JSON cases on stdin, one JSON record per line out.
+
+Started by run.py as `<venv>/bin/python tools/oracle/worker.py`; importing torch and transformers once per batch.
+"""
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def versions():
+    import importlib.metadata as md
+    out = {}
+    for name in ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "trl"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def record(case, tracker, seconds):
+    return {
+        "id": case["id"], "ok": True, "peak_bytes": tracker.peak_bytes, "where": tracker.peak_where,
+        "breakdown_bytes": tracker.breakdown(), "largest": tracker.largest_at_peak(5), "ops": tracker.ops,
+        "seconds": round(seconds, 2), "versions": versions(), "sdpa_calls": getattr(tracker, "sdpa_calls", {}),
+    }
+
+
+def main():
+    import transformers_loop
+    runners = {"transformers_loop": transformers_loop.run_case}
+    for line in sys.stdin:
+        case = json.loads(line)
+        start = time.time()
+        try:
+            tracker = runners[case["framework"]](case, case["config_path"])
+            out = record(case, tracker, time.time() - start)
+        except Exception as e:  # a case that cannot run is reported, not fatal to the batch
+            out = {"id": case["id"], "ok": False, "error": f"{type(e).__name__}: {e}"[:600],
+                   "trace": traceback.format_exc()[-1500:], "versions": versions()}
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
