@@ -1,6 +1,6 @@
 // memfit against the oracle's committed cases (tests/oracle/cases.csv: peaks of live tensor bytes traced by
 // tools/oracle on fake tensors; docs/oracle.md), replayed through the built WASM module without torch.
-// The floor is the agreement measured when the cases were committed (blind, before any fix: tests/oracle/blind_*.json);
+// The floor is the agreement measured when the cases were committed (blind, before any fix: tests/oracle/freeze.json);
 // a change to the model that loses agreement fails here. Issue 31's target is far above it: memfit's allocated peak
 // within 2 % of the oracle on >= 95 % of the cases.
 import { test } from 'node:test';
