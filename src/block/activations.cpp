@@ -59,31 +59,6 @@ std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t)
                                                                               : a.attention.num_kv_heads;
 }
 
-bool policy_reads_unchecked_layer(const TrainingSetup& t) {
-  return t.checkpointing == Checkpointing::kSelective && (t.selective_layer_period > 0 || t.selective_every_other_mm);
-}
-
-LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t, std::int64_t lo, std::int64_t hi) {
-  LayerKeep k;
-  k.layers = hi - lo;
-  k.per_token = acts.saved_per_token;
-  k.per_token_per_position = acts.saved_per_token_per_position;
-  k.checkpoint_per_token = acts.checkpoint_per_token;
-  if (t.checkpointing == Checkpointing::kFull) {
-    k.checkpointed = k.layers;
-  } else if (t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0) {
-    const std::int64_t p = t.selective_layer_period;
-    k.checkpointed = hi / p - lo / p;
-  } else if (t.checkpointing == Checkpointing::kSelective && t.selective_every_other_mm) {
-    // The saved matmul outputs stay; the rest of the layer is recomputed in its backward.
-    k.per_token = acts.mm_policy_kept_per_token;
-    k.per_token_per_position = 0;
-    k.recomputes = true;
-  }
-  k.recomputes = k.recomputes || k.checkpointed > 0;
-  return k;
-}
-
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
                                    bool cross_attention, bool base_trains, const ActivationSplit& split) {
   const std::int64_t h = a.hidden_size;

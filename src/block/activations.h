@@ -37,7 +37,9 @@ struct ActivationSplit {
 /// Whether the checkpointing policy starts from the layer's activations without checkpointing
 /// (layer- and op-level selective checkpointing) rather than from those `t` computes (plain
 /// selective recomputes the attention core, so its kernel's own saved tensors drop).
-bool policy_reads_unchecked_layer(const TrainingSetup& t);
+inline bool policy_reads_unchecked_layer(const TrainingSetup& t) {
+  return t.checkpointing == Checkpointing::kSelective && (t.selective_layer_period > 0 || t.selective_every_other_mm);
+}
 
 /// What the checkpointing policy keeps of layers [lo, hi) of one group from forward to backward:
 /// `checkpointed` of them keep only their input (`checkpoint_per_token`), the others keep
@@ -50,11 +52,11 @@ struct LayerKeep {
   /// Mean bytes kept per layer of the range for `tokens` tokens attending over `positions` keys.
   std::int64_t bytes_per_layer(std::int64_t tokens, std::int64_t positions) const {
     const char* what = "activation bytes";
-    const std::int64_t checkpoint = checked_mul(checkpoint_per_token, tokens, what);
-    if (checkpointed == layers) return checkpoint;
+    if (checkpointed == layers) return checked_mul(checkpoint_per_token, tokens, what);
     const std::int64_t saved = checked_add(checked_mul(per_token, tokens, what),
                                            checked_mul(checked_mul(per_token_per_position, tokens, what), positions, what), what);
     if (checkpointed == 0) return saved;
+    const std::int64_t checkpoint = checked_mul(checkpoint_per_token, tokens, what);
     return (checked_mul(checkpointed, checkpoint, what) + checked_mul(layers - checkpointed, saved, what)) / layers;
   }
   /// The same in floating point, for the step time (which never throws on a large layout).
@@ -69,7 +71,26 @@ struct LayerKeep {
 /// The keep rule of `t.checkpointing` for layers [lo, hi), from `acts`: the layer's activations
 /// as policy_reads_unchecked_layer says (torchtitan counts blocks from 1 and checkpoints those
 /// whose count the layer period divides; its op policy keeps every other matmul output).
-LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t, std::int64_t lo, std::int64_t hi);
+inline LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t, std::int64_t lo, std::int64_t hi) {
+  LayerKeep k;
+  k.layers = hi - lo;
+  k.per_token = acts.saved_per_token;
+  k.per_token_per_position = acts.saved_per_token_per_position;
+  k.checkpoint_per_token = acts.checkpoint_per_token;
+  if (t.checkpointing == Checkpointing::kFull) {
+    k.checkpointed = k.layers;
+  } else if (t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0) {
+    const std::int64_t p = t.selective_layer_period;
+    k.checkpointed = hi / p - lo / p;
+  } else if (t.checkpointing == Checkpointing::kSelective && t.selective_every_other_mm) {
+    // The saved matmul outputs stay; the rest of the layer is recomputed in its backward.
+    k.per_token = acts.mm_policy_kept_per_token;
+    k.per_token_per_position = 0;
+    k.recomputes = true;
+  }
+  k.recomputes = k.recomputes || k.checkpointed > 0;
+  return k;
+}
 
 /// One matmul of a transformer block, per token on one rank: its input and output widths.
 struct BlockMatmul {
