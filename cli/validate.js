@@ -35,6 +35,7 @@ const LORA_METHODS = new Set(['lora', 'qlora', 'dora']);
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
   max_allocated: 'peak_allocated_bytes',
+  tensor_bytes: 'peak_tensor_bytes',
   peak_active: 'peak_active_bytes',
   max_reserved: 'peak_reserved_bytes',
   nvidia_smi: 'device_total_bytes',

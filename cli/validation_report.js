@@ -9,7 +9,7 @@ const { fixed, signed, mdTable } = v;
 
 /// The command that regenerates docs/validation.md (package.json's `validation-report`).
 const REPORT_COMMAND = 'node cli/memfit.js validate tests/validation/calibration.csv tests/validation/sources '
-  + '--configs tests/validation/configs --markdown > docs/validation.md';
+  + 'tests/validation/measured_h200.csv --configs tests/validation/configs --markdown > docs/validation.md';
 /// Issue 32's targets on the rows memfit was not shaped on.
 const BLIND_TARGET = { median_abs_error_pct: 5, p90_abs_error_pct: 12, under_10_share_pct: 5 };
 const SHAPED_ON = 'shaped on (tuned; no blind record)';
@@ -170,6 +170,10 @@ function preamble(files, info) {
     + '`tests/validation/blind/<name>.json` by itself; `--blind FILE` names another): rows not frozen have no '
     + 'blind number, rows edited since the freeze are flagged. Blind numbers are what memfit predicted for runs it '
     + 'had not seen; current numbers show what the changes made of them.',
+    '',
+    '**Measured here.** `tests/validation/measured_h200.csv` is the GPU cross-check: 16 single-GPU cases run '
+    + 'on one H200 (`tools/measure/gpu_check.sh`), three counters each, predicted before the run; '
+    + '`docs/gpu_check.md` sets them beside the executable oracle and lists what the run taught.',
   ];
 }
 

@@ -70,7 +70,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
   const std::int64_t master = std::min(s.master_weights_bytes, e.at_peak.weights_bytes);
   at_peak["weights_bytes"] = e.at_peak.weights_bytes - master;
   at_peak["master_weights_bytes"] = master;
-  at_peak["allocator_cache_bytes"] = e.peak_reserved_bytes - e.peak_allocated_bytes - rt.cublas_workspace_bytes;
+  at_peak["allocator_cache_bytes"] = e.peak_reserved_bytes - e.peak_allocated_bytes;
   at_peak["cublas_workspace_bytes"] = rt.cublas_workspace_bytes;
   at_peak["cuda_context_bytes"] = rt.cuda_context_bytes;
   at_peak["outside_allocator_bytes"] = s.unmanaged_optimizer_states_bytes;
@@ -78,6 +78,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
 
   Json j{{"peak_allocated_bytes", e.peak_allocated_bytes},
          {"peak_active_bytes", e.peak_active_bytes},
+         {"peak_tensor_bytes", e.peak_tensor_bytes},
          {"peak_reserved_bytes", e.peak_reserved_bytes},
          {"device_total_bytes", e.device_total_bytes},
          {"first_step_peak_allocated_bytes", e.first_step_peak_allocated_bytes},

@@ -264,9 +264,10 @@ class Replay {
     if (record_timeline_) est.peak_label = at.label.render() + suffix;
     est.peak_layer = at.layer;
     est.at_peak = peak;
-    est.peak_allocated_bytes = peak.total();
-    est.first_step_peak_allocated_bytes = first_step_bytes;
-    const Peaks p = peaks_over(est.peak_allocated_bytes);
+    est.peak_tensor_bytes = peak.total();
+    const Peaks p = peaks_over(est.peak_tensor_bytes);
+    est.peak_allocated_bytes = p.allocated_bytes;
+    est.first_step_peak_allocated_bytes = first_step_bytes > 0 ? first_step_bytes + rt_.cublas_workspace_bytes : 0;
     est.peak_reserved_bytes = p.reserved_bytes;
     est.peak_active_bytes = est.peak_allocated_bytes;
     est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
@@ -304,10 +305,11 @@ class Replay {
   }
 
  private:
-  // Reserved and device total over an allocated peak, after the replay has noted its events.
+  // Allocated (the workspaces added), reserved and device total over a peak of tensor bytes, after
+  // the replay has noted its events.
   Peaks peaks_over(std::int64_t allocated) const {
     Peaks p;
-    p.allocated_bytes = allocated;
+    p.allocated_bytes = allocated + rt_.cublas_workspace_bytes;
     const std::int64_t slack = checked_mul(states_.weight_tensor_count, rt_.weight_tensor_slack_bytes, "slack") +
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     // Blocks of the collective streams' pools are not reused by the compute stream: the pools

@@ -23,9 +23,11 @@ namespace memfit {
 /// measurement campaign (tools/measure); each is a named property (the result's `runtime` shows
 /// the context, workspace and large-block slack).
 struct RuntimeProfile {
-  /// CUDA context + loaded kernels + local-memory reservation after one training step, outside the
-  /// caching allocator (research: ~250–450 MiB at init plus modules loaded during the first step).
-  std::int64_t cuda_context_bytes = 600LL << 20;
+  /// CUDA context + loaded kernels + library handles after training, outside the caching
+  /// allocator: 804,061,184 B measured on all 16 GPU cross-check cases but eager attention
+  /// (787,283,968 B), 527 MiB of it at init; H200, torch 2.11.0+cu130, driver 580.159.04
+  /// (tests/validation/measured_h200/*.json, `memory.after_training.outside_allocator`).
+  std::int64_t cuda_context_bytes = 767LL << 20;
   /// Expected rounding slack per live large tensor: the caching allocator rounds segments of
   /// requests >= 10 MiB up to 2 MiB (kRoundLarge, c10/cuda/CUDACachingAllocator.cpp); half a page
   /// on average.
@@ -41,9 +43,11 @@ struct RuntimeProfile {
   /// intermediates: block/activations.cpp). Full checkpointing keeps each layer's input alone.
   std::int64_t live_tensors_per_layer = 12;
   std::int64_t live_tensors_per_checkpointed_layer = 1;
-  /// cuBLAS workspace per stream inside the allocator on Hopper (CUBLAS_WORKSPACE_CONFIG default
-  /// :4096:8 = 32 MiB since PyTorch 2.3 for sm90).
-  std::int64_t cublas_workspace_bytes = 32LL << 20;
+  /// cuBLAS workspaces inside the caching allocator, counted in allocated: one per handle, and
+  /// forward and the autograd thread's backward use two (CUBLAS_WORKSPACE_CONFIG default :4096:8
+  /// = 32 MiB each on sm90, PyTorch >= 2.3). Measured: GPU max_allocated - the oracle's tensor bytes
+  /// = 64.0-71.0 MiB on the 7 cases both ran (tests/oracle/gpu_check_allocated.json).
+  std::int64_t cublas_workspace_bytes = 64LL << 20;
   /// Fused linear-cross-entropy kernels materialise logits for this many tokens at a time.
   std::int64_t fused_loss_chunk_tokens = 1024;
   /// Device memory NCCL allocates per communicator outside the caching allocator: 544 MB
@@ -88,7 +92,8 @@ struct Estimate {
   Breakdown at_peak;
   std::string peak_phase, peak_label;
   std::int64_t peak_layer = -1;
-  std::int64_t peak_allocated_bytes = 0;       // steady state (optimizer states live)
+  std::int64_t peak_allocated_bytes = 0;       // steady state (optimizer states live), workspaces included
+  std::int64_t peak_tensor_bytes = 0;          // the same peak, tensors only (at_peak.total())
   std::int64_t first_step_peak_allocated_bytes = 0;  // 0 when replayed without a timeline (peaks only)
   /// Allocated plus blocks freed but awaiting a stream event; on one GPU without communication
   /// streams nothing waits, so it equals allocated (docs/memory_model.md).

@@ -518,7 +518,7 @@ TEST_CASE("generated layouts: valid ones estimate, every peak covers its breakdo
       REQUIRE(!d.ranks.empty());
       for (const RankEstimate& r : d.ranks) {
         const Estimate& e = r.estimate;
-        CHECK(e.peak_allocated_bytes == e.at_peak.total());
+        CHECK(e.peak_tensor_bytes == e.at_peak.total());
         CHECK(e.peak_reserved_bytes >= e.peak_allocated_bytes);
         CHECK(e.device_total_bytes >= e.peak_reserved_bytes);
         CHECK(d.peak().device_total_bytes >= e.device_total_bytes);

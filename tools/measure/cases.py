@@ -27,7 +27,7 @@ FORMAT_COLUMNS = [
 # Harness-only columns a case file may add after the FORMAT ones. They never reach the output CSV;
 # their values are written into notes as key=value instead. alloc_conf is the worker's
 # PYTORCH_CUDA_ALLOC_CONF (empty = inherited); record_history=1 keeps a memory-history snapshot of
-# the first optimizer step (torch.cuda.memory._record_memory_history).
+# the first optimizer step (torch.cuda.memory._record_memory_history), record_history=all of every step.
 EXTRA_COLUMNS = ["optimizer_impl", "alloc_conf", "record_history"]
 
 GPU_IDS = [
@@ -324,8 +324,8 @@ def _check_extras(case: Case, where: str, report: Report) -> None:
             flag = options.get("expandable_segments")
             if flag is not None and flag not in ("True", "False"):
                 report.error(where, f"alloc_conf: expandable_segments must be True or False, got {flag!r}")
-    if case["record_history"] not in ("", "0", "1"):
-        report.error(where, f"record_history={case['record_history']!r} must be 0, 1 or empty")
+    if case["record_history"] not in ("", "0", "1", "all"):
+        report.error(where, f"record_history={case['record_history']!r} must be 0, 1, all or empty")
 
 
 def estimated_seconds(case: Case, config: dict, steps: int) -> float:
@@ -386,8 +386,8 @@ def plan_line(case: Case) -> str:
         extras.append("compile")
     if case["alloc_conf"]:
         extras.append(case["alloc_conf"])
-    if case["record_history"] == "1":
-        extras.append("history")
+    if case["record_history"] in ("1", "all"):
+        extras.append("history" if case["record_history"] == "1" else "history-all")
     return (f"{case.id:<12} {case['model']:<36} {method:<26} {case['precision']:<8} "
             f"{optimizer:<20} mb={case['micro_batch']:<2} seq={case['seq_len']:<5} "
             f"ga={case['grad_accum']:<2} {case['attention']:<5} {layout}"

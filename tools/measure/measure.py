@@ -235,8 +235,9 @@ def run_case(case: casefmt.Case, args: argparse.Namespace, log_path: str, timeou
     """Run worker.py for one case; always returns a log (a synthetic one if the worker died)."""
     spec = {"row": case.row, "config_path": os.path.join(args.configs, casefmt.config_filename(case["model"])),
             "steps": args.steps, "log_path": log_path}
-    if case["record_history"] == "1":
+    if case["record_history"] in ("1", "all"):
         spec["snapshot_path"] = os.path.join(args.snapshots, f"{case.id}.snapshot.pickle.gz")
+        spec["history_steps"] = args.steps if case["record_history"] == "all" else 1
     fd, spec_path = tempfile.mkstemp(suffix=".json", prefix=f"case-{case.id}-")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(spec, f)

@@ -170,7 +170,7 @@ class NewColumnsTest(HarnessTest):
         self.assert_rejected({"alloc_conf": "expandable_segments:yes"}, "must be True or False")
 
     def test_record_history_is_a_flag(self):
-        self.assert_rejected({"record_history": "2"}, "record_history='2' must be 0, 1 or empty")
+        self.assert_rejected({"record_history": "2"}, "record_history='2' must be 0, 1, all or empty")
 
     def test_alloc_conf_reaches_the_worker_under_both_names(self):
         row = {**read_gpu_check()[0], "alloc_conf": "expandable_segments:True"}

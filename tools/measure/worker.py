@@ -356,17 +356,17 @@ def start_history() -> None:
                                              max_entries=HISTORY_MAX_ENTRIES)
 
 
-def stop_history(path: str, log: dict) -> None:
+def stop_history(path: str, log: dict, last_step: int = 1) -> None:
     """Keep the recorded step as a capped, gzipped pickle and stop recording."""
     snapshot = torch.cuda.memory._snapshot()
     torch.cuda.memory._record_memory_history(enabled=None)
     kept = snapshots.write_capped(snapshot, path, SNAPSHOT_CAP_BYTES)
-    kept.update(step=1, max_entries=HISTORY_MAX_ENTRIES, stacks="python")
+    kept.update(step=1, last_step=last_step, max_entries=HISTORY_MAX_ENTRIES, stacks="python")
     log["memory_history"] = kept
 
 
 def train(model, optimizer, case: casefmt.Case, vocab: int, steps: int, log: dict,
-          history_path: str = "") -> None:
+          history_path: str = "", history_steps: int = 1) -> None:
     mb, seq, accum = case.num("micro_batch"), case.num("seq_len"), case.num("grad_accum")
     if case["precision"] == "amp_bf16" and case.layout != "fsdp2":
         autocast = lambda: torch.autocast("cuda", dtype=torch.bfloat16)  # noqa: E731
@@ -413,8 +413,8 @@ def train(model, optimizer, case: casefmt.Case, vocab: int, steps: int, log: dic
             "seconds": round(time.perf_counter() - started, 4),
             "loss": float(loss),
         })
-        if step == 1 and history_path:
-            stop_history(history_path, log)
+        if step == min(history_steps, steps) and history_path:
+            stop_history(history_path, log, step)
 
 
 def summarize(records: list[dict]) -> dict:
@@ -469,7 +469,7 @@ def run(spec: dict, log: dict) -> None:
     log["timings"] = {"setup_s": round(time.perf_counter() - started, 3)}
 
     train(model, optimizer, case, int(config.vocab_size), spec["steps"], log,
-          spec.get("snapshot_path", ""))
+          spec.get("snapshot_path", ""), spec.get("history_steps", 1))
     log["memory"]["after_training"] = memory_snapshot()
     log["memory"]["expandable_segments_seen"] = expandable_segments_seen()
     log["summary"] = summarize(log["steps"])

@@ -1,6 +1,6 @@
-// memfit against the oracle, like for like: memfit's peak_allocated_bytes (tensor bytes in the caching allocator;
-// the cuBLAS workspace, context and NCCL are outside it, see cli/validate.js COUNTER_FIELDS and
-// src/export/estimate_json.cpp) against the oracle's peak of live tensor bytes, with both breakdowns at the peak.
+// memfit against the oracle, like for like: memfit's peak_tensor_bytes (its allocated peak without the cuBLAS
+// workspaces, which the oracle does not run; the `tensor_bytes` counter of cli/validate.js COUNTER_FIELDS) against
+// the oracle's peak of live tensor bytes, with both breakdowns at the peak.
 //   node tools/oracle/compare.mjs [--json OUT] [--markdown]
 // Reads tests/oracle/cases.csv and records.jsonl; needs the built WASM module (build-wasm/site/memfit_single.js).
 import { createRequire } from 'node:module';
@@ -55,7 +55,7 @@ export async function compare() {
     if (!env.ok) { errors.push({ id: row.id, error: env.error }); continue; }
     const rec = records.get(row.id);
     const oracle = rec.peak_bytes;
-    const memfit = env.result.peak_allocated_bytes;
+    const memfit = env.result.peak_tensor_bytes;
     rows.push({
       id: row.id, version_set: row.source.replace('oracle:', ''), framework: row.framework,
       family: /family (\S+);/.exec(row.notes)[1], method: row.method, precision: row.precision,

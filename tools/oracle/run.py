@@ -113,7 +113,7 @@ def csv_row(c, r):
         precision=c["precision"], optimizer=c["optimizer"], optimizer_in_backward=0, micro_batch=c["micro_batch"],
         grad_accum=1, seq_len=c["seq_len"], packed=1, activation_checkpointing=c["activation_checkpointing"],
         attention=c["attention"], loss="standard", compile=0, framework=c["framework"],
-        measured_gib=f"{r['peak_bytes'] / 2 ** 30:.6f}", measured_kind="max_allocated", measured_scope="per_gpu",
+        measured_gib=f"{r['peak_bytes'] / 2 ** 30:.6f}", measured_kind="tensor_bytes", measured_scope="per_gpu",
         notes=notes)
     return row
 

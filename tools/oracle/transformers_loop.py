@@ -4,7 +4,9 @@ The loop, two steps (the second has optimizer states during forward and backward
 examples/nlp_example.py and PEFT's example scripts write it:
     for batch in ...: outputs = model(**batch); loss = outputs.loss; loss.backward(); opt.step(); opt.zero_grad()
 `outputs` (with the logits) stays alive through backward, the optimizer step and the next forward, until the next
-call returns and the name is rebound.
+call returns and the name is rebound. Two case keys change the loop for a comparison with a measured one:
+`release_outputs` deletes `outputs` after backward (tools/measure/worker.py's loop) and
+`checkpoint_use_reentrant` passes that choice to gradient checkpointing (transformers' own default otherwise).
 """
 import contextlib
 import json
@@ -47,7 +49,11 @@ def build_model(config, case):
         torch.set_default_dtype(previous)
 
     if case["activation_checkpointing"] == "full":
-        model.gradient_checkpointing_enable()
+        if "checkpoint_use_reentrant" in case:
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": case["checkpoint_use_reentrant"]})
+        else:
+            model.gradient_checkpointing_enable()
     method = case["method"]
     if method == "lora":
         import peft
@@ -56,8 +62,8 @@ def build_model(config, case):
         lora = peft.LoraConfig(r=case["lora_rank"], lora_alpha=2 * case["lora_rank"], lora_dropout=case.get(
             "lora_dropout", 0.0), target_modules=target_modules, task_type="CAUSAL_LM")
         model = peft.get_peft_model(model, lora)
-        if case["activation_checkpointing"] == "full":
-            model.enable_input_require_grads()
+        if case["activation_checkpointing"] == "full" and case.get("checkpoint_use_reentrant", True):
+            model.enable_input_require_grads()  # only reentrant checkpointing needs a grad-requiring input
     elif method == "freeze":
         layers = decoder_layers(model)
         keep = set(id(p) for layer in layers[-case["freeze_trainable_layers"]:] for p in layer.parameters())
@@ -139,8 +145,9 @@ def unpacked_positions():
         masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
 
 
-def run_case(case, config_path, steps=2):
+def run_case(case, config_path, steps=None):
     """Runs `steps` training steps on fake tensors; returns the tracker."""
+    steps = steps or case.get("steps", 2)
     unpacked_positions()
     config = load_config(config_path, case)
     model = build_model(config, case)
@@ -177,6 +184,8 @@ def run_case(case, config_path, steps=2):
                     outputs = model(input_ids=ids, labels=labels)
                 tracker.phase = "backward"
                 outputs.loss.backward()
+                if case.get("release_outputs"):
+                    outputs = None
                 tracker.phase, tracker.module = "optimizer", "optimizer"
                 opt.step()
                 for state in opt.state.values():
