@@ -6,7 +6,7 @@
 
 #include "api/api.h"
 #include "memory/timeline.h"
-#include "test_support.h"
+#include "../test_support.h"
 
 using nlohmann::json;
 using namespace memfit;
