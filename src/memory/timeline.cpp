@@ -364,7 +364,7 @@ class Replay {
 
   // Transient bytes of the attention's collectives in one layer's forward (backward: twice,
   // with the K/V gradients). Context parallel: the K/V of the whole sequence gathered
-  // (all-gather rotation) or a send and a receive chunk (ring). Sequence parallel: the
+  // (all-gather rotation), a send and a receive chunk (ring), or Ulysses' q/k/v all-to-alls. Sequence parallel: the
   // all-gathered input of the column-parallel linears (Megatron's global memory buffer).
   std::int64_t attention_exchange_bytes() const {
     const std::int64_t e = activation_bytes(t_.precision);
