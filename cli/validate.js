@@ -239,6 +239,10 @@ function rowToRequest(row, config) {
   const parallel = readCells(row, PARALLEL_FIELDS);
   // `backend=deepspeed` in the notes: the wrapper ran the DeepSpeed engine (parallel.backend).
   if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
+  // `cp_kind=ulysses` in the notes: the cp column holds DeepSpeed Ulysses sequence parallelism.
+  if (/(^|[\s;,(])cp_kind=ulysses\b/.test(row.notes || '')) parallel.cp_kind = 'ulysses';
+  // `fsdp_version=2` in the notes: accelerate ran FSDP2 (fully_shard) under the HF Trainer.
+  if (/(^|[\s;,(])fsdp_version=2\b/.test(row.notes || '')) parallel.fsdp_version = 2;
   if (Object.keys(parallel).length > 0) request.parallel = parallel;
   return request;
 }

@@ -1,8 +1,11 @@
 // String-in/string-out facade over the core, and its only catch site.
 #include "api/api.h"
 
+#include <algorithm>
 #include <exception>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "api/request.h"
 #include "common/units.h"
@@ -192,7 +195,7 @@ FitReport assess_mixed_fit(const EstimateRequest& r, const DistributedEstimate& 
 // The estimate of a read request (api::estimate).
 Json estimate_result(const EstimateRequest& r) {
   const TensorInventory& inv = *r.model.inventory;
-  const RuntimeProfile rt;
+  const RuntimeProfile rt = runtime_for(r.gpu);
   const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
   const Estimate& e = d.peak();
   std::optional<MixedFit> placed;
@@ -259,12 +262,70 @@ Json estimate_result(const EstimateRequest& r) {
   return result;
 }
 
+// Months before each dated change of the framework's code (its behaviour then), oldest first.
+std::vector<std::int64_t> dated_variants(const FrameworkProfile& p) {
+  std::vector<std::int64_t> months;
+  for (const DatedBehaviour& b : p.history) {
+    const std::int64_t before = b.until_yyyymm % 100 == 1 ? b.until_yyyymm - 89 : b.until_yyyymm - 1;
+    months.push_back(std::max(before, b.since_yyyymm));
+  }
+  std::sort(months.begin(), months.end());
+  months.erase(std::unique(months.begin(), months.end()), months.end());
+  return months;
+}
+
+std::string month_text(std::int64_t yyyymm) {
+  const std::string m = std::to_string(yyyymm % 100);
+  return std::to_string(yyyymm / 100) + "-" + (m.size() == 1 ? "0" + m : m);
+}
+
+// A setting the request leaves unknown that moves memory (issue 32): a framework named without
+// framework_version runs the current code, but its dated behaviours are as plausible. The range
+// spans the estimate under each; the verdict is judged by the high end.
+void add_unknown_ranges(const Json& request, const EstimateRequest& r, Json& result) {
+  const Json* training = request.contains("training") ? &request["training"] : nullptr;
+  if (!training || !training->contains("framework") || training->contains("framework_version")) return;
+  const std::vector<std::int64_t> months = dated_variants(*r.framework);
+  if (months.empty()) return;
+  const auto bytes = [](const Json& res, const char* key) { return res[key].get<std::int64_t>(); };
+  const char* keys[] = {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes"};
+  Json ranges = {{"unknown", Json::array({"/training/framework_version"})}, {"variants", Json::array()}};
+  for (const char* key : keys) ranges[key] = {{"low", bytes(result, key)}, {"high", bytes(result, key)}};
+  ranges["variants"].push_back({{"framework_version", "current"}, {"device_total_bytes", bytes(result, "device_total_bytes")}});
+  for (const std::int64_t month : months) {
+    Json variant = request;
+    variant["training"]["framework_version"] = month_text(month);
+    variant["options"]["timeline"] = false;
+    const Json v = estimate_result(read_estimate_request(variant));
+    for (const char* key : keys) {
+      ranges[key]["low"] = std::min(bytes(ranges[key], "low"), bytes(v, key));
+      ranges[key]["high"] = std::max(bytes(ranges[key], "high"), bytes(v, key));
+    }
+    ranges["variants"].push_back({{"framework_version", month_text(month)}, {"device_total_bytes", bytes(v, "device_total_bytes")}});
+  }
+  const std::int64_t high = bytes(ranges["device_total_bytes"], "high");
+  if (high > bytes(result["fit"], "compared_bytes")) {
+    const std::int64_t memory = bytes(result["fit"], "gpu_memory_bytes");
+    result["fit"]["verdict"] = verdict_name(verdict_for(high, memory));
+    result["fit"]["compared_bytes"] = high;
+    result["fit"]["headroom_bytes"] = memory - high;
+    result["fit"]["usage_fraction"] = static_cast<double>(high) / static_cast<double>(memory);
+    result["fit"]["judged_on"] = "range_high";
+  }
+  result["ranges"] = std::move(ranges);
+}
+
 }  // namespace
 
 std::string estimate(std::string_view request_text) {
   return guarded([&] {
-    const EstimateRequest r = read_estimate_request(parse_json_text(request_text));
-    return at_pointer("/training", [&] { return estimate_result(r); });
+    const Json request = parse_json_text(request_text);
+    const EstimateRequest r = read_estimate_request(request);
+    return at_pointer("/training", [&] {
+      Json result = estimate_result(r);
+      if (r.gpu_mix.empty()) add_unknown_ranges(request, r, result);
+      return result;
+    });
   });
 }
 

@@ -213,6 +213,24 @@ bool read_backend(const Json& parallel) {
               "backend '" + backend->substr(0, 64) + "' is not one of: framework, deepspeed");
 }
 
+// accelerate re-enabled FSDP2 for bitsandbytes 4-bit models in v1.7.0 (PR #3546, 2025-05).
+constexpr std::int64_t kAccelerateFsdp2QloraYyyymm = 202505;
+
+// parallel.fsdp_version: which FSDP accelerate runs under the HF Trainer (fsdp_version in its
+// config). 2: fully_shard, whose all-gathers are copied out per parameter, and which shards a
+// 4-bit model where it was loaded (DistributedBehaviour::fsdp2_wraps_loaded_4bit_model).
+void read_fsdp_version(const FieldReader& f, const FrameworkProfile& profile, std::int64_t yyyymm, DistributedBehaviour& b) {
+  const std::int64_t version = f.int_or({"fsdp_version"}, 1, 2, 1);
+  if (profile.id != Framework::kHfTrainer) {
+    throw Error(ErrorCode::kInvalidValue, f.path("fsdp_version"),
+                "fsdp_version selects accelerate's FSDP under hf_trainer; " + profile.key + " fixes its own");
+  }
+  if (version == 2) {
+    b.gather_copy_out = true;
+    b.fsdp2_wraps_loaded_4bit_model = yyyymm == 0 || yyyymm >= kAccelerateFsdp2QloraYyyymm;
+  }
+}
+
 ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_t gpus, const FrameworkProfile& profile,
                              std::int64_t framework_yyyymm) {
   ParallelLayout p;
@@ -221,8 +239,9 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
   const std::string where = path.empty() ? "/parallel" : path;
   if (j) {
     const FieldReader f(*j, path);
-    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "ep", "sequence_parallel", "sharding", "shard_degree",
-                            "schedule", "stage_layers", "reshard_after_forward", "backend"});
+    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "sequence_parallel", "sharding",
+                            "shard_degree", "schedule", "stage_layers", "reshard_after_forward", "backend",
+                            "fsdp_version"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -230,6 +249,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     p.vpp = f.int_or({"vpp"}, 1, kMaxDegree, 1);
     p.cp = f.int_or({"cp"}, 1, kMaxDegree, 1);
     p.ep = f.int_or({"ep"}, 1, kMaxDegree, 1);
+    p.cp_kind = enum_or(f, "cp_kind", kCpKindNames, p.cp_kind);
     // A framework whose tensor-parallel plan always shards the sequence runs tp > 1 with it.
     p.sequence_parallel = f.bool_or({"sequence_parallel"}, p.tp > 1 && p.behaviour.tp_sequence_parallel_only);
     p.sharding = enum_or(f, "sharding", kShardingNames, p.sharding);
@@ -242,6 +262,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
       throw Error(ErrorCode::kInvalidValue, f.path("schedule"), "vpp > 1 model chunks per rank run the interleaved schedule");
     }
     p.behaviour.reshard_after_forward = f.bool_or({"reshard_after_forward"}, p.behaviour.reshard_after_forward);
+    if (f.has({"fsdp_version"})) read_fsdp_version(f, profile, framework_yyyymm, p.behaviour);
     if (const Json* sl = f.find({"stage_layers"})) {
       const std::string spath = f.path("stage_layers");
       if (!sl->is_array()) throw Error(ErrorCode::kInvalidType, spath, "stage_layers must be an array of layer counts");
@@ -543,6 +564,7 @@ SearchRequest read_search_request(const Json& req) {
   in.training.offload = Offload::kNone;
   in.behaviour = s.base.parallel.behaviour;
   in.cluster = cluster_of(s.base);
+  in.runtime = runtime_for(s.base.gpu);
   in.gpu_mix = s.base.gpu_mix;
   // Training fields the user gave fix their dimension.
   if (const Json* t = f.find({"training"})) {
@@ -580,13 +602,14 @@ SearchRequest read_search_request(const Json& req) {
   if (const Json* sp = sf.find({"space"})) {
     if (!sp->is_object()) throw Error(ErrorCode::kInvalidType, "/search/space", "space must be an object");
     const FieldReader p(*sp, "/search/space");
-    reject_unknown_keys(p, {"tp", "pp", "vpp", "cp", "ep", "micro_batch", "max_micro_batch", "sharding", "sequence_parallel",
-                            "activation_checkpointing", "offload", "tp_within_node"});
+    reject_unknown_keys(p, {"tp", "pp", "vpp", "cp", "cp_kind", "ep", "micro_batch", "max_micro_batch", "sharding",
+                            "sequence_parallel", "activation_checkpointing", "offload", "tp_within_node"});
     in.space.tp = int_list(p, "tp", 1, kMaxDegree);
     in.space.pp = int_list(p, "pp", 1, kMaxDegree);
     in.space.vpp = int_list(p, "vpp", 1, kMaxDegree);
     in.space.cp = int_list(p, "cp", 1, kMaxDegree);
     in.space.ep = int_list(p, "ep", 1, kMaxDegree);
+    in.space.cp_kind = enum_or(p, "cp_kind", kCpKindNames, in.space.cp_kind);
     if (p.has({"micro_batch"})) in.space.micro_batch = int_list(p, "micro_batch", 1, kMaxMicroBatch);
     in.space.max_micro_batch = p.int_or({"max_micro_batch"}, 1, 1024, in.space.max_micro_batch);
     if (p.has({"sharding"})) in.space.sharding = enum_list(p, "sharding", kShardingNames);

@@ -123,6 +123,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
 Json layout_to_json(const ParallelLayout& l) {
   const DistributedBehaviour& b = l.behaviour;
   Json j{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep},
+         {"cp_kind", name_of(l.cp_kind, kCpKindNames)},
          {"sequence_parallel", l.sequence_parallel},
          {"sharding", name_of(l.sharding, kShardingNames)},
          {"shard_degree", l.dense_shard()},
@@ -143,6 +144,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"reduce_in_fp32", b.reduce_in_fp32},
            {"cp_gather_kv", b.cp_gather_kv},
            {"gather_copy_out", b.gather_copy_out},
+           {"fsdp2_wraps_loaded_4bit_model", b.fsdp2_wraps_loaded_4bit_model},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"sp_collective_copies", b.sp_collective_copies},
            {"sp_gather_view_at_batch_1", b.sp_gather_view_at_batch_1},

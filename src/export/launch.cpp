@@ -191,9 +191,21 @@ LaunchFormat accelerate(const LaunchInput& in) {
   return f;
 }
 
+// Megatron-LM's and torchtitan's context parallelism is a ring: a Ulysses layout has no flag there.
+constexpr const char* kUlyssesNotRing =
+    "Ulysses sequence parallelism (cp_kind ulysses) runs under DeepSpeed (accelerate parallelism_config "
+    "sp_backend: deepspeed, or ArcticTraining); this framework's context parallelism is a ring";
+
+bool ulysses_layout(const ParallelLayout& l) { return l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses; }
+
 LaunchFormat megatron(const LaunchInput& in) {
   LaunchFormat f{"megatron_args", "megatron_args.sh", "", true, {}};
   const ParallelLayout& l = in.layout;
+  if (ulysses_layout(l)) {
+    f.supported = false;
+    f.notes.emplace_back(kUlyssesNotRing);
+    return f;
+  }
   const ModelArchitecture& a = *in.arch;
   std::ostringstream s;
   auto arg = [&](const std::string& name, const std::string& value = "") {
@@ -280,6 +292,11 @@ LaunchFormat megatron(const LaunchInput& in) {
 LaunchFormat torchtitan(const LaunchInput& in) {
   LaunchFormat f{"torchtitan_toml", "torchtitan.toml", "", true, {}};
   const ParallelLayout& l = in.layout;
+  if (ulysses_layout(l)) {
+    f.supported = false;
+    f.notes.emplace_back(kUlyssesNotRing);
+    return f;
+  }
   if (l.sharding == Sharding::kZero1 || l.sharding == Sharding::kZero2 || in.setup.offload == Offload::kOptimizer) {
     f.supported = false;
     f.notes.emplace_back("torchtitan shards with FSDP2 (ZeRO-3) or replicates (DDP); ZeRO-1/2 and optimizer-only offload are not options");

@@ -213,6 +213,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const std::int64_t div[2] = {std::max<std::int64_t>(1, shard.dense_shard), std::max<std::int64_t>(1, shard.expert_shard)};
   const Sharding z = shard.sharding;
   const std::int64_t unsharded_gradients = cls[0].gradients + cls[1].gradients;
+  if (z == Sharding::kZero3) m.loaded_weights_bytes = checked_add(cls[0].weights, cls[1].weights, "weight bytes");
   for (int c = 0; c < 2; ++c) {
     m.weights_bytes += z == Sharding::kZero3 ? ceil_div(cls[c].weights, div[c]) : cls[c].weights;
     m.gradients_bytes += z == Sharding::kZero2 || z == Sharding::kZero3 ? ceil_div(cls[c].gradients, div[c]) : cls[c].gradients;

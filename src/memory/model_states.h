@@ -20,6 +20,7 @@ struct ModelStates {
   std::int64_t trainable_params = 0;      // base tensors that train + adapters
   std::int64_t adapter_params = 0;        // LoRA A/B
   std::int64_t weights_bytes = 0;         // everything stored as weights, adapters included
+  std::int64_t loaded_weights_bytes = 0;  // ZeRO-3: the rank's weights before sharding (as loaded)
   std::int64_t gradients_bytes = 0;       // one gradient per trainable parameter
   std::int64_t optimizer_states_bytes = 0;     // in the caching allocator
   /// Paged optimizers (bitsandbytes paged_*) keep their states in CUDA unified memory

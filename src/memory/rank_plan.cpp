@@ -8,18 +8,40 @@
 
 namespace memfit {
 
-// One NCCL communicator per parallel group of more than one rank (dp x cp for gradients and
-// shards, tp, pp, cp for the ring, ep for the token exchange).
-std::int64_t communicator_count(const ParallelLayout& l) {
-  std::int64_t communicators = 0;
-  for (std::int64_t degree : {l.dp * l.cp, l.tp, l.pp, l.cp, l.ep}) communicators += degree > 1 ? 1 : 0;
-  return communicators;
+namespace {
+
+// Ranks of a group of `degree` ranks `stride` apart that share a node of `per_node` GPUs.
+std::int64_t ranks_in_node(std::int64_t degree, std::int64_t stride, std::int64_t per_node) {
+  return stride >= per_node ? 1 : std::min(degree, std::max<std::int64_t>(1, per_node / stride));
+}
+
+}  // namespace
+
+NcclUse nccl_use(const ParallelLayout& l) {
+  NcclUse n;
+  const std::int64_t per_node = std::max<std::int64_t>(1, l.gpus_per_node), world = l.gpus();
+  // (degree, stride): gradients and shards (dp x cp), tp, pp, the cp ring, the ep exchange.
+  const std::int64_t groups[][2] = {{l.dp * l.cp, l.tp}, {l.tp, 1}, {l.pp, l.tp * l.cp * l.dp}, {l.cp, l.tp}, {l.ep, l.tp}};
+  bool spans_world = false;
+  auto add = [&](std::int64_t degree, std::int64_t stride) {
+    if (degree <= 1) return;
+    ++n.communicators;
+    const std::int64_t local = ranks_in_node(degree, stride, per_node);
+    if (local > 1) n.nvls_local_ranks += local;
+  };
+  for (const auto& g : groups) {
+    add(g[0], g[1]);
+    spans_world = spans_world || g[0] == world;
+  }
+  if (world > 1 && !spans_world) add(world, 1);
+  n.p2p_peers = l.cp_kind == ContextParallelKind::kUlysses ? l.cp - 1 : 0;
+  return n;
 }
 
 std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t) {
   std::vector<RankContext> out;
   const std::int64_t vocab_multiple = std::max<std::int64_t>(1, l.behaviour.vocab_multiple) * l.tp;
-  const std::int64_t communicators = communicator_count(l);
+  const NcclUse nccl = nccl_use(l);
   std::vector<RankKind> kinds = rank_kinds(l, arch, t.grad_accum);
   out.reserve(kinds.size());
   for (RankKind& k : kinds) {
@@ -37,7 +59,8 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
     c.shard.padded_vocab = vocab_multiple > 1 ? ceil_div(arch.vocab_size, vocab_multiple) * vocab_multiple : 0;
     c.split = activation_split(l);
     c.cp = l.cp;
-    c.communicators = communicators;
+    c.cp_kind = l.cp_kind;
+    c.nccl = nccl;
     c.shard.behaviour = l.behaviour;
     c.shard.behaviour.reshard_after_forward =
         l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);

@@ -112,7 +112,12 @@ class Replay {
       // gradient live from the start, so the dominating step alone gives every peak.
       const bool accumulating = t_.grad_accum > 1;
       const Breakdown peak = step(/*states_live=*/true, accumulating, nullptr, &at);
-      finish(est, peak, at, accumulating ? " (accumulating micro-batch)" : "", /*first_step_bytes=*/0);
+      const Breakdown wrap = wrap_event();
+      if (wrap.total() > peak.total()) {
+        finish(est, wrap, PeakEvent{"wrap", Label{kWrapLabel}, -1}, "", /*first_step_bytes=*/0);
+      } else {
+        finish(est, peak, at, accumulating ? " (accumulating micro-batch)" : "", /*first_step_bytes=*/0);
+      }
       return est;
     }
     // The first micro-batch of the first step: no optimizer state, no gradients yet (never above
@@ -130,8 +135,28 @@ class Replay {
         suffix = " (accumulating micro-batch)";
       }
     }
+    const Breakdown wrap = wrap_event();
+    if (wrap.total() > 0) {
+      est.timeline.insert(est.timeline.begin(), TimelineEvent{"wrap", kWrapLabel, -1, wrap});
+      if (wrap.total() > peak.total()) {
+        peak = wrap;
+        at = PeakEvent{"wrap", Label{kWrapLabel}, -1};
+        suffix = "";
+      }
+    }
     finish(est, peak, at, suffix, first.total());
     return est;
+  }
+
+  // Before the first step: FSDP2 sharding a 4-bit model loaded whole on the GPU holds every
+  // loaded weight and the shards made from them (DistributedBehaviour::fsdp2_wraps_loaded_4bit_model).
+  static constexpr const char* kWrapLabel = "sharding the loaded model";
+  Breakdown wrap_event() const {
+    Breakdown b;
+    if (!rank_.behaviour().fsdp2_wraps_loaded_4bit_model || effective_base_quant(t_) != BaseQuant::kNf4) return b;
+    if (states_.loaded_weights_bytes == 0) return b;
+    b.weights_bytes = checked_add(states_.loaded_weights_bytes, states_.weights_bytes, "wrap bytes");
+    return b;
   }
 
  private:
@@ -301,7 +326,7 @@ class Replay {
     totals_only_ = true;
     PeakEvent at;
     step(/*states_live=*/true, /*grads_live=*/t_.grad_accum > 1, nullptr, &at);
-    return peaks_over(step_peak_);
+    return peaks_over(std::max(step_peak_, wrap_event().total()));
   }
 
  private:
@@ -316,7 +341,7 @@ class Replay {
     // peak separately (equal to the allocated peak without such streams).
     const std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_});
     p.reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
-    p.nccl_bytes = checked_mul(rank_.communicators, rt_.nccl_communicator_bytes, "nccl bytes");
+    p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
     p.device_total_bytes = p.reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
     return p;
   }
@@ -341,7 +366,7 @@ class Replay {
 
   // Transient bytes of the attention's collectives in one layer's forward (backward: twice,
   // with the K/V gradients). Context parallel: the K/V of the whole sequence gathered
-  // (all-gather rotation) or a send and a receive chunk (ring). Sequence parallel: the
+  // (all-gather rotation), a send and a receive chunk (ring), or Ulysses' q/k/v all-to-alls. Sequence parallel: the
   // all-gathered input of the column-parallel linears (Megatron's global memory buffer).
   std::int64_t attention_exchange_bytes() const {
     const std::int64_t e = activation_bytes(t_.precision);
@@ -352,9 +377,21 @@ class Replay {
       const std::int64_t d = a_.attention.layout == QkvLayout::kLowRank
                                  ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim + a_.attention.v_head_dim
                                  : 2 * a_.attention.head_dim;
-      const std::int64_t kv_per_token = e * kvh * d;
-      const std::int64_t chunks = rank_.behaviour().cp_gather_kv ? rank_.cp : 2;
-      bytes += checked_mul(checked_mul(kv_per_token, tokens_, "exchange bytes"), chunks, "exchange bytes");
+      if (rank_.cp_kind == ContextParallelKind::kUlysses) {
+        // Ulysses (ulysses_sp.py _combine_local_sequences): q, k and v leave as contiguous send
+        // copies and arrive as the whole sequence over heads / cp heads; k/v heads are repeated
+        // up to one per rank first (repeat_interleave when cp > kv heads).
+        const std::int64_t heads = std::max<std::int64_t>(1, a_.attention.num_heads / std::max<std::int64_t>(1, rank_.split.tp));
+        const std::int64_t q_dim = a_.attention.layout == QkvLayout::kLowRank
+                                       ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim
+                                       : a_.attention.head_dim;
+        const std::int64_t per_token = e * (heads * q_dim + std::max(kvh, rank_.cp) * d);
+        bytes += checked_mul(checked_mul(per_token, tokens_, "exchange bytes"), 2, "exchange bytes");
+      } else {
+        const std::int64_t kv_per_token = e * kvh * d;
+        const std::int64_t chunks = rank_.behaviour().cp_gather_kv ? rank_.cp : 2;
+        bytes += checked_mul(checked_mul(kv_per_token, tokens_, "exchange bytes"), chunks, "exchange bytes");
+      }
     }
     if (rank_.split.sequence_parallel) bytes += checked_mul(tokens_, e * a_.hidden_size, "exchange bytes");
     return bytes;
@@ -740,6 +777,25 @@ std::vector<RankPeak> estimate_rank_peaks(const ModelArchitecture& arch, const T
   return out;
 }
 
+std::int64_t nccl_device_bytes(const NcclUse& n, const RuntimeProfile& rt) {
+  const std::int64_t buffers = checked_mul(n.communicators, rt.nccl_communicator_bytes, "nccl bytes");
+  const std::int64_t p2p = checked_mul(n.p2p_peers, rt.nccl_p2p_peer_bytes, "nccl bytes");
+  const std::int64_t nvls = checked_mul(n.nvls_local_ranks, rt.nccl_nvls_bytes_per_local_rank, "nccl bytes");
+  return checked_add(checked_add(buffers, p2p, "nccl bytes"), nvls, "nccl bytes");
+}
+
+bool nvls_capable(const GpuSpec& gpu) {
+  const bool hopper_or_later = gpu.architecture == "hopper" || gpu.architecture == "blackwell";
+  return gpu.vendor == "nvidia" && hopper_or_later && gpu.intra_node_link.find("NVSwitch") != std::string::npos;
+}
+
+RuntimeProfile runtime_for(const GpuSpec& gpu) {
+  RuntimeProfile rt;
+  // 16 channels x 2 (send and receive) x 8 steps x 128 KiB.
+  if (nvls_capable(gpu)) rt.nccl_nvls_bytes_per_local_rank = 16 * 2 * 8 * (128LL << 10);
+  return rt;
+}
+
 std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                       const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
   return device_total_floor_bytes(rank_model_states(arch, inv, t, l), t, l, rt);
@@ -747,7 +803,7 @@ std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const Tenso
 
 std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
                                       const ParallelLayout& l, const RuntimeProfile& rt) {
-  const std::int64_t communicators = communicator_count(l);  // the same on every rank kind
+  const std::int64_t nccl = nccl_device_bytes(nccl_use(l), rt);  // the same on every rank kind
   std::int64_t floor = 0;
   for (const ModelStates& s : states) {
     // The replay's optimizer-step event (or, with the optimizer in backward, every event).
@@ -757,8 +813,7 @@ std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, co
     }
     const std::int64_t device = checked_add(
         checked_add(allocated, rt.cublas_workspace_bytes + rt.cuda_context_bytes, "device bytes"),
-        checked_add(s.unmanaged_optimizer_states_bytes, checked_mul(communicators, rt.nccl_communicator_bytes, "nccl bytes"),
-                    "device bytes"),
+        checked_add(s.unmanaged_optimizer_states_bytes, nccl, "device bytes"),
         "device bytes");
     floor = std::max(floor, device);
   }
@@ -773,8 +828,14 @@ std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64
     std::int64_t r = 0;
     return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
   };
-  std::int64_t nccl = 0;
-  if (__builtin_mul_overflow(communicator_count(l), rt.nccl_communicator_bytes, &nccl)) return std::numeric_limits<std::int64_t>::max();
+  const NcclUse use = nccl_use(l);
+  std::int64_t nccl = 0, p2p = 0, nvls = 0;
+  if (__builtin_mul_overflow(use.communicators, rt.nccl_communicator_bytes, &nccl) ||
+      __builtin_mul_overflow(use.p2p_peers, rt.nccl_p2p_peer_bytes, &p2p) ||
+      __builtin_mul_overflow(use.nvls_local_ranks, rt.nccl_nvls_bytes_per_local_rank, &nvls)) {
+    return std::numeric_limits<std::int64_t>::max();
+  }
+  nccl = add(add(nccl, p2p), nvls);
   std::int64_t total = add(first_kind.weights_bytes, first_kind.optimizer_states_bytes);
   total = add(total, first_activation_bytes);
   total = add(total, first_kind.unmanaged_optimizer_states_bytes);

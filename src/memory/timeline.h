@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "block/activations.h"
+#include "hardware/gpu_spec.h"
 #include "memory/model_states.h"
 #include "model/tensor_inventory.h"
 #include "parallel/as_run.h"
@@ -55,7 +56,23 @@ struct RuntimeProfile {
   /// NCCL_BUFFSIZE 4 MiB per channel and peer). Counted in the device total only, once per
   /// parallel group of more than one rank.
   std::int64_t nccl_communicator_bytes = 544LL << 20;
+  /// Point-to-point connections an all-to-all opens to each peer of its group, outside the
+  /// allocator: 3.28 GB more NVML-used memory per GPU after the first all_to_all_single over
+  /// 8 H100s, 32 channels per pair (NVIDIA/nccl issue #1685), i.e. 3.28 GB / 7 peers.
+  std::int64_t nccl_p2p_peer_bytes = 468'600'000;
+  /// NVLink SHARP buffers per rank of a communicator that the node's NVSwitch serves, outside the
+  /// allocator: NVLS_NCHANNELS_SM90 (16) channels x 2 x NCCL_STEPS (8) x NCCL_NVLS_CHUNKSIZE
+  /// (128 KiB) per head, one head per local rank (NVIDIA/nccl v2.27.5 src/transport/nvls.cc,
+  /// ncclNvlsBufferSetup: nvlsTotalSize = nChannels * 2 * buffSize * nHeads). 0 where NCCL
+  /// finds no NVLS: runtime_for() sets it for the GPU.
+  std::int64_t nccl_nvls_bytes_per_local_rank = 0;
 };
+
+/// NVLS needs NVSwitch multicast on Hopper or later (nvls.cc ncclNvlsInit: sm90+ and
+/// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED); NCCL_NVLS_ENABLE defaults to using it when found.
+bool nvls_capable(const GpuSpec& gpu);
+/// The runtime constants for a GPU: the defaults, with NVLS buffers where the GPU has NVLS.
+RuntimeProfile runtime_for(const GpuSpec& gpu);
 
 struct Breakdown {
   std::int64_t weights_bytes = 0;
@@ -111,18 +128,34 @@ struct Estimate {
   std::vector<TimelineEvent> timeline;          // steady-state step
 };
 
+/// What NCCL sets up on a rank: communicators (one per parallel group of more than one rank,
+/// and the world's), all-to-all peers, and the ranks its communicators have inside a node.
+struct NcclUse {
+  std::int64_t communicators = 0;
+  std::int64_t p2p_peers = 0;         // peers reached by all-to-all (point-to-point connections)
+  std::int64_t nvls_local_ranks = 0;  // summed over communicators with 2+ ranks in the node
+};
+
 /// What one rank of a distributed run holds and does (built by plan_rank from a layout).
 struct RankContext {
   RankKind kind;                 // layers, embedding/head, micro-batches in flight
   RankShard shard;               // tensors held and their data-parallel sharding
   ActivationSplit split;         // tensor / sequence parallel split of activations
   std::int64_t cp = 1;           // context parallel: the rank sees seq_len / cp tokens
-  std::int64_t communicators = 0;  // NCCL communicators of more than one rank
+  ContextParallelKind cp_kind = ContextParallelKind::kRing;
+  NcclUse nccl;                    // NCCL communicators and connections of the rank
   const DistributedBehaviour& behaviour() const { return shard.behaviour; }
 };
 
-/// NCCL communicators a rank of `l` holds: one per parallel group of more than one rank.
-std::int64_t communicator_count(const ParallelLayout& l);
+/// What NCCL sets up on a rank of `l` (ranks placed tp innermost, then cp, dp, pp): one
+/// communicator per parallel group of more than one rank, plus the world's when no group spans
+/// every rank (launchers call torch.distributed.barrier() on the default group, which gets its
+/// own communicator: NVIDIA/nccl issue #986, "more communicators = more memory used"); the
+/// other cp ranks as all-to-all peers under Ulysses (four all-to-alls per attention,
+/// ulysses_sp.py _DimZeroAllToAll).
+NcclUse nccl_use(const ParallelLayout& l);
+/// NCCL's device memory outside the caching allocator (in the device total only).
+std::int64_t nccl_device_bytes(const NcclUse& n, const RuntimeProfile& rt);
 /// The context of every rank kind of `l` (a single GPU gives one plain context).
 std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitecture& arch, const TrainingSetup& t);
 

@@ -86,7 +86,27 @@ Result first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, co
                   [&] { return "stage_layers sum to " + str(sum) + " but the model has " + str(layers) + " layers"; });
     }
   }
-  if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0) {
+  if (l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses) {
+    // ulysses_sp.py UlyssesSPAttentionHF.__init__: heads divisible by sp, kv heads and sp dividing
+    // one another (kv heads replicated when sp exceeds them); the data-loader adapter splits each
+    // sequence into sp equal shards.
+    if (heads % (l.tp * l.cp) != 0) {
+      return make("cp", "ulysses_divides_heads", false, [&] {
+        return "Ulysses scatters heads: tp x cp = " + str(l.tp * l.cp) + " must divide the " + str(heads) + " attention heads";
+      });
+    }
+    const std::int64_t kv_local = std::max<std::int64_t>(1, kv / l.tp);
+    if (kv_local % l.cp != 0 && l.cp % kv_local != 0) {
+      return make("cp", "ulysses_kv_heads", false, [&] {
+        return "Ulysses: cp = " + str(l.cp) + " and the " + str(kv_local) + " key/value heads per tp rank must divide one another";
+      });
+    }
+    if (t.seq_len % l.cp != 0) {
+      return make("cp", "cp_divides_sequence", false, [&] {
+        return "seq_len = " + str(t.seq_len) + " must divide into cp = " + str(l.cp) + " equal shards";
+      });
+    }
+  } else if (l.cp > 1 && t.seq_len % (2 * l.cp) != 0) {
     // Load-balanced context parallelism cuts the sequence into 2 x cp chunks (Liu et al. ring
     // attention as in torch context_parallel and Megatron's CP).
     return make("cp", "cp_divides_sequence", false, [&] {

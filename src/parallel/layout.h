@@ -22,6 +22,14 @@ enum class Sharding { kNone, kZero1, kZero2, kZero3 };
 /// gpipe: all forwards, then all backwards; 1f1b: PipeDream-flush (Narayanan et al. 2021);
 /// interleaved: 1f1b over vpp model chunks per rank (Megatron schedules.py).
 enum class PipelineSchedule { k1F1B, kGpipe, kInterleaved };
+/// How cp ranks share a sequence. ring: every rank keeps its sequence chunk through attention and
+/// the K/V travel (ring attention, Liu et al. 2023; torch context_parallel, Megatron CP).
+/// ulysses: all-to-alls trade the sequence split for a head split around attention, so each rank
+/// attends over the whole sequence with heads / cp heads (DeepSpeed Ulysses, Jacobs et al. 2023;
+/// deepspeedai/DeepSpeed @ edaa7221 deepspeed/runtime/sequence_parallel/ulysses_sp.py,
+/// UlyssesSPAttentionHF); outside attention both keep seq_len / cp tokens per rank
+/// (UlyssesSPDataLoaderAdapter shards every batch tensor on the sequence).
+enum class ContextParallelKind { kRing, kUlysses };
 
 /// Behaviours fixed by a framework's distributed code (set by its profile, each cited in
 /// framework_profile.cpp; docs/frameworks.md lists them).
@@ -118,10 +126,18 @@ struct DistributedBehaviour {
   bool tp_row_linears = false;
   /// Megatron pads the vocabulary to a multiple of this times tp (make-vocab-size-divisible-by).
   std::int64_t vocab_multiple = 1;
+  /// FSDP2 through accelerate shards a bitsandbytes 4-bit model where it was loaded, whole, on
+  /// every GPU (no move to meta for Params4bit: "bypassing the move to meta will still cause the
+  /// VRAM spike"), while `original_sd = model.state_dict()`, taken before the first fully_shard,
+  /// keeps every original tensor alive beside the shards (huggingface/accelerate PR #3546,
+  /// v1.7.0, 2025-05, utils/fsdp_utils.py fsdp2_prepare_model; axolotl @ 904c6051e
+  /// monkeypatch/accelerate/fsdp2.py, the same).
+  bool fsdp2_wraps_loaded_4bit_model = false;
 };
 
 struct ParallelLayout {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
+  ContextParallelKind cp_kind = ContextParallelKind::kRing;
   bool sequence_parallel = false;
   Sharding sharding = Sharding::kNone;
   /// HSDP: parameters and states are sharded over this many ranks and replicated across the

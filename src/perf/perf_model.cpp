@@ -266,6 +266,16 @@ RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_f
   return r;
 }
 
+double ulysses_all_to_all_s(const RingAttentionShape& s, double link_bytes_per_s, double link_latency_s) {
+  if (s.cp <= 1 || s.tokens <= 0) return 0;
+  const double cp = static_cast<double>(s.cp), bw = std::max(link_bytes_per_s, 1.0);
+  const double sent = s.tokens * s.act_bytes * (cp - 1) / cp;
+  const double widths[] = {s.q_width, s.kv_width / 2, s.kv_width / 2, s.out_width};
+  double seconds = 0;
+  for (double w : widths) seconds += sent * w / bw + link_latency_s;
+  return seconds;
+}
+
 double matmul_efficiency_for(const GpuSpec& gpu) {
   const std::string& id = gpu.id;
   double sweep_max = 0.80;
@@ -431,6 +441,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
   const bool fp8_operands = t.precision == Precision::kFp8;  // _scaled_mm / TE GEMMs read 1-byte operands
   const double sp_div = l.sequence_parallel ? tp : 1.0;
+  const bool ulysses = l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses;
   // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
   // elementwise kernels run on whole activations on every tp rank.
   const bool row_tp = row_split_tp(l);
@@ -478,8 +489,8 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
       // Each kernel call sees ctx / cp keys per query on average (a context-parallel ring splits
-      // the keys over its cp steps).
-      attn_fwd = attn_flops / (attn_peak * attn_eff * flash_length_factor(ctx / cp));
+      // the keys over its cp steps; Ulysses attends over the whole sequence with heads / cp).
+      attn_fwd = attn_flops / (attn_peak * attn_eff * flash_length_factor(ulysses ? ctx : ctx / cp));
       attn_bwd = kFlashBackwardRatio * attn_fwd;
     } else {
       // Eager attention materialises every score of the s x s matrix (the mask included).
@@ -494,14 +505,19 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     if (l.cp > 1) {
       RingAttentionShape rs;
       rs.tokens = tokens;
-      rs.kv_width = std::max(pl.ring_kv_heads / act_tp, 1.0) * (pl.qk_dim + pl.v_dim);
+      const double kv_heads = std::max(pl.ring_kv_heads / act_tp, 1.0);
+      rs.kv_width = (ulysses ? std::max(kv_heads, cp) : kv_heads) * (pl.qk_dim + pl.v_dim);
       rs.q_width = pl.heads / act_tp * pl.qk_dim;
       rs.out_width = pl.heads / act_tp * pl.v_dim;
       rs.act_bytes = act_bytes;
       rs.cp = l.cp;
       rs.gather_rotation = l.behaviour.cp_gather_kv;
-      ring = ring_attention_cost(rs, attn_fwd, attn_bwd, cp_link.bytes_per_s, cp_link.latency_s, hbm,
-                                 k.overlap_compute_slowdown);
+      if (ulysses) {
+        ring.forward_exposed_s = ring.backward_exposed_s = ulysses_all_to_all_s(rs, cp_link.bytes_per_s, cp_link.latency_s);
+      } else {
+        ring = ring_attention_cost(rs, attn_fwd, attn_bwd, cp_link.bytes_per_s, cp_link.latency_s, hbm,
+                                   k.overlap_compute_slowdown);
+      }
       attn_fwd += ring.forward_merge_s;
       attn_bwd += ring.backward_merge_s;
     }

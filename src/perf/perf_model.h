@@ -122,6 +122,13 @@ RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_f
                                       double link_bytes_per_s, double link_latency_s, double hbm_bytes_per_s,
                                       double slowdown);
 
+/// Ulysses' all-to-alls per pass, forward or backward alike: q, k and v scattered over heads
+/// and the output gathered back (their gradients the other way), each sending (cp - 1) / cp of
+/// the rank's tensor; UlyssesSPAttentionHF waits on every one (deepspeedai/DeepSpeed @ edaa7221
+/// deepspeed/runtime/sequence_parallel/ulysses_sp.py, _DimZeroAllToAll), so none is hidden.
+/// `s.kv_width` counts the K/V heads after their repetition up to one per rank.
+double ulysses_all_to_all_s(const RingAttentionShape& s, double link_bytes_per_s, double link_latency_s);
+
 /// 0.90 of the MAMF table above for the GPU's architecture (of 0.80 where it has no measurement).
 double matmul_efficiency_for(const GpuSpec& gpu);
 /// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).

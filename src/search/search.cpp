@@ -33,7 +33,7 @@ std::string method_name(const ParallelLayout& l, Offload offload) {
   }
   if (l.tp > 1) parts.emplace_back(l.sequence_parallel ? "TP+SP" : "TP");
   if (l.pp > 1) parts.emplace_back("PP");
-  if (l.cp > 1) parts.emplace_back("CP");
+  if (l.cp > 1) parts.emplace_back(l.cp_kind == ContextParallelKind::kUlysses ? "Ulysses SP" : "CP");
   if (l.ep > 1) parts.emplace_back("EP");
   if (offload == Offload::kOptimizer) parts.emplace_back("optimizer offload");
   if (offload == Offload::kParamsOptimizer) parts.emplace_back("parameter offload");
@@ -320,6 +320,7 @@ class Searcher {
     l.tp = tp;
     l.pp = pp;
     l.cp = cp;
+    l.cp_kind = in_.space.cp_kind;
     l.dp = dp;
     l.vpp = vpp;
     l.ep = ep;

@@ -36,6 +36,8 @@ struct SearchSpace {
   std::vector<bool> sequence_parallel;
   std::vector<Checkpointing> checkpointing;
   std::vector<Offload> offload;
+  /// The kind of context parallelism every candidate with cp > 1 runs (one per search).
+  ContextParallelKind cp_kind = ContextParallelKind::kRing;
   std::int64_t max_micro_batch = 8;   // micro-batches 1 … this when `micro_batch` is empty
   bool tp_within_node = true;         // tensor-parallel groups stay inside one node
 };

@@ -47,6 +47,8 @@ inline constexpr EnumName<AmpWeights> kAmpWeightsNames[] = {
     {"gathered_16bit", AmpWeights::kGathered16bit}};
 inline constexpr EnumName<Sharding> kShardingNames[] = {
     {"none", Sharding::kNone}, {"zero1", Sharding::kZero1}, {"zero2", Sharding::kZero2}, {"zero3", Sharding::kZero3}};
+inline constexpr EnumName<ContextParallelKind> kCpKindNames[] = {
+    {"ring", ContextParallelKind::kRing}, {"ulysses", ContextParallelKind::kUlysses}};
 inline constexpr EnumName<PipelineSchedule> kScheduleNames[] = {
     {"1f1b", PipelineSchedule::k1F1B}, {"gpipe", PipelineSchedule::kGpipe}, {"interleaved", PipelineSchedule::kInterleaved}};
 

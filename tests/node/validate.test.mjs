@@ -140,6 +140,20 @@ test('a row run on the DeepSpeed engine (backend=deepspeed in its notes) asks fo
   assert.equal(prose.parallel?.backend, undefined);
 });
 
+test('a row whose cp column holds Ulysses (cp_kind=ulysses in its notes) asks for parallel.cp_kind', () => {
+  const tagged = v.rowToRequest(caseRow({ cp: '4', notes: 'SP 4 recorded in cp. cp_kind=ulysses (DeepSpeed).' }), null);
+  assert.equal(tagged.parallel.cp_kind, 'ulysses');
+  const prose = v.rowToRequest(caseRow({ cp: '4', notes: 'DeepSpeed Ulysses, said in prose only' }), null);
+  assert.equal(prose.parallel?.cp_kind, undefined);
+});
+
+test('a row run on accelerate FSDP2 (fsdp_version=2 in its notes) asks for parallel.fsdp_version 2', () => {
+  const tagged = v.rowToRequest(caseRow({ notes: 'FSDP2 defaults. fsdp_version=2 (fully_shard).' }), null);
+  assert.equal(tagged.parallel.fsdp_version, 2);
+  const other = v.rowToRequest(caseRow({ notes: 'fsdp_version=20 is not a version' }), null);
+  assert.equal(other.parallel?.fsdp_version, undefined);
+});
+
 test('empty cells are left out; lora only for adapter methods; all-linear stays a string', () => {
   const emptyCells = caseRow({ gpu: '', n_gpus: '', framework: '', precision: '', optimizer: '' });
   assert.deepEqual(v.rowToRequest(emptyCells, { model_type: 'gpt2' }),
