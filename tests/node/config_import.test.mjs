@@ -200,7 +200,7 @@ test('bad input: empty, a list, a scalar, an unknown format, too large', () => {
   assert.equal(fails('- a\n- b\n').code, 'invalid_type');
   assert.equal(fails('just text').code, 'invalid_type');
   assert.equal(fails('foo: 1\nbar: 2\n').code, 'unknown_format');
-  assert.equal(fails(`a: ${'x'.repeat(1 << 20)}`).code, 'out_of_range');
+  assert.equal(fails(`a: ${'x'.repeat(1 << 20)}`).code, 'input_too_large');
   assert.equal(fails('foo: 1', { format: 'nope' }).code, 'invalid_value');
 });
 

@@ -41,6 +41,25 @@
     nccl_bytes: ["NCCL's communicator buffers."],
   };
 
+  /// memfit-import.js (the importer and the YAML parser), once: beside the page, or beside the
+  /// element's script. A single saved file has no second file: the error says so.
+  function loadImporter() {
+    if (ns.configImport && ns.YAML && ns.importView) return Promise.resolve();
+    ns.importerLoading ??= new Promise((resolve, reject) => {
+      const script = document.createElement('script');
+      script.src = ns.importerUrl || 'memfit-import.js';
+      script.onload = resolve;
+      script.onerror = () => {
+        ns.importerLoading = null;
+        reject(new Error(`${script.src} could not be loaded (it sits beside index.html; a page saved as one file has no importer): use \`npx memfit import <file>\``));
+      };
+      document.head.append(script);
+    });
+    return ns.importerLoading;
+  }
+
+  const readFiles = (list) => Promise.all([...list].map(async (f) => ({ name: f.name, text: await f.text() })));
+
   function el(tag, text, className) {
     const e = document.createElement(tag);
     if (text !== undefined) e.textContent = text;
@@ -190,6 +209,7 @@
         this.modelChanged();
         this.update();
       });
+      this.wireImport();
       $('hf-load').addEventListener('click', () => this.loadFromHub());
       $('hf-repo').addEventListener('keydown', (e) => { if (e.key === 'Enter') this.loadFromHub(); });
       $('back-to-star').addEventListener('click', () => {
@@ -224,6 +244,55 @@
       $('copy-link').addEventListener('click', () => this.copy(location.href, 'link', 'link-status'));
       $('copy-request').addEventListener('click', () => this.copy(JSON.stringify(JSON.parse(this.requestText), null, 2), 'request'));
       $('copy-result').addEventListener('click', () => this.copy(JSON.stringify(this.estimate, null, 2), 'result'));
+    }
+
+    /// Config import: pasted, chosen or dropped files (a config and the DeepSpeed JSON it names).
+    wireImport() {
+      const $ = this.$;
+      const text = $('import-text');
+      $('import-run').addEventListener('click', () => this.importConfig([{ name: '', text: text.value }]));
+      $('import-file').addEventListener('change', async () => this.importConfig(await readFiles($('import-file').files)));
+      text.addEventListener('dragover', (e) => e.preventDefault());
+      text.addEventListener('drop', async (e) => {
+        if (!e.dataTransfer?.files?.length) return;
+        e.preventDefault();
+        const files = await readFiles(e.dataTransfer.files);
+        text.value = files[0].text;
+        this.importConfig(files);
+      });
+    }
+
+    /// The importer and its YAML parser load on the first import; the request it fills is shown
+    /// in the form (web/src/import_view.js), with what the form cannot hold and what was ignored.
+    async importConfig(files) {
+      const $ = this.$;
+      $('err-import').textContent = '';
+      $('import-result').replaceChildren();
+      if (!files.length || !files.some((f) => f.text.trim())) return void ($('err-import').textContent = 'invalid_value: nothing to import: paste or drop a config file');
+      try {
+        await loadImporter();
+      } catch (error) {
+        $('err-import').textContent = `importer_unavailable: ${error.message}`;
+        return;
+      }
+      const options = [...$('framework').options].map((o) => o.value);
+      const answer = ns.configImport.importFiles(files, { yaml: ns.YAML, presets: this.presets.models.map((p) => p.id), frameworks: options });
+      if (!answer.ok) {
+        const e = answer.error;
+        $('err-import').textContent = `${e.code}${e.path ? ` at ${e.path}` : ''}${e.line ? ` (line ${e.line})` : ''}: ${e.message}`;
+        return;
+      }
+      const accepts = (key, value) => {
+        const input = this.root.querySelector(`[data-key="${key}"]`);
+        return key === 'model' || (input?.tagName === 'SELECT' ? [...input.options].some((o) => o.value === value) : Boolean(input));
+      };
+      const view = ns.importView.toState(answer.result.request, this.state, urlState.DEFAULTS, accepts);
+      ns.importView.render($('import-result'), answer.result, view);
+      this.state = view.state;
+      $('config').value = this.state.config;
+      this.writeForm();
+      this.modelChanged();
+      this.update();
     }
 
     /// Narrows the list. When the model in use is filtered out, the first real (not synthetic)

@@ -822,7 +822,7 @@
 
   function run(text, options) {
     if (typeof text !== 'string' || !text.trim()) throw new ImportError('invalid_value', '', 'the file is empty', null);
-    if (text.length > MAX_INPUT_CHARS) throw new ImportError('out_of_range', '', `the file is ${text.length} characters; at most ${MAX_INPUT_CHARS}`, null);
+    if (text.length > MAX_INPUT_CHARS) throw new ImportError('input_too_large', '', `the file is ${text.length} characters; at most ${MAX_INPUT_CHARS}`, null);
     if (options.format && !MAPPERS[options.format]) {
       throw new ImportError('invalid_value', '', `format must be one of ${Object.keys(MAPPERS).join(', ')}, got ${options.format}`, null);
     }
