@@ -46,6 +46,8 @@ function hasFramework(M, id) {
   return envelope.ok || envelope.error.path !== '/training/framework';
 }
 
+const presetIds = (M) => JSON.parse(M.presets()).result.models.map((p) => p.id);
+
 /// --model (a preset id or a config.json path), --gpu and --gpus into the request.
 function applyOverrides(request, opts, M) {
   if (opts.model) {
@@ -55,7 +57,7 @@ function applyOverrides(request, opts, M) {
       } catch (e) {
         return { code: 'invalid_json', message: `--model ${opts.model}: ${e.message}`, path: '/model/config' };
       }
-    } else if (M.presets().models.some((p) => p.id === opts.model)) request.model = { preset: opts.model };
+    } else if (presetIds(M).includes(opts.model)) request.model = { preset: opts.model };
     else return { code: 'unknown_preset', message: `--model: no such file or model preset '${opts.model}'`, path: '/model/preset' };
   }
   if (opts.gpu) request.cluster = { ...request.cluster, gpu: { preset: opts.gpu } };
@@ -70,7 +72,8 @@ function describe(result, request) {
     if (x.to) lines.push(`  read     ${x.from || '(the format)'}${at(x)} -> ${x.to} = ${JSON.stringify(x.value)}${x.note ? `  [${x.note}]` : ''}`);
   }
   for (const x of result.mapped) if (!x.to) lines.push(`  read     ${x.from}${at(x)} = ${JSON.stringify(x.value)}: no field to set`);
-  for (const x of result.ignored) lines.push(`  ignored  ${x.key}${at(x)}${x.may_change_memory ? '  (may change memory; not modelled)' : ''}`);
+  const scalar = (v) => (v === null || typeof v !== 'object' ? ` = ${JSON.stringify(v)}` : '');
+  for (const x of result.ignored) lines.push(`  ignored  ${x.key}${at(x)}${scalar(x.value)}${x.may_change_memory ? '  (may change memory; not modelled)' : ''}`);
   for (const n of result.notes) lines.push(`  note     ${n}`);
   const missing = [!request.model && 'model (--model <preset | config.json>)', !request.cluster?.gpu && 'cluster.gpu (--gpu <preset>)'].filter(Boolean);
   if (missing.length) lines.push(`  missing  ${missing.join(', ')}: add them before \`memfit estimate\``);
@@ -87,7 +90,7 @@ async function runImport(args, loadModule, fail) {
     files.push({ name: f, text: fs.readFileSync(f, 'utf8') });
   }
   const M = await loadModule();
-  const presets = M.presets().models.map((p) => p.id);
+  const presets = presetIds(M);
   const frameworks = hasFramework(M, 'trl') ? ['trl'] : [];
   const answer = importFiles(files, { yaml: YAML, format: opts.format, presets, frameworks, readFile: fileReader(files[0].name) });
   if (!answer.ok) {

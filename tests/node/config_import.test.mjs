@@ -238,3 +238,13 @@ test('bad input: a broken DeepSpeed file named by the config is reported in that
   assert.equal(answer.error.code, 'invalid_yaml');
   assert.match(answer.error.path, /^ds\.json:/);
 });
+
+test('YAML 1.1 booleans (PyYAML reads yes and on as true); an unresolved shell variable is noted, not an error', () => {
+  const r = importConfig('base_model: x/y\nadapter: lora\nload_in_8bit: yes\nsample_packing: on\nmicro_batch_size: 2\n', { yaml: YAML }).result;
+  assert.equal(r.request.training.base_quant, 'int8');
+  assert.equal(r.request.training.packed, true);
+  const m = importConfig('torchrun pretrain_gpt.py --micro-batch-size 2 --pipeline-model-parallel-size $((PP * 2))\n', { yaml: YAML }).result;
+  assert.equal(m.request.parallel, undefined);
+  assert.ok(m.ignored.some((x) => x.key === '/pipeline-model-parallel-size'));
+  assert.ok(m.notes.some((n) => /expression memfit does not evaluate/.test(n)));
+});

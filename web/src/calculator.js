@@ -262,37 +262,18 @@
       });
     }
 
-    /// The importer and its YAML parser load on the first import; the request it fills is shown
-    /// in the form (web/src/import_view.js), with what the form cannot hold and what was ignored.
+    /// The importer and its YAML parser load on the first import (import_view.js fills the form).
     async importConfig(files) {
-      const $ = this.$;
-      $('err-import').textContent = '';
-      $('import-result').replaceChildren();
-      if (!files.length || !files.some((f) => f.text.trim())) return void ($('err-import').textContent = 'invalid_value: nothing to import: paste or drop a config file');
+      const err = this.$('err-import');
+      err.textContent = '';
+      this.$('import-result').replaceChildren();
       try {
         await loadImporter();
       } catch (error) {
-        $('err-import').textContent = `importer_unavailable: ${error.message}`;
+        err.textContent = `importer_unavailable: ${error.message}`;
         return;
       }
-      const options = [...$('framework').options].map((o) => o.value);
-      const answer = ns.configImport.importFiles(files, { yaml: ns.YAML, presets: this.presets.models.map((p) => p.id), frameworks: options });
-      if (!answer.ok) {
-        const e = answer.error;
-        $('err-import').textContent = `${e.code}${e.path ? ` at ${e.path}` : ''}${e.line ? ` (line ${e.line})` : ''}: ${e.message}`;
-        return;
-      }
-      const accepts = (key, value) => {
-        const input = this.root.querySelector(`[data-key="${key}"]`);
-        return key === 'model' || (input?.tagName === 'SELECT' ? [...input.options].some((o) => o.value === value) : Boolean(input));
-      };
-      const view = ns.importView.toState(answer.result.request, this.state, urlState.DEFAULTS, accepts);
-      ns.importView.render($('import-result'), answer.result, view);
-      this.state = view.state;
-      $('config').value = this.state.config;
-      this.writeForm();
-      this.modelChanged();
-      this.update();
+      ns.importView.importInto(this, files, urlState.DEFAULTS);
     }
 
     /// Narrows the list. When the model in use is filtered out, the first real (not synthetic)

@@ -56,6 +56,8 @@
   const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
   const pointer = (parts) => parts.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
   const lower = (v) => String(v).trim().toLowerCase();
+  // A shell variable or an OmegaConf interpolation left in a value (`$PP_SIZE`, `${output_dir}`).
+  const isExpression = (v) => typeof v === 'string' && v.includes('$');
 
   /// The parsed file, what was read from it and the request being filled.
   class Mapping {
@@ -118,8 +120,9 @@
     /// An integer >= 1 at `parts`, or undefined when absent, null, or "auto" (the trainer decides).
     positiveInt(parts) {
       const v = this.take(parts);
-      if (v === 'auto') this.unread(parts);
-      if (v === undefined || v === null || v === 'auto') return undefined;
+      if (v === 'auto' || isExpression(v)) this.unread(parts);
+      if (isExpression(v)) this.note(`${pointer(parts).slice(1)}: ${v} is an expression memfit does not evaluate (not read)`);
+      if (v === undefined || v === null || v === 'auto' || isExpression(v)) return undefined;
       const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
       if (!Number.isInteger(n) || n < 1) this.fail('invalid_value', parts, `${pointer(parts).slice(1)} must be a whole number ≥ 1, got ${JSON.stringify(v)}`);
       return n;
@@ -160,7 +163,9 @@
         if (parts.length && this.read.has(ptr)) return;
         const readBelow = [...this.read].some((r) => r.startsWith(`${ptr}/`));
         if (parts.length && (!readBelow || !isObject(v))) {
-          out.push({ key: ptr, line: this.lineOf(ptr), value: v, may_change_memory: MEMORY_HINT.test(String(parts.at(-1)).replace(/-/g, '_')) });
+          // "auto": the HF integration fills it from the trainer's arguments (memfit reads those).
+          const hint = v !== 'auto' && MEMORY_HINT.test(String(parts.at(-1)).replace(/-/g, '_'));
+          out.push({ key: ptr, line: this.lineOf(ptr), value: v, may_change_memory: hint });
           return;
         }
         if (isObject(v)) for (const k of Object.keys(v)) walk(v[k], [...parts, k]);
@@ -193,7 +198,8 @@
 
   function parseStructured(text, YAML) {
     const lineCounter = new YAML.LineCounter();
-    const doc = YAML.parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+    // YAML 1.1, as PyYAML (and so every Python framework here) reads it: yes/no/on/off are booleans.
+    const doc = YAML.parseDocument(text, { lineCounter, version: '1.1', uniqueKeys: true, prettyErrors: false });
     if (doc.errors.length) {
       const e = doc.errors[0];
       const line = e.linePos?.[0]?.line ?? (e.pos ? lineCounter.linePos(e.pos[0]).line : null);
@@ -342,8 +348,8 @@
   }
 
   /// A DeepSpeed config (a JSON object, inline or from its file) under `base` (the key path).
-  function mapDeepspeed(m, base, inline) {
-    if (inline) m.set('/parallel/backend', 'deepspeed', '');
+  function mapDeepspeed(m, base, wrapped) {
+    if (wrapped) m.set('/parallel/backend', 'deepspeed', '');
     const stage = m.take([...base, 'zero_optimization', 'stage']);
     if (stage !== undefined) {
       const sharding = ['none', 'zero1', 'zero2', 'zero3'][stage];
@@ -373,15 +379,17 @@
       if (o) m.set('/training/optimizer', o, [...base, 'optimizer', 'type']);
       else { m.note(`DeepSpeed optimizer ${opt} is not modelled`); m.unread([...base, 'optimizer', 'type']); }
     }
-    if (inline) m.note('the DeepSpeed config runs under the HF Trainer / accelerate (framework hf_trainer, parallel.backend deepspeed)');
   }
+  const WRAPPED_DEEPSPEED = 'the DeepSpeed config runs under the HF Trainer / accelerate (framework hf_trainer, parallel.backend deepspeed)';
 
   /// A DeepSpeed config named by its path: read from the files given beside (by name), else noted.
   function deepspeedByPath(m, parts, { files, YAML, readFile }) {
     const ref = m.take(parts);
     if (isObject(ref)) {
       const sub = new Mapping(ref, subLines(m.lines, pointer(parts)), 'deepspeed');
-      return mapNested(m, sub, parts, () => mapDeepspeed(sub, [], true));
+      m.set('/parallel/backend', 'deepspeed', parts);
+      m.note(WRAPPED_DEEPSPEED);
+      return mapNested(m, sub, parts, () => mapDeepspeed(sub, [], false));
     }
     if (typeof ref !== 'string' || !ref) return;
     const base = ref.split(/[\\/]/).pop();
@@ -399,7 +407,8 @@
       throw e;
     }
     const sub = new Mapping(parsed.value, parsed.lines, 'deepspeed');
-    mapNested(m, sub, `${base}:`, () => mapDeepspeed(sub, [], true));
+    m.note(WRAPPED_DEEPSPEED);
+    mapNested(m, sub, `${base}:`, () => mapDeepspeed(sub, [], false));
   }
 
   /// The lines of the keys under `prefix`, re-rooted there.
@@ -654,6 +663,7 @@
     m.set('/training/framework', auto ? 'hf_trainer' : 'deepspeed', '',
       auto ? '"auto" values: the HF Trainer / accelerate fills them in' : 'no "auto" values: the DeepSpeed engine run directly');
     mapDeepspeed(m, [], auto);
+    if (auto) m.note(WRAPPED_DEEPSPEED);
     if (auto) m.note('"auto" values come from the trainer\'s arguments: give its config too for the batch size and precision');
   }
 

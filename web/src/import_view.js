@@ -99,5 +99,30 @@
     if (result.notes.length) box.append(list(result.notes.map((n) => `Note: ${n}`)));
   }
 
-  ns.importView = { toState, render };
+  /// Files (a config and the DeepSpeed JSON it names) into a calculator's form: errors beside the
+  /// box, else the form's new state and the list of what happened.
+  function importInto(calc, files, defaults) {
+    const $ = calc.$;
+    if (!files.some((f) => f.text.trim())) return void ($('err-import').textContent = 'invalid_value: nothing to import: paste or drop a config file');
+    const frameworks = [...$('framework').options].map((o) => o.value);
+    const answer = ns.configImport.importFiles(files, { yaml: ns.YAML, presets: calc.presets.models.map((p) => p.id), frameworks });
+    if (!answer.ok) {
+      const e = answer.error;
+      $('err-import').textContent = `${e.code}${e.path ? ` at ${e.path}` : ''}${e.line ? ` (line ${e.line})` : ''}: ${e.message}`;
+      return;
+    }
+    const accepts = (key, value) => {
+      const input = calc.root.querySelector(`[data-key="${key}"]`);
+      return key === 'model' || (input?.tagName === 'SELECT' ? [...input.options].some((o) => o.value === value) : Boolean(input));
+    };
+    const view = toState(answer.result.request, calc.state, defaults, accepts);
+    render($('import-result'), answer.result, view);
+    calc.state = view.state;
+    $('config').value = calc.state.config;
+    calc.writeForm();
+    calc.modelChanged();
+    calc.update();
+  }
+
+  ns.importView = { toState, render, importInto };
 })(globalThis.memfitWeb = globalThis.memfitWeb || {});
