@@ -248,3 +248,29 @@ test('YAML 1.1 booleans (PyYAML reads yes and on as true); an unresolved shell v
   assert.ok(m.ignored.some((x) => x.key === '/pipeline-model-parallel-size'));
   assert.ok(m.notes.some((n) => /expression memfit does not evaluate/.test(n)));
 });
+
+test('bad input: 3,000 mutations of the example configs (values swapped for wrong types) never throw', () => {
+  const values = [null, true, false, 0, -1, 2.5, 'x', 'auto', '$X', [], [1, 'a'], {}, { a: 1 }, { _component_: 5 }, { device: 'cpu' }];
+  let seed = 7;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const mutate = (o) => {
+    if (o && typeof o === 'object' && !Array.isArray(o)) {
+      for (const k of Object.keys(o)) o[k] = random() < 0.3 ? structuredClone(values[Math.floor(random() * values.length)]) : mutate(o[k]);
+    }
+    return o;
+  };
+  const formats = [undefined, 'axolotl', 'llamafactory', 'torchtune', 'deepspeed', 'accelerate', 'hf_args'];
+  const bases = readdirSync(FIXTURES).filter((f) => /\.(ya?ml|json)$/.test(f)).map((f) => YAML.parse(readFileSync(FIXTURES + f, 'utf8'), { version: '1.1' }));
+  let errors = 0;
+  for (let i = 0; i < 3000; i += 1) {
+    const text = JSON.stringify(mutate(structuredClone(bases[i % bases.length])));
+    const answer = importConfig(text, { yaml: YAML, format: formats[i % formats.length], presets: PRESETS });
+    if (answer.ok) assert.ok(answer.result.request.training, text);
+    else {
+      errors += 1;
+      assert.match(answer.error.code, /^(invalid_value|invalid_type|invalid_yaml|unknown_format)$/, text);
+      assert.equal(typeof answer.error.path, 'string');
+    }
+  }
+  assert.ok(errors > 0 && errors < 3000, `${errors} errors`);
+});

@@ -126,3 +126,17 @@ test('the page saved as one file, without memfit-import.js beside it, says the i
   assert.equal(await page.inputValue('#method'), 'full');
   await page.close();
 });
+
+test('the embedded element loads the importer from beside its own script', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/embed.html`, { height: 1400 });
+  await page.waitForSelector('memfit-calculator[ready]', { timeout: 30000 });
+  await page.click('memfit-calculator #import-box summary');
+  await page.fill('memfit-calculator #import-text', fixture('torchtune_8b_qlora_single_device.yaml'));
+  await page.click('memfit-calculator #import-run');
+  await page.waitForSelector('memfit-calculator #import-result p');
+  assert.equal(await page.inputValue('memfit-calculator #framework'), 'torchtune');
+  assert.equal(await page.inputValue('memfit-calculator #method'), 'qlora');
+  assert.equal(await page.inputValue('memfit-calculator #preset'), 'meta-llama/Llama-3.1-8B');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

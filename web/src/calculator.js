@@ -176,7 +176,11 @@
       const $ = this.$;
       const form = this.root.querySelector('form');
       form.addEventListener('submit', (e) => e.preventDefault());
-      form.addEventListener('focusin', (e) => requestAnimationFrame(() => this.keepClearOfSummary(e.target)));
+      // The target is read now: in a shadow root (the element) the event's target is null after dispatch.
+      form.addEventListener('focusin', (e) => {
+        const field = e.target;
+        requestAnimationFrame(() => this.keepClearOfSummary(field));
+      });
       for (const input of this.root.querySelectorAll('[data-key]')) {
         input.addEventListener(input.tagName === 'SELECT' ? 'change' : 'input', () => {
           this.state[input.dataset.key] = input.value.trim();
