@@ -70,6 +70,7 @@
       this.read = new Set();
       this.notes = [];
       this.modelId = null;
+      this.extraIgnored = [];  // keys of the files this one names, already prefixed
     }
 
     lineOf(ptr) {
@@ -80,7 +81,7 @@
     take(parts) {
       let v = this.doc;
       for (const p of parts) {
-        if (!isObject(v) || !(p in v)) return undefined;
+        if (!isObject(v) || !Object.hasOwn(v, p)) return undefined;
         v = v[p];
       }
       this.read.add(pointer(parts));
@@ -95,7 +96,7 @@
     has(parts) {
       let v = this.doc;
       for (const p of parts) {
-        if (!isObject(v) || !(p in v)) return false;
+        if (!isObject(v) || !Object.hasOwn(v, p)) return false;
         v = v[p];
       }
       return v !== null && v !== undefined;
@@ -253,8 +254,8 @@
   function detectFormat(value, fileName) {
     const name = lower(fileName || '');
     const score = {};
-    for (const [format, keys] of Object.entries(SIGNATURES)) score[format] = keys.filter((k) => k in value).length;
-    if (Object.values(value).some((v) => isObject(v) && '_component_' in v)) score.torchtune += 3;
+    for (const [format, keys] of Object.entries(SIGNATURES)) score[format] = keys.filter((k) => Object.hasOwn(value, k)).length;
+    if (Object.values(value).some((v) => isObject(v) && Object.hasOwn(v, '_component_'))) score.torchtune += 3;
     if (/^ds_|deepspeed|zero[0-3]?/.test(name.split('/').pop()) && name.endsWith('.json')) score.deepspeed += 2;
     const best = Object.entries(score).sort((a, b) => b[1] - a[1])[0];
     if (best[1] === 0) return null;
@@ -701,7 +702,7 @@
 
   function mapHfArgs(m, ctx) {
     const trl = ['max_seq_length', 'max_length', 'packing', 'dataset_text_field', 'use_peft', 'completion_only_loss', 'padding_free',
-      'assistant_only_loss', 'model_init_kwargs'].some((k) => k in m.doc);
+      'assistant_only_loss', 'model_init_kwargs'].some((k) => Object.hasOwn(m.doc, k));
     const framework = trl && ctx.frameworks?.includes('trl') ? 'trl' : 'hf_trainer';
     m.set('/training/framework', framework, '');
     if (trl && framework === 'hf_trainer') m.note('TRL SFTConfig: memfit has no trl profile here, so the HF Trainer\'s defaults apply to the keys not given');
@@ -746,7 +747,7 @@
 
   function mapMegatron(m) {
     m.set('/training/framework', 'megatron', '');
-    const nprocKey = 'nproc_per_node' in m.doc ? 'nproc_per_node' : 'nproc-per-node';
+    const nprocKey = Object.hasOwn(m.doc, 'nproc_per_node') ? 'nproc_per_node' : 'nproc-per-node';
     const nproc = m.positiveInt([nprocKey]);
     const nodes = m.positiveInt(['nnodes']);
     if (nproc) {
@@ -843,7 +844,6 @@
       throw new ImportError('unknown_format', '', `not a config memfit can read: none of the keys of ${Object.values(FORMAT_NAMES).join(', ')} were found`, null);
     }
     const m = new Mapping(parsed.value, parsed.lines, format);
-    m.extraIgnored = [];
     MAPPERS[format](m, { presets: options.presets, frameworks: options.frameworks, files: options.files, YAML: options.yaml, readFile: options.readFile });
     if (m.request.training.method === 'full' || m.request.training.method === 'freeze') delete m.request.training.lora;
     return { format, format_name: FORMAT_NAMES[format], request: m.request, model_id: m.modelId, mapped: [...m.mapped, ...m.readWithoutField()],
