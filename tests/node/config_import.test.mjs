@@ -67,8 +67,10 @@ test('LLaMA-Factory LoRA with the ZeRO-3 file it names: DeepSpeed backend and sh
   assert.equal(r.format, 'llamafactory');
   assert.equal(r.file, 'llamafactory_lora_sft_ds3.yaml');
   assert.deepEqual(r.request.training, { framework: 'hf_trainer', method: 'lora', lora: { rank: 8, targets: 'all-linear' },
-    seq_len: 2048, micro_batch: 1, grad_accum: 2, precision: 'bf16', activation_checkpointing: 'full' });
+    seq_len: 2048, micro_batch: 1, grad_accum: 2, precision: 'amp_bf16', activation_checkpointing: 'full' });
   assert.deepEqual(r.request.parallel, { backend: 'deepspeed', sharding: 'zero3' });
+  assert.match(mappedFrom(r, '/training/precision').note, /fp32 master in DeepSpeed's optimizer/);
+  assert.equal(mappedFrom(r, '/training/precision').from, '/bf16');
   assert.equal(mappedFrom(r, '/parallel/sharding').from, 'ds_z3_config.json:/zero_optimization/stage');
   assert.equal(mappedFrom(r, '/parallel/sharding').line, 11);
   assert.ok(ignoredKeys(r).includes('ds_z3_config.json:/train_micro_batch_size_per_gpu'), '"auto" is listed, not dropped');

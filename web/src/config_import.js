@@ -814,6 +814,16 @@
     m.set('/model/config', config, ['num-layers'], 'a llama-style config.json from --num-layers, --hidden-size, --num-attention-heads, --num-query-groups, --ffn-hidden-size, --vocab-size');
   }
 
+  /// On the DeepSpeed engine a bf16 / fp16 run keeps fp32 master partitions in DeepSpeed's
+  /// optimizer whatever dtype the model was loaded in (deepspeed/runtime/engine.py, as memfit's
+  /// deepspeed profile cites): memfit spells that amp_bf16 / amp_fp16 (docs/api.md, parallel.backend).
+  function deepspeedMaster(m) {
+    const precision = m.request.training.precision;
+    if (m.request.parallel?.backend !== 'deepspeed' || !['bf16', 'fp16'].includes(precision)) return;
+    const entry = m.mapped.find((x) => x.to === '/training/precision');
+    m.set('/training/precision', `amp_${precision}`, entry.from, `${precision} on the DeepSpeed engine: 16-bit model, fp32 master in DeepSpeed's optimizer`);
+  }
+
   const MAPPERS = { axolotl: mapAxolotl, llamafactory: mapLlamaFactory, torchtune: mapTorchtune, deepspeed: mapDeepspeedFile,
     accelerate: mapAccelerate, hf_args: mapHfArgs, megatron: mapMegatron };
 
@@ -846,6 +856,7 @@
     const m = new Mapping(parsed.value, parsed.lines, format);
     MAPPERS[format](m, { presets: options.presets, frameworks: options.frameworks, files: options.files, YAML: options.yaml, readFile: options.readFile });
     if (m.request.training.method === 'full' || m.request.training.method === 'freeze') delete m.request.training.lora;
+    deepspeedMaster(m);
     return { format, format_name: FORMAT_NAMES[format], request: m.request, model_id: m.modelId, mapped: [...m.mapped, ...m.readWithoutField()],
       ignored: [...m.ignored(), ...m.extraIgnored], notes: m.notes };
   }
