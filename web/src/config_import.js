@@ -61,10 +61,9 @@
 
   /// The parsed file, what was read from it and the request being filled.
   class Mapping {
-    constructor(doc, lines, format) {
+    constructor(doc, lines) {
       this.doc = doc;
       this.lines = lines;  // pointer -> 1-based line of the key
-      this.format = format;
       this.request = { training: {} };
       this.mapped = [];
       this.read = new Set();
@@ -387,7 +386,7 @@
   function deepspeedByPath(m, parts, { files, YAML, readFile }) {
     const ref = m.take(parts);
     if (isObject(ref)) {
-      const sub = new Mapping(ref, subLines(m.lines, pointer(parts)), 'deepspeed');
+      const sub = new Mapping(ref, subLines(m.lines, pointer(parts)));
       m.set('/parallel/backend', 'deepspeed', parts);
       m.note(WRAPPED_DEEPSPEED);
       return mapNested(m, sub, parts, () => mapDeepspeed(sub, [], false));
@@ -407,7 +406,7 @@
       if (e instanceof ImportError) e.path = `${base}:${e.path}`, e.message = `${base}: ${e.message}`;
       throw e;
     }
-    const sub = new Mapping(parsed.value, parsed.lines, 'deepspeed');
+    const sub = new Mapping(parsed.value, parsed.lines);
     m.note(WRAPPED_DEEPSPEED);
     mapNested(m, sub, `${base}:`, () => mapDeepspeed(sub, [], false));
   }
@@ -853,7 +852,7 @@
     if (!format) {
       throw new ImportError('unknown_format', '', `not a config memfit can read: none of the keys of ${Object.values(FORMAT_NAMES).join(', ')} were found`, null);
     }
-    const m = new Mapping(parsed.value, parsed.lines, format);
+    const m = new Mapping(parsed.value, parsed.lines);
     MAPPERS[format](m, { presets: options.presets, frameworks: options.frameworks, files: options.files, YAML: options.yaml, readFile: options.readFile });
     if (m.request.training.method === 'full' || m.request.training.method === 'freeze') delete m.request.training.lora;
     deepspeedMaster(m);
