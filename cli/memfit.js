@@ -6,6 +6,7 @@
 //   memfit launch <request.json>
 //   memfit validate <cases.csv | dir>... [--configs DIR[,DIR...]] [--json | --markdown]
 //                   [--freeze FILE [--force | --add] | --blind FILE] [--blind-dir DIR]
+//   memfit import <config file>... [--format F] [--model ID | config.json] [--gpu ID] [--gpus N] [--json]
 //   memfit presets
 //   memfit version
 // Exit 0 on success; on bad input exit 2 with the error envelope on stdout.
@@ -16,6 +17,7 @@ const { spawnSync } = require('node:child_process');
 const validation = require('./validate.js');
 const blind = require('./blind.js');
 const reports = require('./validation_report.js');
+const { runImport } = require('./import.js');
 
 // A reader that stops early (`memfit search r.json | head`) closes the pipe: end quietly instead
 // of an uncaught EPIPE (which the WASM runtime's handler would rethrow with its whole source).
@@ -37,6 +39,12 @@ const USAGE = `usage: memfit <command> [args]
                                                   --add: only the rows a freeze lacks),
                                                   --blind (or <blind dir>/<csv name>.json, default
                                                   tests/validation/blind) reports frozen vs current
+  import <config>... [--format F] [--model M] [--gpu ID] [--gpus N] [--json]
+                                                  a training config (Axolotl, LLaMA-Factory, torchtune,
+                                                  DeepSpeed, accelerate, HF TrainingArguments / TRL
+                                                  SFTConfig, Megatron-LM args) as a request (stdout;
+                                                  what was read and ignored on stderr; --json: all);
+                                                  give the DeepSpeed JSON it names too, or beside it
   presets                                         model and GPU presets
   version                                         module version`;
 
@@ -262,6 +270,7 @@ async function main(argv) {
     return;
   }
   if (command === 'validate') return runValidate(rest); // checks its input before loading the module
+  if (command === 'import') return runImport(rest, loadModule, usageError);
   if (command === 'estimate') {
     if (rest.length !== 1 || rest[0].startsWith('--')) usageError('estimate takes one argument: a request .json file');
     const text = readInputFile(rest[0], 'estimate');

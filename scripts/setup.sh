@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what memfit needs on Debian 12, idempotently: compilers, emscripten, nlohmann-json,
-# Catch2, Chromium (for the page tests) from Debian; playwright-core from npm (lockfile, no
+# Catch2, Chromium (for the page tests) from Debian; playwright-core, axe-core, uPlot and yaml from npm (lockfile, no
 # browser download). Safe to run again: it installs only what is missing.
 # `setup.sh fuzz` also installs clang 14 and libFuzzer for scripts/fuzz.sh.
 set -euo pipefail

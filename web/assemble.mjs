@@ -3,9 +3,11 @@
 //                                    served, opened from file://, or saved with "Save page as"
 //   memfit-element.js                one classic script defining <memfit-calculator>
 //   embed.html                       a page embedding the element and the iframe (?embed=1)
+//   memfit-import.js                 the config importer and its YAML parser, loaded by the page
+//                                    only when a config is imported (the first load stays small)
 // Usage: node web/assemble.mjs <web dir> <site dir>
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { gzipSync, constants } from 'node:zlib';
 
 const [webDir, siteDir] = process.argv.slice(2);
@@ -56,3 +58,42 @@ const element = [library, boot, `globalThis.memfitWeb.wasmGzBase64 = "${wasmBase
   compact('element.js')].join('\n');
 writeFileSync(join(siteDir, 'memfit-element.js'), element);
 writeFileSync(join(siteDir, 'embed.html'), read(join(webDir, 'embed.html')));
+
+/// The `yaml` package's CommonJS build as one classic script setting memfitWeb.YAML: each file a
+/// function in a table, its relative require()s resolved against it; its two Node built-ins are
+/// stubbed (it reads process.env for debug logging and uses Buffer only when it is a function).
+function yamlBundle() {
+  const dist = join(webDir, '..', 'node_modules', 'yaml', 'dist');
+  const files = (function list(dir) {
+    return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? list(join(dir, e.name))
+      : e.name.endsWith('.js') ? [join(dir, e.name)] : []));
+  })(dist);
+  const table = files.map((f) => `${JSON.stringify(relative(dist, f))}: function (module, exports, require) {\n${read(f)}\n}`);
+  const { version } = JSON.parse(read(join(dist, '..', 'package.json')));
+  return `/* yaml ${version}, ISC licence, (c) Eemeli Aro: https://github.com/eemeli/yaml */
+(function () {
+  const files = {${table.join(',\n')}};
+  const builtins = { process: { env: {} }, buffer: {} };
+  const cache = {};
+  function load(name) {
+    if (!cache[name]) {
+      const module = { exports: {} };
+      cache[name] = module;
+      const base = name.includes('/') ? name.slice(0, name.lastIndexOf('/') + 1) : '';
+      files[name](module, module.exports, (spec) => {
+        if (builtins[spec]) return builtins[spec];
+        const parts = [];
+        for (const part of (base + spec).split('/')) {
+          if (part === '..') parts.pop();
+          else if (part !== '.') parts.push(part);
+        }
+        const path = parts.join('/');
+        return load(path.endsWith('.js') ? path : path + '.js');
+      });
+    }
+    return cache[name].exports;
+  }
+  (globalThis.memfitWeb = globalThis.memfitWeb || {}).YAML = load('index.js');
+})();`;
+}
+writeFileSync(join(siteDir, 'memfit-import.js'), [yamlBundle(), compact('config_import.js'), compact('import_view.js')].join('\n'));

@@ -41,6 +41,25 @@
     nccl_bytes: ["NCCL's communicator buffers."],
   };
 
+  /// memfit-import.js (the importer and the YAML parser), once: beside the page, or beside the
+  /// element's script. A single saved file has no second file: the error says so.
+  function loadImporter() {
+    if (ns.configImport && ns.YAML && ns.importView) return Promise.resolve();
+    ns.importerLoading ??= new Promise((resolve, reject) => {
+      const script = document.createElement('script');
+      script.src = ns.importerUrl || 'memfit-import.js';
+      script.onload = resolve;
+      script.onerror = () => {
+        ns.importerLoading = null;
+        reject(new Error(`${script.src} could not be loaded (it sits beside index.html; a page saved as one file has no importer): use \`npx memfit import <file>\``));
+      };
+      document.head.append(script);
+    });
+    return ns.importerLoading;
+  }
+
+  const readFiles = (list) => Promise.all([...list].map(async (f) => ({ name: f.name, text: await f.text() })));
+
   function el(tag, text, className) {
     const e = document.createElement(tag);
     if (text !== undefined) e.textContent = text;
@@ -157,7 +176,11 @@
       const $ = this.$;
       const form = this.root.querySelector('form');
       form.addEventListener('submit', (e) => e.preventDefault());
-      form.addEventListener('focusin', (e) => requestAnimationFrame(() => this.keepClearOfSummary(e.target)));
+      // The target is read now: in a shadow root (the element) the event's target is null after dispatch.
+      form.addEventListener('focusin', (e) => {
+        const field = e.target;
+        requestAnimationFrame(() => this.keepClearOfSummary(field));
+      });
       for (const input of this.root.querySelectorAll('[data-key]')) {
         input.addEventListener(input.tagName === 'SELECT' ? 'change' : 'input', () => {
           this.state[input.dataset.key] = input.value.trim();
@@ -190,6 +213,7 @@
         this.modelChanged();
         this.update();
       });
+      this.wireImport();
       $('hf-load').addEventListener('click', () => this.loadFromHub());
       $('hf-repo').addEventListener('keydown', (e) => { if (e.key === 'Enter') this.loadFromHub(); });
       $('back-to-star').addEventListener('click', () => {
@@ -224,6 +248,36 @@
       $('copy-link').addEventListener('click', () => this.copy(location.href, 'link', 'link-status'));
       $('copy-request').addEventListener('click', () => this.copy(JSON.stringify(JSON.parse(this.requestText), null, 2), 'request'));
       $('copy-result').addEventListener('click', () => this.copy(JSON.stringify(this.estimate, null, 2), 'result'));
+    }
+
+    /// Config import: pasted, chosen or dropped files (a config and the DeepSpeed JSON it names).
+    wireImport() {
+      const $ = this.$;
+      const text = $('import-text');
+      $('import-run').addEventListener('click', () => this.importConfig([{ name: '', text: text.value }]));
+      $('import-file').addEventListener('change', async () => this.importConfig(await readFiles($('import-file').files)));
+      text.addEventListener('dragover', (e) => e.preventDefault());
+      text.addEventListener('drop', async (e) => {
+        if (!e.dataTransfer?.files?.length) return;
+        e.preventDefault();
+        const files = await readFiles(e.dataTransfer.files);
+        text.value = files[0].text;
+        this.importConfig(files);
+      });
+    }
+
+    /// The importer and its YAML parser load on the first import (import_view.js fills the form).
+    async importConfig(files) {
+      const err = this.$('err-import');
+      err.textContent = '';
+      this.$('import-result').replaceChildren();
+      try {
+        await loadImporter();
+      } catch (error) {
+        err.textContent = `importer_unavailable: ${error.message}`;
+        return;
+      }
+      ns.importView.importInto(this, files, urlState.DEFAULTS);
     }
 
     /// Narrows the list. When the model in use is filtered out, the first real (not synthetic)

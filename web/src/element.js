@@ -4,6 +4,8 @@
 'use strict';
 (function (ns) {
   const attributeOf = (key) => key.replace(/_/g, '-');
+  // The importer (memfit-import.js) is loaded from beside this script, when a config is imported.
+  if (document.currentScript?.src) ns.importerUrl ??= new URL('memfit-import.js', document.currentScript.src).href;
 
   class MemfitCalculatorElement extends HTMLElement {
     static get observedAttributes() { return ns.urlState.KEYS.map(attributeOf); }

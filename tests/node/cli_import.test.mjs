@@ -1,0 +1,93 @@
+// `memfit import`: every example config becomes a request the core estimates (so each field the
+// importer fills is one the core reads); bad input exits 2 with the coded envelope and its line.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { root, built } from './helpers.mjs';
+
+const skip = !built;
+const FIXTURES = join(root, 'tests', 'node', 'fixtures', 'import');
+const scratch = mkdtempSync(join(tmpdir(), 'memfit-import-'));
+
+function memfit(...args) {
+  const r = spawnSync(process.execPath, [join(root, 'cli', 'memfit.js'), ...args], { cwd: root, encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+/// The request `memfit import` writes, estimated by `memfit estimate`.
+function importAndEstimate(files, ...options) {
+  const imported = memfit('import', ...files.map((f) => join(FIXTURES, f)), '--gpu', 'H100-80GB', ...options);
+  assert.equal(imported.code, 0, imported.out + imported.err);
+  const request = JSON.parse(imported.out);
+  const file = join(scratch, `${files[0]}.request.json`);
+  writeFileSync(file, imported.out);
+  const estimate = memfit('estimate', file);
+  assert.equal(estimate.code, 0, `${files[0]}: ${estimate.out}`);
+  return { request, result: JSON.parse(estimate.out), report: imported.err };
+}
+
+const CASES = [
+  [['axolotl_qlora.yml'], []],
+  [['axolotl_fft_liger_fsdp.yaml'], ['--gpus', '8']],
+  [['llamafactory_lora_sft_ds3.yaml', 'ds_z3_config.json'], ['--gpus', '8']],
+  [['llamafactory_full_sft.yaml'], ['--gpus', '8']],
+  [['torchtune_8b_qlora_single_device.yaml'], []],
+  [['ds_z3_offload_config.json'], ['--model', 'meta-llama/Llama-3.1-8B', '--gpus', '8']],
+  [['accelerate_fsdp.yaml'], ['--model', 'meta-llama/Llama-3.1-8B']],
+  [['accelerate_deepspeed.yaml'], ['--model', 'meta-llama/Llama-3.1-8B']],
+  [['trl_sft_qlora.yaml'], []],
+  [['training_args_full.json'], ['--gpus', '8']],
+  [['megatron_llama3_8b_fp8.sh'], []],
+];
+
+for (const [files, options] of CASES) {
+  test(`memfit import ${files.join(' ')}: the core estimates the request`, { skip }, () => {
+    const { request, result, report } = importAndEstimate(files, ...options);
+    const t = request.training;
+    for (const key of ['method', 'precision', 'micro_batch', 'grad_accum', 'seq_len', 'activation_checkpointing', 'offload', 'optimizer']) {
+      if (t[key] !== undefined) assert.equal(result.training[key], t[key], `${files[0]}: training.${key}`);
+    }
+    if (request.parallel?.sharding) assert.equal(result.parallel.sharding, request.parallel.sharding);
+    assert.match(report, /^memfit import: /);
+  });
+}
+
+test('memfit import: the DeepSpeed file a config names is read from beside it; --json carries the lists', { skip }, () => {
+  const r = memfit('import', join(FIXTURES, 'llamafactory_lora_sft_ds3.yaml'), '--json');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.equal(j.request.parallel.sharding, 'zero3', 'examples/deepspeed/ds_z3_config.json found by its name beside the config');
+  assert.ok(j.ignored.some((x) => x.key === '/learning_rate'));
+  assert.ok(j.mapped.some((x) => x.to === '/parallel/sharding' && x.line === 11));
+});
+
+test('memfit import: the report lists ignored keys with their lines and says what is missing', { skip }, () => {
+  const r = memfit('import', join(FIXTURES, 'accelerate_fsdp.yaml'));
+  assert.equal(r.code, 0);
+  assert.match(r.err, /ignored {2}\/fsdp_config\/fsdp_backward_prefetch \(line 9\)/);
+  assert.match(r.err, /missing {2}model .*cluster\.gpu/);
+});
+
+test('memfit import: bad input exits 2 with the code, pointer and line', { skip }, () => {
+  const file = join(scratch, 'bad.yaml');
+  writeFileSync(file, 'base_model: x\nadapter: lora\nmicro_batch_size: 0\n');
+  let r = memfit('import', file);
+  assert.equal(r.code, 2);
+  assert.deepEqual(JSON.parse(r.out).error, { code: 'invalid_value', path: '/micro_batch_size', line: 3,
+    message: 'micro_batch_size must be a whole number ≥ 1, got 0' });
+  writeFileSync(file, 'a: [1\n');
+  r = memfit('import', file);
+  assert.equal(r.code, 2);
+  assert.equal(JSON.parse(r.out).error.code, 'invalid_yaml');
+  r = memfit('import', join(scratch, 'missing.yaml'));
+  assert.equal(r.code, 2);
+  assert.equal(JSON.parse(r.out).error.code, 'invalid_usage');
+  r = memfit('import', join(FIXTURES, 'axolotl_qlora.yml'), '--model', 'no/such-model');
+  assert.equal(r.code, 2);
+  assert.equal(JSON.parse(r.out).error.code, 'unknown_preset');
+  r = memfit('import', join(FIXTURES, 'axolotl_qlora.yml'), '--gpus', 'eight');
+  assert.equal(r.code, 2);
+});

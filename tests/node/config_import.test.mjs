@@ -1,0 +1,278 @@
+// web/src/config_import.js: each framework's config file (keys re-typed from the projects' own
+// examples, tests/node/fixtures/import/SOURCES.md) into the request, and every bad input as a coded
+// error with the field's JSON Pointer and line. Needs no build (the CLI and page tests run the
+// requests through the core).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { root } from './helpers.mjs';
+
+const require = createRequire(import.meta.url);
+const YAML = require('yaml');
+const { importConfig, importFiles } = require('../../web/src/config_import.js');
+const FIXTURES = `${root}tests/node/fixtures/import/`;
+const PRESETS = readdirSync(`${root}presets/models`).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5).replace('__', '/'));
+
+function fixture(...names) {
+  const answer = importFiles(names.map((name) => ({ name, text: readFileSync(FIXTURES + name, 'utf8') })), { yaml: YAML, presets: PRESETS });
+  assert.ok(answer.ok, JSON.stringify(answer.error));
+  return answer.result;
+}
+const ignoredKeys = (r) => r.ignored.map((x) => x.key);
+const mappedFrom = (r, to) => r.mapped.find((x) => x.to === to);
+function fails(text, options = {}) {
+  const answer = importConfig(text, { yaml: YAML, ...options });
+  assert.equal(answer.ok, false, JSON.stringify(answer.result?.request));
+  return answer.error;
+}
+
+test('Axolotl QLoRA: adapter, 4-bit base, LoRA shape, batch, packing, optimizer, dtype, checkpointing, attention', () => {
+  const r = fixture('axolotl_qlora.yml');
+  assert.equal(r.format, 'axolotl');
+  assert.deepEqual(r.request.model, { preset: 'meta-llama/Meta-Llama-3-8B' });
+  assert.deepEqual(r.request.training, {
+    framework: 'hf_trainer', method: 'qlora', base_quant: 'nf4', lora: { rank: 32, dropout: 0.05, targets: 'all-linear' },
+    seq_len: 4096, packed: true, micro_batch: 2, grad_accum: 4, optimizer: 'paged_adamw_32bit', precision: 'bf16',
+    activation_checkpointing: 'full', attention: 'flash' });
+  assert.deepEqual(ignoredKeys(r), ['/model_type', '/datasets', '/val_set_size', '/output_dir', '/pad_to_sequence_len', '/lora_alpha',
+    '/wandb_project', '/num_epochs', '/lr_scheduler', '/learning_rate', '/tf32', '/special_tokens']);
+  assert.equal(mappedFrom(r, '/training/lora/rank').line, 16);
+  assert.equal(r.ignored.find((x) => x.key === '/lora_alpha').line, 17);
+  assert.ok(r.mapped.some((x) => x.from === '/load_in_8bit' && x.to === null), 'load_in_8bit: false is read, not dropped');
+  assert.ok(r.notes.some((n) => /hf_trainer/.test(n)), 'says that Axolotl is estimated as the HF Trainer');
+});
+
+test('Axolotl full fine-tune with Liger and FSDP: fused loss, ZeRO-3 sharding, parameter offload; Liger\'s other kernels listed', () => {
+  const r = fixture('axolotl_fft_liger_fsdp.yaml');
+  const t = r.request.training;
+  assert.equal(t.method, 'full');
+  assert.equal(t.loss, 'fused');
+  assert.equal(t.offload, 'params_optimizer');
+  assert.equal(t.optimizer_impl, 'fused');
+  assert.deepEqual(r.request.parallel, { sharding: 'zero3' });
+  assert.equal(r.request.model.preset, 'meta-llama/Llama-3.1-8B', 'Meta-Llama-3.1-8B is the renamed Llama-3.1-8B');
+  for (const key of ['/liger_rope', '/liger_rms_norm', '/liger_glu_activation']) {
+    assert.ok(r.ignored.find((x) => x.key === key).may_change_memory, key);
+  }
+});
+
+test('Axolotl without bf16 or fp16 loads fp32 weights', () => {
+  const answer = importConfig('base_model: x/y\nmicro_batch_size: 1\nsequence_len: 512\n', { yaml: YAML });
+  assert.equal(answer.result.request.training.precision, 'fp32');
+});
+
+test('LLaMA-Factory LoRA with the ZeRO-3 file it names: DeepSpeed backend and sharding; its "auto" values listed', () => {
+  const r = fixture('llamafactory_lora_sft_ds3.yaml', 'ds_z3_config.json');
+  assert.equal(r.format, 'llamafactory');
+  assert.equal(r.file, 'llamafactory_lora_sft_ds3.yaml');
+  assert.deepEqual(r.request.training, { framework: 'hf_trainer', method: 'lora', lora: { rank: 8, targets: 'all-linear' },
+    seq_len: 2048, micro_batch: 1, grad_accum: 2, precision: 'amp_bf16', activation_checkpointing: 'full' });
+  assert.deepEqual(r.request.parallel, { backend: 'deepspeed', sharding: 'zero3' });
+  assert.match(mappedFrom(r, '/training/precision').note, /fp32 master in DeepSpeed's optimizer/);
+  assert.equal(mappedFrom(r, '/training/precision').from, '/bf16');
+  assert.equal(mappedFrom(r, '/parallel/sharding').from, 'ds_z3_config.json:/zero_optimization/stage');
+  assert.equal(mappedFrom(r, '/parallel/sharding').line, 11);
+  assert.ok(ignoredKeys(r).includes('ds_z3_config.json:/train_micro_batch_size_per_gpu'), '"auto" is listed, not dropped');
+  assert.equal(r.request.model.preset, 'meta-llama/Meta-Llama-3-8B');
+});
+
+test('LLaMA-Factory LoRA without the DeepSpeed file: the backend is set and the missing file is said', () => {
+  const r = fixture('llamafactory_lora_sft_ds3.yaml');
+  assert.equal(r.request.parallel.backend, 'deepspeed');
+  assert.equal(r.request.parallel.sharding, undefined);
+  assert.ok(r.notes.some((n) => /ds_z3_config\.json: give that file too/.test(n)));
+});
+
+test('LLaMA-Factory full fine-tune: fp32 trainable weights under bf16 autocast and gradient checkpointing by default', () => {
+  const t = fixture('llamafactory_full_sft.yaml').request.training;
+  assert.equal(t.method, 'full');
+  assert.equal(t.precision, 'amp_bf16');
+  assert.equal(t.activation_checkpointing, 'full');
+  const pure = importConfig('stage: sft\nfinetuning_type: full\npure_bf16: true\ndisable_gradient_checkpointing: true\n', { yaml: YAML });
+  assert.equal(pure.result.request.training.precision, 'bf16');
+  assert.equal(pure.result.request.training.activation_checkpointing, 'none');
+});
+
+test('LLaMA-Factory 4-bit LoRA is QLoRA; 8-bit is LoRA over an int8 base', () => {
+  const q4 = importConfig('stage: sft\nfinetuning_type: lora\nquantization_bit: 4\nlora_target: q_proj,v_proj\n', { yaml: YAML }).result.request.training;
+  assert.equal(q4.method, 'qlora');
+  assert.equal(q4.base_quant, 'nf4');
+  assert.deepEqual(q4.lora.targets, ['q', 'v']);
+  const q8 = importConfig('stage: sft\nfinetuning_type: lora\nquantization_bit: 8\n', { yaml: YAML }).result.request.training;
+  assert.equal(q8.method, 'lora');
+  assert.equal(q8.base_quant, 'int8');
+});
+
+test('torchtune QLoRA recipe: the builder, LoRA modules, chunked loss, fused AdamW, checkpointing; the model from the checkpoint directory', () => {
+  const r = fixture('torchtune_8b_qlora_single_device.yaml');
+  assert.equal(r.format, 'torchtune');
+  assert.deepEqual(r.request.training, { framework: 'torchtune', method: 'qlora',
+    lora: { rank: 8, dropout: 0, targets: ['q', 'v', 'k', 'o', 'gate', 'up', 'down'] }, micro_batch: 2, grad_accum: 16,
+    optimizer: 'adamw', optimizer_impl: 'fused', loss: 'chunked', activation_checkpointing: 'full', compile: false, precision: 'bf16' });
+  assert.equal(r.request.model.preset, 'meta-llama/Llama-3.1-8B');
+  assert.ok(r.notes.some((n) => /max_seq_len/.test(n)), 'max_seq_len null: says seq_len is not known');
+  assert.ok(ignoredKeys(r).includes('/model/lora_alpha'));
+});
+
+test('DeepSpeed JSON with "auto" values: HF Trainer on the DeepSpeed engine, ZeRO-3 with parameter offload', () => {
+  const r = fixture('ds_z3_offload_config.json');
+  assert.equal(r.format, 'deepspeed');
+  assert.deepEqual(r.request, { training: { framework: 'hf_trainer', offload: 'params_optimizer' }, parallel: { backend: 'deepspeed', sharding: 'zero3' } });
+  assert.ok(ignoredKeys(r).includes('/bf16'), '"auto" precision is listed');
+  assert.equal(r.ignored.find((x) => x.key === '/zero_optimization/overlap_comm').line, 23);
+});
+
+test('DeepSpeed JSON without "auto": the DeepSpeed engine itself, its numbers read', () => {
+  const text = JSON.stringify({ train_micro_batch_size_per_gpu: 4, gradient_accumulation_steps: 8, bf16: { enabled: true },
+    zero_optimization: { stage: 2, offload_optimizer: { device: 'cpu' } } }, null, 2);
+  const r = importConfig(text, { yaml: YAML }).result;
+  assert.deepEqual(r.request, { training: { framework: 'deepspeed', offload: 'optimizer', micro_batch: 4, grad_accum: 8, precision: 'amp_bf16' },
+    parallel: { sharding: 'zero2' } });
+});
+
+test('accelerate FSDP and DeepSpeed configs: GPUs, sharding, offload', () => {
+  const fsdp = fixture('accelerate_fsdp.yaml');
+  assert.equal(fsdp.format, 'accelerate');
+  assert.deepEqual(fsdp.request, { training: { framework: 'hf_trainer', precision: 'bf16' }, cluster: { gpus: 2 }, parallel: { sharding: 'zero3' } });
+  const ds = fixture('accelerate_deepspeed.yaml');
+  assert.deepEqual(ds.request, { training: { framework: 'hf_trainer', offload: 'optimizer' }, cluster: { gpus: 2 },
+    parallel: { backend: 'deepspeed', sharding: 'zero2' } });
+  assert.deepEqual(ignoredKeys(ds), ['/deepspeed_config/zero3_init_flag']);
+});
+
+test('TRL SFTConfig + ModelConfig (alignment-handbook QLoRA recipe): QLoRA over a bf16 model, hf_trainer unless the core has trl', () => {
+  const r = fixture('trl_sft_qlora.yaml');
+  assert.equal(r.format, 'hf_args');
+  assert.deepEqual(r.request.training, { framework: 'hf_trainer', method: 'qlora', base_quant: 'nf4',
+    lora: { rank: 16, dropout: 0.05, targets: ['q', 'k', 'v', 'o', 'gate', 'up', 'down'] }, micro_batch: 4, grad_accum: 2,
+    seq_len: 2048, precision: 'bf16', activation_checkpointing: 'full', attention: 'flash' });
+  assert.ok(r.notes.some((n) => /no trl profile/.test(n)));
+  const text = readFileSync(`${FIXTURES}trl_sft_qlora.yaml`, 'utf8');
+  const withTrl = importConfig(text, { yaml: YAML, frameworks: ['trl'] }).result;
+  assert.equal(withTrl.request.training.framework, 'trl');
+});
+
+test('HF TrainingArguments JSON: full fine-tune, batch, checkpointing, bf16 weights', () => {
+  const r = fixture('training_args_full.json');
+  assert.equal(r.format, 'hf_args');
+  assert.deepEqual(r.request.training, { framework: 'hf_trainer', method: 'full', micro_batch: 32, grad_accum: 2, precision: 'bf16',
+    activation_checkpointing: 'full' });
+  const fp32 = importConfig('{"per_device_train_batch_size": 2, "bf16": true, "torch_dtype": "float32", "output_dir": "o"}', { yaml: YAML });
+  assert.equal(fp32.result.request.training.precision, 'amp_bf16');
+});
+
+test('Megatron-LM launch script: shell variables substituted, layout, batch, fp8, distributed optimizer, a llama config', () => {
+  const r = fixture('megatron_llama3_8b_fp8.sh');
+  assert.equal(r.format, 'megatron');
+  assert.deepEqual(r.request.training, { framework: 'megatron', micro_batch: 1, grad_accum: 16, seq_len: 8192, precision: 'fp8', attention: 'flash' });
+  assert.deepEqual(r.request.cluster, { gpus: 8, gpus_per_node: 8 });
+  assert.deepEqual(r.request.parallel, { tp: 1, cp: 1, sharding: 'zero1' });
+  assert.deepEqual(r.request.model.config, { model_type: 'llama', num_hidden_layers: 32, hidden_size: 4096, num_attention_heads: 32,
+    intermediate_size: 14336, vocab_size: 128256, tie_word_embeddings: false, num_key_value_heads: 8, head_dim: 128, max_position_embeddings: 8192 });
+  assert.ok(r.notes.some((n) => /sequence-parallel/.test(n)), '--sequence-parallel at tp 1 is said to be off');
+  assert.equal(mappedFrom(r, '/training/micro_batch').line, 37);
+  assert.ok(!ignoredKeys(r).includes('/pipeline-model-parallel-size'), 'a commented-out flag is not read');
+  assert.ok(r.ignored.find((x) => x.key === '/cross-entropy-loss-fusion').may_change_memory);
+});
+
+test('the format is forced with options.format, and detected from a DeepSpeed file name', () => {
+  const text = '{"gradient_accumulation_steps": 4}';
+  assert.equal(importConfig(text, { yaml: YAML, fileName: 'ds_config.json' }).result.format, 'deepspeed');
+  assert.equal(importConfig(text, { yaml: YAML, format: 'hf_args' }).result.format, 'hf_args');
+});
+
+// ---- bad input: a code, the field's pointer and line; never an exception --------------------
+
+test('bad input: YAML syntax, duplicate key, JSON syntax: invalid_yaml with the line', () => {
+  let e = fails('base_model: x\nadapter: [lora\nlora_r: 8\n');
+  assert.equal(e.code, 'invalid_yaml');
+  assert.equal(e.line, 3);
+  e = fails('base_model: x\nmicro_batch_size: 1\nmicro_batch_size: 2\n');
+  assert.equal(e.code, 'invalid_yaml');
+  assert.equal(e.line, 3);
+  e = fails('{\n  "zero_optimization": {"stage": 3,\n}\n');
+  assert.equal(e.code, 'invalid_yaml');
+  assert.ok(e.line >= 2);
+});
+
+test('bad input: empty, a list, a scalar, an unknown format, too large', () => {
+  assert.equal(fails('').code, 'invalid_value');
+  assert.equal(fails('   \n').code, 'invalid_value');
+  assert.equal(fails('- a\n- b\n').code, 'invalid_type');
+  assert.equal(fails('just text').code, 'invalid_type');
+  assert.equal(fails('foo: 1\nbar: 2\n').code, 'unknown_format');
+  assert.equal(fails(`a: ${'x'.repeat(1 << 20)}`).code, 'input_too_large');
+  assert.equal(fails('foo: 1', { format: 'nope' }).code, 'invalid_value');
+});
+
+test('bad input: an alias bomb is refused, not expanded', () => {
+  const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]'];
+  for (let i = 0; i < 8; i += 1) bomb.push(`${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array(9).fill(`*${String.fromCharCode(97 + i)}`).join(',')}]`);
+  bomb.push('base_model: x');
+  const e = fails(bomb.join('\n'));
+  assert.equal(e.code, 'invalid_yaml');
+});
+
+test('bad input: wrong values at their pointer and line', () => {
+  let e = fails('base_model: x\nadapter: lora\nmicro_batch_size: -1\n');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_value', '/micro_batch_size', 3]);
+  e = fails('base_model: x\nsample_packing: maybe\nsequence_len: 2048\n');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_type', '/sample_packing', 2]);
+  e = fails('base_model: x\nadapter: prefix\nsequence_len: 2048\n');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_value', '/adapter', 2]);
+  e = fails('{\n  "zero_optimization": {\n    "stage": 5\n  },\n  "train_batch_size": 8\n}');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_value', '/zero_optimization/stage', 3]);
+  e = fails('stage: sft\nfinetuning_type: prefix\ncutoff_len: 1024\n');
+  assert.deepEqual([e.code, e.path], ['invalid_value', '/finetuning_type']);
+  e = fails('dtype: fp16\nbatch_size: 2\ncheckpointer:\n  checkpoint_dir: /tmp/x\nenable_activation_checkpointing: true\n');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_value', '/dtype', 1]);
+  e = fails('distributed_type: MULTI_GPU\nnum_processes: 6\nnum_machines: 4\n');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_value', '/num_machines', 3]);
+  e = fails('torchrun pretrain_gpt.py \\\n  --num-layers 32 \\\n  --micro-batch-size two\n');
+  assert.deepEqual([e.code, e.path, e.line], ['invalid_value', '/micro-batch-size', 3]);
+});
+
+test('bad input: a broken DeepSpeed file named by the config is reported in that file', () => {
+  const answer = importFiles([{ name: 'lf.yaml', text: 'stage: sft\nfinetuning_type: lora\ndeepspeed: ds.json\n' },
+    { name: 'ds.json', text: '{"zero_optimization": {"stage": 3,,}}' }], { yaml: YAML });
+  assert.equal(answer.ok, false);
+  assert.equal(answer.error.code, 'invalid_yaml');
+  assert.match(answer.error.path, /^ds\.json:/);
+});
+
+test('YAML 1.1 booleans (PyYAML reads yes and on as true); an unresolved shell variable is noted, not an error', () => {
+  const r = importConfig('base_model: x/y\nadapter: lora\nload_in_8bit: yes\nsample_packing: on\nmicro_batch_size: 2\n', { yaml: YAML }).result;
+  assert.equal(r.request.training.base_quant, 'int8');
+  assert.equal(r.request.training.packed, true);
+  const m = importConfig('torchrun pretrain_gpt.py --micro-batch-size 2 --pipeline-model-parallel-size $((PP * 2))\n', { yaml: YAML }).result;
+  assert.equal(m.request.parallel, undefined);
+  assert.ok(m.ignored.some((x) => x.key === '/pipeline-model-parallel-size'));
+  assert.ok(m.notes.some((n) => /expression memfit does not evaluate/.test(n)));
+});
+
+test('bad input: 3,000 mutations of the example configs (values swapped for wrong types) never throw', () => {
+  const values = [null, true, false, 0, -1, 2.5, 'x', 'auto', '$X', [], [1, 'a'], {}, { a: 1 }, { _component_: 5 }, { device: 'cpu' }];
+  let seed = 7;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const mutate = (o) => {
+    if (o && typeof o === 'object' && !Array.isArray(o)) {
+      for (const k of Object.keys(o)) o[k] = random() < 0.3 ? structuredClone(values[Math.floor(random() * values.length)]) : mutate(o[k]);
+    }
+    return o;
+  };
+  const formats = [undefined, 'axolotl', 'llamafactory', 'torchtune', 'deepspeed', 'accelerate', 'hf_args'];
+  const bases = readdirSync(FIXTURES).filter((f) => /\.(ya?ml|json)$/.test(f)).map((f) => YAML.parse(readFileSync(FIXTURES + f, 'utf8'), { version: '1.1' }));
+  let errors = 0;
+  for (let i = 0; i < 3000; i += 1) {
+    const text = JSON.stringify(mutate(structuredClone(bases[i % bases.length])));
+    const answer = importConfig(text, { yaml: YAML, format: formats[i % formats.length], presets: PRESETS });
+    if (answer.ok) assert.ok(answer.result.request.training, text);
+    else {
+      errors += 1;
+      assert.match(answer.error.code, /^(invalid_value|invalid_type|invalid_yaml|unknown_format)$/, text);
+      assert.equal(typeof answer.error.path, 'string');
+    }
+  }
+  assert.ok(errors > 0 && errors < 3000, `${errors} errors`);
+});

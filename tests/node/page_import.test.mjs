@@ -1,0 +1,142 @@
+// Config import in the page (Debian's Chromium): the importer and its YAML parser are not part of
+// the first load (a separate file, fetched on the first import); a pasted or dropped config fills
+// the form, whose numbers then equal the CLI's; what the form cannot hold and what was ignored are
+// listed; bad input is a coded error with its line; the single saved file says it has no importer.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync, constants } from 'node:zlib';
+import { root, site, built } from './helpers.mjs';
+import { env, useBrowser, open, settled, assertMatchesCli, axeViolations, skip, scratch } from './browser.mjs';
+
+useBrowser();
+const FIXTURES = join(root, 'tests', 'node', 'fixtures', 'import');
+const fixture = (name) => readFileSync(join(FIXTURES, name), 'utf8');
+const PAGE_BUDGET_BYTES = 400 * 1024;
+
+test('the single file stays under 400 KiB gzip and holds neither the importer nor the YAML parser', { skip: !built }, () => {
+  const html = readFileSync(`${site}index.html`);
+  const gz = gzipSync(html, { level: constants.Z_BEST_COMPRESSION }).length;
+  assert.ok(gz <= PAGE_BUDGET_BYTES, `index.html is ${(gz / 1024).toFixed(1)} KiB gzip`);
+  for (const marker of ['LineCounter', 'readWithoutField', 'TRAINING_KEYS']) assert.ok(!html.includes(marker), marker);
+  assert.match(readFileSync(`${site}memfit-import.js`, 'utf8'), /LineCounter[\s\S]*importFiles[\s\S]*toState/);
+});
+
+async function importText(page, text) {
+  if (!(await page.locator('#import-box').evaluate((d) => d.open))) await page.click('#import-box summary');
+  await page.fill('#import-text', text);
+  await page.click('#import-run');
+}
+
+test('pasting an Axolotl QLoRA config fills the form; the numbers equal the CLI\'s; leftovers and ignored keys are listed', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  const fetched = [];
+  page.on('request', (r) => fetched.push(r.url()));
+  await settled(page);
+  assert.ok(!fetched.some((u) => u.includes('memfit-import.js')), 'not loaded before an import');
+  assert.equal(await page.evaluate(() => typeof globalThis.memfitWeb.YAML), 'undefined');
+  await importText(page, fixture('axolotl_qlora.yml'));
+  await page.waitForSelector('#import-result p');
+  await settled(page);
+  assert.ok(fetched.some((u) => u.endsWith('/memfit-import.js')));
+  const values = {};
+  for (const id of ['preset', 'framework', 'method', 'lora_rank', 'lora_targets', 'precision', 'optimizer', 'micro_batch', 'grad_accum', 'seq_len', 'ckpt', 'attention']) {
+    values[id] = await page.inputValue(`#${id}`);
+  }
+  assert.deepEqual(values, { preset: 'meta-llama/Meta-Llama-3-8B', framework: 'hf_trainer', method: 'qlora', lora_rank: '32',
+    lora_targets: 'all-linear', precision: 'bf16', optimizer: 'paged_adamw_32bit', micro_batch: '2', grad_accum: '4', seq_len: '4096',
+    ckpt: 'full', attention: 'flash' });
+  const result = await page.textContent('#import-result');
+  assert.match(result, /^Axolotl YAML: 12 fields set in the form\./);
+  assert.match(result, /Not in the page's form \(3\)/);
+  for (const leftover of ['/training/base_quant = nf4', '/training/lora/dropout = 0.05', '/training/packed = true']) assert.ok(result.includes(leftover), leftover);
+  assert.match(result, /Keys memfit ignores \(12, 2 may change memory\)/);
+  assert.match(result, /\/lora_alpha \(line 17\): may change memory, not modelled/);
+  assert.match(result, /\/learning_rate \(line 26\)/);
+  const { request } = await assertMatchesCli(page);
+  assert.equal(request.training.method, 'qlora');
+  assert.deepEqual(await axeViolations(page), []);
+  assert.deepEqual(page.unexpected, []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('dropping a LLaMA-Factory config with its DeepSpeed JSON imports both; a Megatron script brings its model', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  await page.click('#import-box summary');
+  const files = [['llamafactory_full_sft.yaml', fixture('llamafactory_full_sft.yaml').replace('finetuning_type: full', 'finetuning_type: full\ndeepspeed: ds_z3_offload_config.json')],
+    ['ds_z3_offload_config.json', fixture('ds_z3_offload_config.json')]];
+  const drop = await page.evaluateHandle((list) => {
+    const dt = new DataTransfer();
+    for (const [name, text] of list) dt.items.add(new File([text], name));
+    return dt;
+  }, files);
+  await page.dispatchEvent('#import-text', 'drop', { dataTransfer: drop });
+  await page.waitForSelector('#import-result p');
+  await settled(page);
+  assert.equal(await page.inputValue('#method'), 'full');
+  assert.equal(await page.inputValue('#precision'), 'amp_bf16');
+  assert.equal(await page.inputValue('#ckpt'), 'full');
+  const result = await page.textContent('#import-result');
+  assert.match(result, /^LLaMA-Factory YAML · llamafactory_full_sft\.yaml/);
+  assert.ok(result.includes('/parallel/sharding = zero3 ← ds_z3_offload_config.json:/zero_optimization/stage (line 14)'), result);
+  assert.ok(result.includes('/training/offload = params_optimizer'));
+  await assertMatchesCli(page);
+
+  await importText(page, fixture('megatron_llama3_8b_fp8.sh'));
+  await page.waitForSelector('#import-result p');
+  await settled(page);
+  assert.equal(await page.inputValue('#framework'), 'megatron');
+  assert.equal(await page.inputValue('#precision'), 'fp8');
+  assert.equal(await page.inputValue('#gpus'), '8');
+  assert.equal(JSON.parse(await page.inputValue('#config')).num_key_value_heads, 8);
+  await assertMatchesCli(page);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('bad input: a coded error with the pointer and line; the form is unchanged', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/index.html`);
+  await settled(page);
+  const before = await page.inputValue('#method');
+  await importText(page, 'base_model: x\nadapter: lora\nmicro_batch_size: -1\n');
+  await page.waitForFunction(() => document.getElementById('err-import').textContent !== '');
+  assert.equal(await page.textContent('#err-import'), 'invalid_value at /micro_batch_size (line 3): micro_batch_size must be a whole number ≥ 1, got -1');
+  assert.equal(await page.inputValue('#method'), before);
+  await importText(page, 'a: [1\n');
+  await page.waitForFunction(() => document.getElementById('err-import').textContent.startsWith('invalid_yaml'));
+  assert.match(await page.textContent('#err-import'), /\(line 2\)/);
+  await importText(page, '<img src=x onerror=alert(1)>: 1\n');
+  await page.waitForFunction(() => document.getElementById('err-import').textContent.startsWith('unknown_format'));
+  assert.equal(await page.locator('#import-result img, #err-import img').count(), 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the page saved as one file, without memfit-import.js beside it, says the importer is not there', { skip }, async () => {
+  const lone = join(scratch, 'lone.html');
+  copyFileSync(`${site}memfit_offline.html`, lone);
+  const page = await open(`file://${lone}`);
+  await settled(page);
+  await importText(page, fixture('axolotl_qlora.yml'));
+  await page.waitForFunction(() => document.getElementById('err-import').textContent !== '');
+  assert.match(await page.textContent('#err-import'), /^importer_unavailable: .*memfit-import\.js could not be loaded.*npx memfit import/);
+  assert.equal(await page.inputValue('#method'), 'full');
+  await page.close();
+});
+
+test('the embedded element loads the importer from beside its own script', { skip }, async () => {
+  const page = await open(`${env.baseUrl}/embed.html`, { height: 1400 });
+  await page.waitForSelector('memfit-calculator[ready]', { timeout: 30000 });
+  await page.click('memfit-calculator #import-box summary');
+  await page.fill('memfit-calculator #import-text', fixture('torchtune_8b_qlora_single_device.yaml'));
+  await page.click('memfit-calculator #import-run');
+  await page.waitForSelector('memfit-calculator #import-result p');
+  assert.equal(await page.inputValue('memfit-calculator #framework'), 'torchtune');
+  assert.equal(await page.inputValue('memfit-calculator #method'), 'qlora');
+  assert.equal(await page.inputValue('memfit-calculator #preset'), 'meta-llama/Llama-3.1-8B');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

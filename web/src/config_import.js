@@ -1,0 +1,875 @@
+// Config import: a training framework's own config file (Axolotl, LLaMA-Factory, torchtune,
+// DeepSpeed, accelerate, HF TrainingArguments / TRL SFTConfig, a Megatron-LM argument list)
+// translated into memfit's request. Config translation only, no estimator math: every key read
+// names the request field it fills; every key not read is listed (never dropped silently).
+// Shared by the CLI (require) and the page (the lazily loaded memfit-import.js); the YAML parser
+// (the npm `yaml` package) is passed in.
+'use strict';
+(function (root, factory) {
+  if (typeof module === 'object' && module.exports) module.exports = factory();
+  else (root.memfitWeb = root.memfitWeb || {}).configImport = factory();
+})(globalThis, () => {
+  const MAX_INPUT_CHARS = 1 << 20;
+  const FORMAT_NAMES = {
+    axolotl: 'Axolotl YAML', llamafactory: 'LLaMA-Factory YAML', torchtune: 'torchtune recipe YAML',
+    deepspeed: 'DeepSpeed JSON', accelerate: 'accelerate config YAML',
+    hf_args: 'HF TrainingArguments / TRL SFTConfig', megatron: 'Megatron-LM argument list',
+  };
+  // Keys each format is recognised by (the format with most of them present wins).
+  const SIGNATURES = {
+    axolotl: ['base_model', 'adapter', 'micro_batch_size', 'sequence_len', 'sample_packing', 'lora_target_linear',
+      'num_epochs', 'pad_to_sequence_len', 'flash_attention', 'special_tokens', 'val_set_size', 'dataset_prepared_path'],
+    llamafactory: ['stage', 'finetuning_type', 'cutoff_len', 'lora_target', 'template', 'quantization_bit',
+      'freeze_trainable_layers', 'pure_bf16', 'flash_attn', 'plot_loss', 'max_samples', 'enable_liger_kernel'],
+    torchtune: ['checkpointer', 'enable_activation_checkpointing', 'enable_activation_offloading', 'batch_size',
+      'dtype', 'metric_logger', 'max_steps_per_epoch', 'optimizer_in_bwd', 'log_peak_memory_stats', 'tokenizer'],
+    deepspeed: ['zero_optimization', 'train_micro_batch_size_per_gpu', 'train_batch_size', 'gradient_clipping',
+      'zero_allow_untested_optimizer', 'steps_per_print', 'wall_clock_breakdown'],
+    accelerate: ['distributed_type', 'compute_environment', 'num_processes', 'num_machines', 'mixed_precision',
+      'machine_rank', 'main_training_function', 'fsdp_config', 'deepspeed_config', 'rdzv_backend', 'same_network'],
+    hf_args: ['per_device_train_batch_size', 'output_dir', 'gradient_checkpointing', 'optim', 'max_seq_length',
+      'max_length', 'packing', 'dataset_text_field', 'use_peft', 'lora_r', 'model_name_or_path', 'torch_dtype',
+      'use_liger_kernel', 'completion_only_loss', 'padding_free', 'num_train_epochs'],
+  };
+  // Names of ignored keys that may change memory: flagged so that a user sees what memfit did not model.
+  const MEMORY_HINT = /offload|quant|liger|unsloth|kernel|checkpoint|parallel|shard|fsdp|zero|batch|seq|len|dtype|precision|bf16|fp16|fp8|optim|lora|peft|dora|adapter|attn|attention|compile|pack|bucket|memory|cpu|flash|cross_entropy|galore|badam|apollo|8bit|4bit|modules_to_save|unfrozen|trainable|vocab|hidden|layers|heads|ffn|recompute|padding/i;
+  // HF / PEFT module names -> memfit LoRA targets.
+  const LORA_MODULES = { q_proj: 'q', k_proj: 'k', v_proj: 'v', o_proj: 'o', output_proj: 'o', gate_proj: 'gate', up_proj: 'up',
+    down_proj: 'down', w1: 'gate', w3: 'up', w2: 'down', lm_head: 'head', output: 'head' };
+  // HF TrainingArguments `optim` (also Axolotl's `optimizer`, LLaMA-Factory's `optim`) -> optimizer and impl.
+  const HF_OPTIM = {
+    adamw_torch: ['adamw', 'foreach'], adamw_torch_fused: ['adamw', 'fused'], adamw_hf: ['adamw', 'forloop'],
+    adamw_apex_fused: ['adamw', 'fused'], adamw_bnb_8bit: ['adamw_8bit'], adamw_8bit: ['adamw_8bit'],
+    paged_adamw_8bit: ['paged_adamw_8bit'], paged_adamw_32bit: ['paged_adamw_32bit'], paged_adamw: ['paged_adamw_32bit'],
+    adamw_torch_4bit: ['adamw_4bit'], adafactor: ['adafactor'], sgd: ['sgd'], lion_32bit: ['lion'],
+  };
+
+  class ImportError extends Error {
+    constructor(code, path, message, line) {
+      super(message);
+      this.code = code;
+      this.path = path;
+      this.line = line;
+    }
+  }
+
+  const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const pointer = (parts) => parts.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+  const lower = (v) => String(v).trim().toLowerCase();
+  // A shell variable or an OmegaConf interpolation left in a value (`$PP_SIZE`, `${output_dir}`).
+  const isExpression = (v) => typeof v === 'string' && v.includes('$');
+
+  /// The parsed file, what was read from it and the request being filled.
+  class Mapping {
+    constructor(doc, lines) {
+      this.doc = doc;
+      this.lines = lines;  // pointer -> 1-based line of the key
+      this.request = { training: {} };
+      this.mapped = [];
+      this.read = new Set();
+      this.notes = [];
+      this.modelId = null;
+      this.extraIgnored = [];  // keys of the files this one names, already prefixed
+    }
+
+    lineOf(ptr) {
+      return this.lines.get(ptr) ?? null;
+    }
+
+    /// The value at a path (an array of keys); undefined when absent. Marks it read.
+    take(parts) {
+      let v = this.doc;
+      for (const p of parts) {
+        if (!isObject(v) || !Object.hasOwn(v, p)) return undefined;
+        v = v[p];
+      }
+      this.read.add(pointer(parts));
+      return v;
+    }
+
+    /// Back to unread (listed as ignored): a value memfit does not use, such as "auto".
+    unread(parts) {
+      this.read.delete(Array.isArray(parts) ? pointer(parts) : parts);
+    }
+
+    has(parts) {
+      let v = this.doc;
+      for (const p of parts) {
+        if (!isObject(v) || !Object.hasOwn(v, p)) return false;
+        v = v[p];
+      }
+      return v !== null && v !== undefined;
+    }
+
+    /// A request field (a JSON Pointer into the request) filled from the key at `from`.
+    set(field, value, from, note) {
+      const parts = field.split('/').slice(1);
+      let o = this.request;
+      for (const p of parts.slice(0, -1)) o = o[p] = isObject(o[p]) ? o[p] : {};
+      o[parts.at(-1)] = value;
+      const fromPtr = Array.isArray(from) ? pointer(from) : from;
+      this.mapped = this.mapped.filter((m) => m.to !== field);
+      this.mapped.push({ from: fromPtr, line: this.lineOf(fromPtr), to: field, value, ...(note ? { note } : {}) });
+    }
+
+    fail(code, parts, message) {
+      const ptr = Array.isArray(parts) ? pointer(parts) : parts;
+      throw new ImportError(code, ptr, message, this.lineOf(ptr));
+    }
+
+    /// An integer >= 1 at `parts`, or undefined when absent, null, or "auto" (the trainer decides).
+    positiveInt(parts) {
+      const v = this.take(parts);
+      if (v === 'auto' || isExpression(v)) this.unread(parts);
+      if (isExpression(v)) this.note(`${pointer(parts).slice(1)}: ${v} is an expression memfit does not evaluate (not read)`);
+      if (v === undefined || v === null || v === 'auto' || isExpression(v)) return undefined;
+      const n = typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
+      if (!Number.isInteger(n) || n < 1) this.fail('invalid_value', parts, `${pointer(parts).slice(1)} must be a whole number ≥ 1, got ${JSON.stringify(v)}`);
+      return n;
+    }
+
+    /// A boolean at `parts` (YAML true/false, or the strings "true"/"false"); undefined when absent.
+    bool(parts) {
+      const v = this.take(parts);
+      if (v === undefined || v === null) return undefined;
+      if (typeof v === 'boolean') return v;
+      if (v === 'true' || v === 'false') return v === 'true';
+      return this.fail('invalid_type', parts, `${pointer(parts).slice(1)} must be true or false, got ${JSON.stringify(v)}`);
+    }
+
+    note(text) {
+      if (!this.notes.includes(text)) this.notes.push(text);
+    }
+
+    /// Keys read that fill no field (e.g. load_in_8bit: false): listed with `to` null.
+    readWithoutField() {
+      const from = new Set(this.mapped.map((x) => x.from));
+      const reads = [...this.read].filter((r) => r && ![...this.read].some((o) => o.startsWith(`${r}/`)));
+      return reads.filter((r) => !from.has(r)).map((r) => ({ from: r, line: this.lineOf(r), to: null, value: this.valueAt(r),
+        note: 'read; sets no field (memfit\'s default applies)' }));
+    }
+
+    valueAt(ptr) {
+      let v = this.doc;
+      for (const p of ptr.split('/').slice(1).map((x) => x.replace(/~1/g, '/').replace(/~0/g, '~'))) v = isObject(v) ? v[p] : undefined;
+      return v;
+    }
+
+    /// Every key not read, as the outermost key whose whole subtree went unread.
+    ignored() {
+      const out = [];
+      const walk = (v, parts) => {
+        const ptr = pointer(parts);
+        if (parts.length && this.read.has(ptr)) return;
+        const readBelow = [...this.read].some((r) => r.startsWith(`${ptr}/`));
+        if (parts.length && (!readBelow || !isObject(v))) {
+          // "auto": the HF integration fills it from the trainer's arguments (memfit reads those).
+          const hint = v !== 'auto' && MEMORY_HINT.test(String(parts.at(-1)).replace(/-/g, '_'));
+          out.push({ key: ptr, line: this.lineOf(ptr), value: v, may_change_memory: hint });
+          return;
+        }
+        if (isObject(v)) for (const k of Object.keys(v)) walk(v[k], [...parts, k]);
+      };
+      walk(this.doc, []);
+      return out;
+    }
+  }
+
+  // ---- reading the text ----------------------------------------------------------------------
+
+  /// Lines of every key (and sequence item) in a YAML/JSON document, by JSON Pointer.
+  function keyLines(YAML, node, lineCounter, parts = [], out = new Map()) {
+    if (YAML.isMap(node)) {
+      for (const pair of node.items) {
+        const key = YAML.isScalar(pair.key) ? pair.key.value : String(pair.key);
+        const at = [...parts, key];
+        if (pair.key?.range) out.set(pointer(at), lineCounter.linePos(pair.key.range[0]).line);
+        keyLines(YAML, pair.value, lineCounter, at, out);
+      }
+    } else if (YAML.isSeq(node)) {
+      node.items.forEach((item, i) => {
+        const at = [...parts, i];
+        if (item?.range) out.set(pointer(at), lineCounter.linePos(item.range[0]).line);
+        keyLines(YAML, item, lineCounter, at, out);
+      });
+    }
+    return out;
+  }
+
+  function parseStructured(text, YAML) {
+    const lineCounter = new YAML.LineCounter();
+    // YAML 1.1, as PyYAML (and so every Python framework here) reads it: yes/no/on/off are booleans.
+    const doc = YAML.parseDocument(text, { lineCounter, version: '1.1', uniqueKeys: true, prettyErrors: false });
+    if (doc.errors.length) {
+      const e = doc.errors[0];
+      const line = e.linePos?.[0]?.line ?? (e.pos ? lineCounter.linePos(e.pos[0]).line : null);
+      throw new ImportError('invalid_yaml', '', `line ${line}: ${e.message.split('\n')[0]}`, line);
+    }
+    let value;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (e) {  // an alias expanding past maxAliasCount (a "billion laughs" file)
+      throw new ImportError('invalid_yaml', '', `the file cannot be read: ${e.message}`, null);
+    }
+    if (!isObject(value)) {
+      throw new ImportError('invalid_type', '', `the file must hold a mapping of keys (YAML) or a JSON object, got ${value === null ? 'nothing' : Array.isArray(value) ? 'a list' : typeof value}`, 1);
+    }
+    return { value, lines: keyLines(YAML, doc.contents, lineCounter) };
+  }
+
+  /// A Megatron-LM launch script or argument list: shell variables with literal values are
+  /// substituted (NAME=value, ${NAME:-default}); each --flag [value] becomes a key with its line.
+  function parseMegatronArgs(text) {
+    const vars = new Map();
+    for (const m of text.matchAll(/^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(?:\$\{[A-Za-z_0-9]+:-([^}]*)\}|"([^"$]*)"|([^\s$#"'()]+))\s*(?:#.*)?$/gm)) {
+      vars.set(m[1], (m[2] ?? m[3] ?? m[4] ?? '').replace(/^"|"$/g, ''));
+    }
+    const expand = (token) => token.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+      (whole, a, dflt, b) => vars.get(a ?? b) ?? dflt ?? whole);
+    const value = {};
+    const lines = new Map();
+    const tokens = [];
+    text.split('\n').forEach((raw, i) => {
+      const line = raw.replace(/(^|\s)#.*$/, '');
+      for (const t of line.replace(/["'\\]/g, ' ').split(/\s+/)) if (t) tokens.push({ t: expand(t), line: i + 1 });
+    });
+    for (let i = 0; i < tokens.length; i += 1) {
+      const m = /^--([A-Za-z][\w-]*)(?:=(.*))?$/.exec(tokens[i].t);
+      if (!m) continue;
+      const key = m[1];
+      let v = true;
+      if (m[2] !== undefined) v = m[2];
+      else if (i + 1 < tokens.length && !tokens[i + 1].t.startsWith('--') && tokens[i + 1].line === tokens[i].line) v = tokens[++i].t;
+      value[key] = typeof v === 'string' && /^-?\d+(\.\d+)?(e[+-]?\d+)?$/i.test(v) ? Number(v) : v;
+      lines.set(pointer([key]), tokens[i].line);
+    }
+    if (!Object.keys(value).length) throw new ImportError('invalid_value', '', 'no --flags found in the argument list', null);
+    return { value, lines };
+  }
+
+  const MEGATRON_FLAG = /(^|[\s"'])--(tensor-model-parallel-size|pipeline-model-parallel-size|micro-batch-size|global-batch-size|num-layers|seq-length|hidden-size)\b/;
+
+  /// The format: the one asked for, else from the file name and the keys present.
+  function detectFormat(value, fileName) {
+    const name = lower(fileName || '');
+    const score = {};
+    for (const [format, keys] of Object.entries(SIGNATURES)) score[format] = keys.filter((k) => Object.hasOwn(value, k)).length;
+    if (Object.values(value).some((v) => isObject(v) && Object.hasOwn(v, '_component_'))) score.torchtune += 3;
+    if (/^ds_|deepspeed|zero[0-3]?/.test(name.split('/').pop()) && name.endsWith('.json')) score.deepspeed += 2;
+    const best = Object.entries(score).sort((a, b) => b[1] - a[1])[0];
+    if (best[1] === 0) return null;
+    return best[0];
+  }
+
+  // ---- shared mappings -----------------------------------------------------------------------
+
+  /// A repository name without what does not change the architecture: Meta's old "Meta-" prefix
+  /// (Meta-Llama-3.1-8B is now Llama-3.1-8B) and an instruction-tuned or format suffix.
+  const baseName = (id) => lower(id.split(/[\\/]/).pop()).replace(/^meta-(?=llama)/, '').replace(/-(instruct|chat|it|hf)$/, '');
+
+  /// The preset an HF id names: the same id, else the same repository name under another owner,
+  /// else the same base name (an -Instruct model and its base share the architecture).
+  function matchPreset(id, presets) {
+    const name = lower(id.split(/[\\/]/).pop());
+    presets = (presets ?? []).filter((p) => typeof p === 'string');
+    return presets?.find((p) => lower(p) === lower(id)) ?? presets?.find((p) => lower(p.split('/').pop()) === name)
+      ?? presets?.find((p) => baseName(p) === baseName(id)) ?? null;
+  }
+
+  function setModel(m, parts, presets) {
+    const id = m.take(parts);
+    if (typeof id !== 'string' || !id) return;
+    m.modelId = id;
+    const match = matchPreset(id, presets);
+    if (match) m.set('/model/preset', match, parts, match === id ? undefined : `${id} is estimated as the preset ${match} (the same architecture)`);
+    else m.note(`model ${id} is not a memfit preset: give its config.json (model.config), or a preset with the same architecture`);
+  }
+
+  /// LoRA targets from a list (or comma-separated string) of module names.
+  function setLoraTargets(m, parts, list) {
+    const names = typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : list;
+    if (!Array.isArray(names)) return m.fail('invalid_type', parts, `${pointer(parts).slice(1)} must be a list of module names`);
+    if (names.some((n) => ['all', 'all-linear', 'all_linear'].includes(lower(n)))) return m.set('/training/lora/targets', 'all-linear', parts);
+    const targets = [];
+    const unknown = [];
+    for (const n of names) {
+      const t = LORA_MODULES[String(n).split('.').pop()];
+      if (t) { if (!targets.includes(t)) targets.push(t); } else unknown.push(n);
+    }
+    if (unknown.length) m.note(`LoRA on ${unknown.join(', ')} is not modelled (memfit knows q k v o gate up down head)`);
+    if (targets.length) m.set('/training/lora/targets', targets, parts);
+  }
+
+  function setOptimizer(m, parts) {
+    const name = m.take(parts);
+    if (name === undefined || name === null) return;
+    const found = HF_OPTIM[lower(name)];
+    if (!found) {
+      m.note(`optimizer ${name} is not modelled: the framework's default optimizer is estimated`);
+      m.unread(parts);
+      return;
+    }
+    m.set('/training/optimizer', found[0], parts);
+    if (found[1]) m.set('/training/optimizer_impl', found[1], parts);
+  }
+
+  const ATTENTION = { flash_attention_2: 'flash', flash_attention_3: 'flash', fa2: 'flash', sdpa: 'sdpa', eager: 'eager', disabled: 'eager' };
+  function setAttention(m, parts) {
+    const v = m.take(parts);
+    if (v === undefined || v === null || lower(v) === 'auto') return;
+    if (ATTENTION[lower(v)]) m.set('/training/attention', ATTENTION[lower(v)], parts);
+    else { m.note(`attention ${v} is not modelled`); m.unread(parts); }
+  }
+
+  /// Precision from the trainer's bf16/fp16 flags and the dtype the weights are loaded in.
+  function setPrecision(m, bf16Parts, fp16Parts, weightsFp32, dtypeParts) {
+    const bf16 = m.take(bf16Parts);
+    const fp16 = m.take(fp16Parts);
+    const on = (v) => v === true || v === 'true' || v === 'auto';
+    let precision = null;
+    let from = bf16Parts;
+    if (on(bf16)) precision = weightsFp32 ? 'amp_bf16' : 'bf16';
+    else if (on(fp16)) { precision = weightsFp32 ? 'amp_fp16' : 'fp16'; from = fp16Parts; }
+    else if (weightsFp32 && dtypeParts !== null) { precision = 'fp32'; from = dtypeParts; }
+    if (bf16 === 'auto') m.note('bf16: auto is taken as bf16 (a GPU with bf16 support)');
+    if (precision) m.set('/training/precision', precision, from);
+  }
+
+  const FSDP_SHARDING = { full_shard: 'zero3', shard_grad_op: 'zero2', no_shard: 'none', hybrid_shard: 'zero3', hybrid_shard_zero2: 'zero2',
+    '1': 'zero3', '2': 'zero2', '3': 'none', '4': 'zero3' };
+  /// An FSDP strategy name (FSDP1 names, or accelerate's 1-4) -> sharding.
+  function setFsdpStrategy(m, parts, value) {
+    const key = lower(value).replace(/^fsdp_/, '');
+    const sharding = FSDP_SHARDING[key];
+    if (!sharding) return false;
+    m.set('/parallel/sharding', sharding, parts);
+    if (key.startsWith('hybrid') || key === '4') m.note('hybrid sharding shards within a node: set parallel.shard_degree to the GPUs per node');
+    return true;
+  }
+
+  /// A DeepSpeed config (a JSON object, inline or from its file) under `base` (the key path).
+  function mapDeepspeed(m, base, wrapped) {
+    if (wrapped) m.set('/parallel/backend', 'deepspeed', '');
+    const stage = m.take([...base, 'zero_optimization', 'stage']);
+    if (stage !== undefined) {
+      const sharding = ['none', 'zero1', 'zero2', 'zero3'][stage];
+      if (!sharding) m.fail('invalid_value', [...base, 'zero_optimization', 'stage'], `zero_optimization.stage must be 0, 1, 2 or 3, got ${JSON.stringify(stage)}`);
+      m.set('/parallel/sharding', sharding, [...base, 'zero_optimization', 'stage']);
+    }
+    const device = (key) => lower(m.take([...base, 'zero_optimization', key, 'device']) ?? 'none');
+    const optimizerDevice = device('offload_optimizer');
+    const paramDevice = device('offload_param');
+    if (paramDevice !== 'none') m.set('/training/offload', 'params_optimizer', [...base, 'zero_optimization', 'offload_param', 'device']);
+    else if (optimizerDevice !== 'none') m.set('/training/offload', 'optimizer', [...base, 'zero_optimization', 'offload_optimizer', 'device']);
+    if (optimizerDevice === 'nvme' || paramDevice === 'nvme') m.note('NVMe offload is estimated as CPU offload (device memory is the same; host memory is not)');
+    const micro = m.positiveInt([...base, 'train_micro_batch_size_per_gpu']);
+    if (micro) m.set('/training/micro_batch', micro, [...base, 'train_micro_batch_size_per_gpu']);
+    const accum = m.positiveInt([...base, 'gradient_accumulation_steps']);
+    if (accum) m.set('/training/grad_accum', accum, [...base, 'gradient_accumulation_steps']);
+    const enabled = (k) => {
+      const v = m.take([...base, k, 'enabled']);
+      if (typeof v !== 'boolean') m.unread([...base, k, 'enabled']);
+      return v;
+    };
+    if (enabled('bf16') === true) m.set('/training/precision', 'amp_bf16', [...base, 'bf16', 'enabled']);
+    else if (enabled('fp16') === true) m.set('/training/precision', 'amp_fp16', [...base, 'fp16', 'enabled']);
+    const opt = m.take([...base, 'optimizer', 'type']);
+    if (opt !== undefined) {
+      const o = { adam: 'adamw', adamw: 'adamw', lion: 'lion' }[lower(opt)];
+      if (o) m.set('/training/optimizer', o, [...base, 'optimizer', 'type']);
+      else { m.note(`DeepSpeed optimizer ${opt} is not modelled`); m.unread([...base, 'optimizer', 'type']); }
+    }
+  }
+  const WRAPPED_DEEPSPEED = 'the DeepSpeed config runs under the HF Trainer / accelerate (framework hf_trainer, parallel.backend deepspeed)';
+
+  /// A DeepSpeed config named by its path: read from the files given beside (by name), else noted.
+  function deepspeedByPath(m, parts, { files, YAML, readFile }) {
+    const ref = m.take(parts);
+    if (isObject(ref)) {
+      const sub = new Mapping(ref, subLines(m.lines, pointer(parts)));
+      m.set('/parallel/backend', 'deepspeed', parts);
+      m.note(WRAPPED_DEEPSPEED);
+      return mapNested(m, sub, parts, () => mapDeepspeed(sub, [], false));
+    }
+    if (typeof ref !== 'string' || !ref) return;
+    const base = ref.split(/[\\/]/).pop();
+    const text = files?.find((f) => f.name.split(/[\\/]/).pop() === base)?.text ?? readFile?.(ref);
+    m.set('/parallel/backend', 'deepspeed', parts);
+    if (typeof text !== 'string') {
+      m.note(`${pointer(parts).slice(1)} names ${ref}: give that file too (its ZeRO stage and offload are not read)`);
+      return;
+    }
+    let parsed;
+    try {
+      parsed = parseStructured(text, YAML);
+    } catch (e) {
+      if (e instanceof ImportError) e.path = `${base}:${e.path}`, e.message = `${base}: ${e.message}`;
+      throw e;
+    }
+    const sub = new Mapping(parsed.value, parsed.lines);
+    m.note(WRAPPED_DEEPSPEED);
+    mapNested(m, sub, `${base}:`, () => mapDeepspeed(sub, [], false));
+  }
+
+  /// The lines of the keys under `prefix`, re-rooted there.
+  function subLines(lines, prefix) {
+    const out = new Map();
+    for (const [k, v] of lines) if (k.startsWith(`${prefix}/`)) out.set(k.slice(prefix.length), v);
+    return out;
+  }
+
+  /// Runs a mapping of another document (a referenced file or inline object) and merges it,
+  /// its keys prefixed (`prefix` a path array or a file label).
+  function mapNested(m, sub, prefix, run) {
+    run();
+    const label = Array.isArray(prefix) ? pointer(prefix) : prefix;
+    deepMerge(m.request, sub.request);
+    for (const x of sub.mapped) {
+      m.mapped = m.mapped.filter((y) => y.to !== x.to);
+      m.mapped.push({ ...x, from: `${label}${x.from}` });
+    }
+    for (const x of sub.ignored()) m.extraIgnored.push({ ...x, key: `${label}${x.key}` });
+    for (const n of sub.notes) m.note(n);
+    if (Array.isArray(prefix)) m.read.add(pointer(prefix));
+  }
+
+  function deepMerge(into, from) {
+    for (const [k, v] of Object.entries(from)) {
+      if (isObject(v) && isObject(into[k])) deepMerge(into[k], v);
+      else into[k] = v;
+    }
+  }
+
+  // ---- the formats ---------------------------------------------------------------------------
+
+  const FRAMEWORK_NOTE = {
+    axolotl: 'Axolotl runs the HF Trainer: framework hf_trainer (its precision is set from bf16/fp16 as Axolotl resolves the load dtype: axolotl-ai-cloud/axolotl@70be546 src/axolotl/utils/config/__init__.py resolve_dtype)',
+    llamafactory: 'LLaMA-Factory runs the HF Trainer: framework hf_trainer, with the two defaults of its own that change memory set explicitly (gradient checkpointing on; trainable weights upcast to fp32)',
+  };
+
+  function mapAxolotl(m, ctx) {
+    m.set('/training/framework', 'hf_trainer', '');
+    m.note(FRAMEWORK_NOTE.axolotl);
+    setModel(m, ['base_model'], ctx.presets);
+    const adapter = m.take(['adapter']);
+    const in4 = m.bool(['load_in_4bit']);
+    const in8 = m.bool(['load_in_8bit']);
+    const dora = m.bool(['peft_use_dora']);
+    if (adapter === 'qlora' || (adapter === 'lora' && in4)) {
+      m.set('/training/method', 'qlora', ['adapter']);
+      m.set('/training/base_quant', 'nf4', in4 ? ['load_in_4bit'] : ['adapter']);
+    } else if (adapter === 'lora') {
+      m.set('/training/method', dora ? 'dora' : 'lora', dora ? ['peft_use_dora'] : ['adapter']);
+      if (in8) m.set('/training/base_quant', 'int8', ['load_in_8bit']);
+    } else if (adapter !== undefined && adapter !== null) {
+      m.fail('invalid_value', ['adapter'], `adapter ${JSON.stringify(adapter)} is not modelled (lora or qlora)`);
+    } else m.set('/training/method', 'full', '');
+    if (adapter) {
+      const rank = m.positiveInt(['lora_r']);
+      if (rank) m.set('/training/lora/rank', rank, ['lora_r']);
+      const dropout = m.take(['lora_dropout']);
+      if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
+      if (m.bool(['lora_target_linear'])) m.set('/training/lora/targets', 'all-linear', ['lora_target_linear']);
+      else if (m.has(['lora_target_modules'])) setLoraTargets(m, ['lora_target_modules'], m.take(['lora_target_modules']));
+    }
+    intField(m, ['sequence_len'], '/training/seq_len');
+    const packing = m.bool(['sample_packing']);
+    if (packing !== undefined) m.set('/training/packed', packing, ['sample_packing']);
+    intField(m, ['micro_batch_size'], '/training/micro_batch');
+    intField(m, ['gradient_accumulation_steps'], '/training/grad_accum');
+    setOptimizer(m, ['optimizer']);
+    // resolve_dtype: bf16 -> bf16 weights, fp16 or load_in_8bit -> fp16, else fp32 (no autocast).
+    const bf16 = m.take(['bf16']);
+    const fp16 = m.take(['fp16']);
+    const precision = bf16 === true || bf16 === 'auto' ? 'bf16' : fp16 === true || in8 ? 'fp16' : 'fp32';
+    m.set('/training/precision', precision, bf16 !== undefined ? ['bf16'] : fp16 !== undefined ? ['fp16'] : '',
+      precision === 'fp32' ? 'neither bf16 nor fp16: Axolotl loads the weights in fp32' : undefined);
+    if (bf16 === 'auto') m.note('bf16: auto is taken as bf16 (a GPU with bf16 support)');
+    const gc = m.take(['gradient_checkpointing']);
+    if (gc === true || gc === false) m.set('/training/activation_checkpointing', gc ? 'full' : 'none', ['gradient_checkpointing']);
+    else if (gc !== undefined && gc !== null) { m.note(`gradient_checkpointing: ${gc} is not modelled`); m.unread(['gradient_checkpointing']); }
+    if (m.bool(['flash_attention'])) m.set('/training/attention', 'flash', ['flash_attention']);
+    else if (m.bool(['sdp_attention'])) m.set('/training/attention', 'sdpa', ['sdp_attention']);
+    else if (m.bool(['eager_attention'])) m.set('/training/attention', 'eager', ['eager_attention']);
+    if (m.bool(['liger_fused_linear_cross_entropy'])) m.set('/training/loss', 'fused', ['liger_fused_linear_cross_entropy'], 'Liger fused linear cross-entropy');
+    else if (m.bool(['cut_cross_entropy'])) m.set('/training/loss', 'fused', ['cut_cross_entropy'], 'Cut Cross-Entropy, as the fused loss');
+    const compile = m.bool(['torch_compile']);
+    if (compile !== undefined) m.set('/training/compile', compile, ['torch_compile']);
+    if (m.has(['deepspeed'])) deepspeedByPath(m, ['deepspeed'], ctx);
+    mapFsdpBlock(m, ['fsdp_config'], ['fsdp']);
+  }
+
+  function intField(m, parts, field) {
+    const v = m.positiveInt(parts);
+    if (v !== undefined) m.set(field, v, parts);
+  }
+
+  /// FSDP as Axolotl, the HF Trainer (`fsdp`, `fsdp_config`) and accelerate (`fsdp_config`) spell it.
+  function mapFsdpBlock(m, configParts, listParts) {
+    const list = listParts && m.take(listParts);
+    const words = typeof list === 'string' ? list.split(/\s+/) : Array.isArray(list) ? list.map(String) : [];
+    let sharded = false;
+    for (const w of words) sharded = setFsdpStrategy(m, listParts, w) || sharded;
+    if (words.includes('offload')) m.set('/training/offload', 'params_optimizer', listParts);
+    if (!m.has(configParts) && !sharded) return;
+    const c = (k) => [...configParts, k];
+    const get = (k) => (m.has(c(`fsdp_${k}`)) ? c(`fsdp_${k}`) : c(k));
+    const strategy = m.take(get('sharding_strategy'));
+    if (strategy !== undefined) sharded = setFsdpStrategy(m, get('sharding_strategy'), strategy) || sharded;
+    const version = m.take(get('version'));
+    const reshard = m.take(get('reshard_after_forward'));
+    if (reshard !== undefined && !sharded) {
+      m.set('/parallel/sharding', reshard === false || lower(reshard) === 'false' ? 'zero2' : 'zero3', get('reshard_after_forward'));
+      sharded = true;
+    }
+    if (!sharded && m.has(configParts)) { m.set('/parallel/sharding', 'zero3', configParts, 'FSDP full sharding (its default)'); }
+    if (version !== undefined) m.note(`FSDP version ${version}`);
+    if (m.bool(get('offload_params'))) m.set('/training/offload', 'params_optimizer', get('offload_params'));
+    if (m.bool(get('activation_checkpointing'))) m.set('/training/activation_checkpointing', 'full', get('activation_checkpointing'));
+  }
+
+  // LLaMA-Factory @ 99e0c3e src/llamafactory/model/adapter.py init_adapter: trainable weights are
+  // cast to fp32 unless pure_bf16 or use_badam; @ 908cd68 src/llamafactory/model/model_utils/
+  // checkpointing.py prepare_model_for_training: gradient checkpointing unless disable_gradient_checkpointing.
+  function mapLlamaFactory(m, ctx) {
+    m.set('/training/framework', 'hf_trainer', '');
+    m.note(FRAMEWORK_NOTE.llamafactory);
+    setModel(m, ['model_name_or_path'], ctx.presets);
+    const stage = m.take(['stage']);
+    if (stage !== undefined && !['sft', 'pt'].includes(stage)) m.note(`stage ${stage}: memfit estimates one model's training step (no reference or reward model)`);
+    const type = lower(m.take(['finetuning_type']) ?? 'lora');
+    const bits = m.take(['quantization_bit']);
+    const dora = m.bool(['use_dora']);
+    if (!['lora', 'full', 'freeze'].includes(type)) m.fail('invalid_value', ['finetuning_type'], `finetuning_type must be lora, full or freeze, got ${JSON.stringify(type)}`);
+    if (bits !== undefined && bits !== null) {
+      if (type !== 'lora') m.fail('invalid_value', ['quantization_bit'], 'LLaMA-Factory quantises the base for LoRA only');
+      if (![4, 8].includes(bits)) m.fail('invalid_value', ['quantization_bit'], `quantization_bit ${JSON.stringify(bits)} is not modelled (4 or 8)`);
+      const method = m.take(['quantization_method']);
+      if (method !== undefined && lower(method) !== 'bnb' && lower(method) !== 'bitsandbytes') m.note(`quantization_method ${method} is estimated as bitsandbytes`);
+    }
+    const method = type === 'lora' ? (dora ? 'dora' : bits === 4 ? 'qlora' : 'lora') : type;
+    m.set('/training/method', method, ['finetuning_type']);
+    if (bits === 4) m.set('/training/base_quant', 'nf4', ['quantization_bit']);
+    if (bits === 8) m.set('/training/base_quant', 'int8', ['quantization_bit']);
+    if (type === 'lora') {
+      intField(m, ['lora_rank'], '/training/lora/rank');
+      const dropout = m.take(['lora_dropout']);
+      if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
+      if (m.has(['lora_target'])) setLoraTargets(m, ['lora_target'], m.take(['lora_target']));
+      else m.set('/training/lora/targets', 'all-linear', '', 'lora_target defaults to all');
+    }
+    if (type === 'freeze') intField(m, ['freeze_trainable_layers'], '/training/freeze_trainable_layers');
+    intField(m, ['cutoff_len'], '/training/seq_len');
+    const packing = m.bool(['packing']);
+    const neat = m.bool(['neat_packing']);
+    if (packing !== undefined || neat !== undefined) m.set('/training/packed', Boolean(packing || neat), neat ? ['neat_packing'] : ['packing']);
+    intField(m, ['per_device_train_batch_size'], '/training/micro_batch');
+    intField(m, ['gradient_accumulation_steps'], '/training/grad_accum');
+    setOptimizer(m, ['optim']);
+    // Full and freeze: the trainable weights are upcast to fp32 (under ZeRO-3 / FSDP they load in
+    // fp32), so bf16/fp16 is autocast over fp32 weights; LoRA: the base stays 16-bit.
+    const pure = m.bool(['pure_bf16']);
+    const fp32Weights = type !== 'lora' && !pure && !m.bool(['use_badam']);
+    if (pure) m.set('/training/precision', 'bf16', ['pure_bf16']);
+    else setPrecision(m, ['bf16'], ['fp16'], fp32Weights, fp32Weights ? '' : null);
+    const noGc = m.bool(['disable_gradient_checkpointing']);
+    m.set('/training/activation_checkpointing', noGc ? 'none' : 'full', noGc === undefined ? '' : ['disable_gradient_checkpointing'],
+      noGc === undefined ? 'LLaMA-Factory enables gradient checkpointing unless disable_gradient_checkpointing' : undefined);
+    setAttention(m, ['flash_attn']);
+    if (m.bool(['enable_liger_kernel'])) m.set('/training/loss', 'fused', ['enable_liger_kernel'], 'Liger fused linear cross-entropy (its other kernels are not modelled)');
+    if (m.has(['deepspeed'])) deepspeedByPath(m, ['deepspeed'], ctx);
+  }
+
+  const TORCHTUNE_OPTIMIZERS = {
+    'torch.optim.adamw': 'adamw', 'torch.optim.adam': 'adamw', 'bitsandbytes.optim.pagedadamw8bit': 'paged_adamw_8bit',
+    'bitsandbytes.optim.adamw8bit': 'adamw_8bit', 'bitsandbytes.optim.pagedadamw': 'paged_adamw_32bit',
+    'torchao.optim.adamw4bit': 'adamw_4bit', 'torchao.prototype.low_bit_optim.adamw4bit': 'adamw_4bit',
+    'torchao.optim.adamw8bit': 'adamw_8bit', 'torchao.prototype.low_bit_optim.adamw8bit': 'adamw_8bit',
+    'torch.optim.sgd': 'sgd',
+  };
+  const TORCHTUNE_LOSSES = { 'torchtune.modules.loss.cewithchunkedoutputloss': 'chunked', 'torchtune.modules.loss.linearcrossentropyloss': 'fused',
+    'torch.nn.crossentropyloss': 'standard' };
+
+  function mapTorchtune(m, ctx) {
+    m.set('/training/framework', 'torchtune', '');
+    const component = String(m.take(['model', '_component_']) ?? '');
+    const builder = component.split('.').pop();
+    const method = builder.startsWith('qlora_') ? 'qlora' : builder.startsWith('lora_') ? 'lora' : 'full';
+    m.set('/training/method', m.bool(['model', 'use_dora']) && method !== 'full' ? 'dora' : method, ['model', '_component_']);
+    if (method !== 'full') {
+      intField(m, ['model', 'lora_rank'], '/training/lora/rank');
+      const dropout = m.take(['model', 'lora_dropout']);
+      if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['model', 'lora_dropout']);
+      const modules = m.take(['model', 'lora_attn_modules']) ?? [];
+      const names = [...(Array.isArray(modules) ? modules : [])];
+      if (m.bool(['model', 'apply_lora_to_mlp'])) names.push('gate_proj', 'up_proj', 'down_proj');
+      if (m.bool(['model', 'apply_lora_to_output'])) names.push('lm_head');
+      setLoraTargets(m, ['model', 'lora_attn_modules'], names);
+    }
+    const dir = m.take(['checkpointer', 'checkpoint_dir']);
+    if (typeof dir === 'string' && dir) {
+      const name = dir.replace(/[\\/]+$/, '').split(/[\\/]/).pop();
+      m.modelId = name;
+      const match = matchPreset(name, ctx.presets);
+      if (match) m.set('/model/preset', match, ['checkpointer', 'checkpoint_dir'], `the checkpoint directory ${name}`);
+      else m.note(`model: the checkpoint directory ${name} (builder ${builder}) is not a memfit preset; give its config.json`);
+    }
+    intField(m, ['batch_size'], '/training/micro_batch');
+    intField(m, ['gradient_accumulation_steps'], '/training/grad_accum');
+    intField(m, ['tokenizer', 'max_seq_len'], '/training/seq_len');
+    if (m.has(['tokenizer']) && !m.has(['tokenizer', 'max_seq_len'])) m.note('tokenizer.max_seq_len is not set (no truncation): set seq_len to the longest sample');
+    const packed = m.bool(['dataset', 'packed']);
+    if (packed !== undefined) m.set('/training/packed', packed, ['dataset', 'packed']);
+    const opt = m.take(['optimizer', '_component_']);
+    if (opt !== undefined) {
+      let name = TORCHTUNE_OPTIMIZERS[lower(opt)];
+      if (name === 'sgd' && Number(m.take(['optimizer', 'momentum']) ?? 0) > 0) name = 'sgd_momentum';
+      if (name) m.set('/training/optimizer', name, ['optimizer', '_component_']);
+      else { m.note(`optimizer ${opt} is not modelled`); m.unread(['optimizer', '_component_']); }
+      const fused = m.bool(['optimizer', 'fused']);
+      if (fused !== undefined) m.set('/training/optimizer_impl', fused ? 'fused' : 'foreach', ['optimizer', 'fused']);
+    }
+    const inBackward = m.bool(['optimizer_in_bwd']);
+    if (inBackward !== undefined) m.set('/training/optimizer_in_backward', inBackward, ['optimizer_in_bwd']);
+    const loss = m.take(['loss', '_component_']);
+    if (loss !== undefined) {
+      const kind = TORCHTUNE_LOSSES[lower(loss)];
+      if (kind) m.set('/training/loss', kind, ['loss', '_component_']);
+      else { m.note(`loss ${loss} is not modelled`); m.unread(['loss', '_component_']); }
+      intField(m, ['loss', 'num_output_chunks'], '/training/loss_chunks');
+    }
+    const ac = m.bool(['enable_activation_checkpointing']);
+    if (ac !== undefined) m.set('/training/activation_checkpointing', ac ? 'full' : 'none', ['enable_activation_checkpointing']);
+    if (m.bool(['enable_activation_offloading'])) m.set('/training/offload', 'activations', ['enable_activation_offloading']);
+    const compile = m.bool(['compile']);
+    if (compile !== undefined) m.set('/training/compile', compile, ['compile']);
+    const dtype = m.take(['dtype']);
+    if (dtype !== undefined) {
+      const p = { bf16: 'bf16', fp32: 'fp32' }[lower(dtype)];
+      if (!p) m.fail('invalid_value', ['dtype'], `dtype must be bf16 or fp32, got ${JSON.stringify(dtype)}`);
+      m.set('/training/precision', p, ['dtype']);
+    }
+    if (m.bool(['fsdp_cpu_offload'])) {
+      m.set('/parallel/sharding', 'zero3', ['fsdp_cpu_offload'], 'the distributed recipes shard with FSDP2');
+      m.set('/training/offload', 'params_optimizer', ['fsdp_cpu_offload']);
+    }
+    const reshard = m.bool(['fsdp_reshard_after_forward']);
+    if (reshard !== undefined) m.set('/parallel/reshard_after_forward', reshard, ['fsdp_reshard_after_forward']);
+    intField(m, ['tensor_parallel_dim'], '/parallel/tp');
+  }
+
+  function mapDeepspeedFile(m) {
+    const auto = JSON.stringify(m.doc).includes('"auto"');
+    m.set('/training/framework', auto ? 'hf_trainer' : 'deepspeed', '',
+      auto ? '"auto" values: the HF Trainer / accelerate fills them in' : 'no "auto" values: the DeepSpeed engine run directly');
+    mapDeepspeed(m, [], auto);
+    if (auto) m.note(WRAPPED_DEEPSPEED);
+    if (auto) m.note('"auto" values come from the trainer\'s arguments: give its config too for the batch size and precision');
+  }
+
+  function mapAccelerate(m, ctx) {
+    m.set('/training/framework', 'hf_trainer', '', 'accelerate launches the HF Trainer (or the script\'s own loop)');
+    const gpus = m.positiveInt(['num_processes']);
+    const machines = m.positiveInt(['num_machines']);
+    if (gpus) m.set('/cluster/gpus', gpus, ['num_processes']);
+    if (gpus && machines) {
+      if (gpus % machines) m.fail('invalid_value', ['num_machines'], `num_processes ${gpus} is not a multiple of num_machines ${machines}`);
+      m.set('/cluster/gpus_per_node', gpus / machines, ['num_machines']);
+    }
+    const mp = m.take(['mixed_precision']);
+    if (mp !== undefined && mp !== null) {
+      const p = { bf16: 'bf16', fp16: 'fp16', fp8: 'fp8', no: null }[lower(mp)];
+      if (p === undefined) m.fail('invalid_value', ['mixed_precision'], `mixed_precision must be no, fp16, bf16 or fp8, got ${JSON.stringify(mp)}`);
+      if (p) m.set('/training/precision', p, ['mixed_precision']);
+    }
+    const type = lower(m.take(['distributed_type']) ?? 'no');
+    if (type === 'fsdp') mapFsdpBlock(m, ['fsdp_config'], null);
+    if (type === 'deepspeed') {
+      const c = (k) => ['deepspeed_config', k];
+      m.set('/parallel/backend', 'deepspeed', ['distributed_type']);
+      const stage = m.take(c('zero_stage'));
+      if (stage !== undefined) {
+        if (![0, 1, 2, 3].includes(stage)) m.fail('invalid_value', c('zero_stage'), `zero_stage must be 0-3, got ${JSON.stringify(stage)}`);
+        m.set('/parallel/sharding', ['none', 'zero1', 'zero2', 'zero3'][stage], c('zero_stage'));
+      }
+      if (lower(m.take(c('offload_param_device')) ?? 'none') !== 'none') m.set('/training/offload', 'params_optimizer', c('offload_param_device'));
+      else if (lower(m.take(c('offload_optimizer_device')) ?? 'none') !== 'none') m.set('/training/offload', 'optimizer', c('offload_optimizer_device'));
+      intField(m, c('gradient_accumulation_steps'), '/training/grad_accum');
+      if (m.has(c('deepspeed_config_file'))) deepspeedByPath(m, c('deepspeed_config_file'), ctx);
+    }
+  }
+
+  function mapHfArgs(m, ctx) {
+    const trl = ['max_seq_length', 'max_length', 'packing', 'dataset_text_field', 'use_peft', 'completion_only_loss', 'padding_free',
+      'assistant_only_loss', 'model_init_kwargs'].some((k) => Object.hasOwn(m.doc, k));
+    const framework = trl && ctx.frameworks?.includes('trl') ? 'trl' : 'hf_trainer';
+    m.set('/training/framework', framework, '');
+    if (trl && framework === 'hf_trainer') m.note('TRL SFTConfig: memfit has no trl profile here, so the HF Trainer\'s defaults apply to the keys not given');
+    setModel(m, ['model_name_or_path'], ctx.presets);
+    const peft = m.bool(['use_peft']);
+    const in4 = m.bool(['load_in_4bit']);
+    const in8 = m.bool(['load_in_8bit']);
+    if (peft || in4 || in8) {
+      m.set('/training/method', m.bool(['use_dora']) ? 'dora' : in4 ? 'qlora' : 'lora', peft !== undefined ? ['use_peft'] : in4 ? ['load_in_4bit'] : ['load_in_8bit']);
+      if (in4) m.set('/training/base_quant', 'nf4', ['load_in_4bit']);
+      else if (in8) m.set('/training/base_quant', 'int8', ['load_in_8bit']);
+      intField(m, ['lora_r'], '/training/lora/rank');
+      const dropout = m.take(['lora_dropout']);
+      if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
+      if (m.has(['lora_target_modules'])) setLoraTargets(m, ['lora_target_modules'], m.take(['lora_target_modules']));
+    } else m.set('/training/method', 'full', '');
+    intField(m, ['per_device_train_batch_size'], '/training/micro_batch');
+    intField(m, ['gradient_accumulation_steps'], '/training/grad_accum');
+    const lengthKey = m.has(['max_length']) ? 'max_length' : 'max_seq_length';
+    intField(m, [lengthKey], '/training/seq_len');
+    const packing = m.bool(['packing']);
+    if (packing !== undefined) m.set('/training/packed', packing, ['packing']);
+    setOptimizer(m, ['optim']);
+    const dtypeKey = ['torch_dtype', 'dtype'].find((k) => m.has([k])) ?? ['model_init_kwargs', 'torch_dtype'];
+    const dtypeParts = Array.isArray(dtypeKey) ? dtypeKey : [dtypeKey];
+    const dtype = m.take(dtypeParts);
+    setPrecision(m, ['bf16'], ['fp16'], ['float32', 'fp32'].includes(lower(dtype ?? '')), dtype !== undefined ? dtypeParts : null);
+    const gc = m.bool(['gradient_checkpointing']);
+    if (gc !== undefined) m.set('/training/activation_checkpointing', gc ? 'full' : 'none', ['gradient_checkpointing']);
+    setAttention(m, ['attn_implementation']);
+    if (m.bool(['use_flash_attention_2'])) m.set('/training/attention', 'flash', ['use_flash_attention_2']);
+    if (m.bool(['use_liger_kernel'])) m.set('/training/loss', 'fused', ['use_liger_kernel'], 'Liger fused linear cross-entropy (its other kernels are not modelled)');
+    const compile = m.bool(['torch_compile']);
+    if (compile !== undefined) m.set('/training/compile', compile, ['torch_compile']);
+    if (m.has(['deepspeed'])) deepspeedByPath(m, ['deepspeed'], ctx);
+    if (m.has(['fsdp']) && m.take(['fsdp']) !== '' && m.doc.fsdp !== false) mapFsdpBlock(m, ['fsdp_config'], ['fsdp']);
+  }
+
+  const MEGATRON_PARALLEL = [['tensor-model-parallel-size', '/parallel/tp'], ['pipeline-model-parallel-size', '/parallel/pp'],
+    ['context-parallel-size', '/parallel/cp'], ['expert-model-parallel-size', '/parallel/ep'],
+    ['virtual-pipeline-model-parallel-size', '/parallel/vpp']];
+
+  function mapMegatron(m) {
+    m.set('/training/framework', 'megatron', '');
+    const nprocKey = Object.hasOwn(m.doc, 'nproc_per_node') ? 'nproc_per_node' : 'nproc-per-node';
+    const nproc = m.positiveInt([nprocKey]);
+    const nodes = m.positiveInt(['nnodes']);
+    if (nproc) {
+      m.set('/cluster/gpus', nproc * (nodes ?? 1), [nprocKey], nodes ? 'GPUs per node × nnodes' : undefined);
+      m.set('/cluster/gpus_per_node', nproc, [nprocKey]);
+    }
+    const degree = {};
+    for (const [flag, field] of MEGATRON_PARALLEL) {
+      const v = m.positiveInt([flag]);
+      if (v !== undefined) { m.set(field, v, [flag]); degree[flag] = v; }
+    }
+    // megatron/training/arguments.py validate_args turns sequence parallelism off at tp 1.
+    if (m.take(['sequence-parallel']) === true) {
+      if ((degree['tensor-model-parallel-size'] ?? 1) > 1) m.set('/parallel/sequence_parallel', true, ['sequence-parallel']);
+      else m.note('--sequence-parallel at tensor-parallel size 1: Megatron turns it off');
+    }
+    if (m.take(['use-distributed-optimizer']) === true) m.set('/parallel/sharding', 'zero1', ['use-distributed-optimizer']);
+    const micro = m.positiveInt(['micro-batch-size']);
+    if (micro) m.set('/training/micro_batch', micro, ['micro-batch-size']);
+    const global = m.positiveInt(['global-batch-size']);
+    const gpus = m.request.cluster?.gpus;
+    if (global && micro && gpus) {
+      const dp = gpus / ((degree['tensor-model-parallel-size'] ?? 1) * (degree['pipeline-model-parallel-size'] ?? 1) * (degree['context-parallel-size'] ?? 1));
+      const accum = global / (micro * dp);
+      if (Number.isInteger(dp) && Number.isInteger(accum) && accum >= 1) m.set('/training/grad_accum', accum, ['global-batch-size'], `global-batch-size / (micro-batch-size × dp ${dp})`);
+      else m.note(`global-batch-size ${global} is not a whole number of micro-batches per data-parallel rank: grad_accum not set`);
+    } else if (global) {
+      m.note('global-batch-size gives grad_accum only with the GPU count (--nproc-per-node): not set');
+    }
+    intField(m, ['seq-length'], '/training/seq_len');
+    const bf16 = m.take(['bf16']) === true;
+    if (m.take(['fp8-format']) !== undefined) m.set('/training/precision', 'fp8', ['fp8-format'], bf16 ? 'over --bf16: fp32 main params and grads' : undefined);
+    else if (bf16) m.set('/training/precision', 'amp_bf16', ['bf16'], 'bf16 weights, fp32 main params and grads');
+    else if (m.take(['fp16']) === true) m.set('/training/precision', 'amp_fp16', ['fp16']);
+    else m.set('/training/precision', 'fp32', '', 'neither --bf16 nor --fp16');
+    const granularity = m.take(['recompute-granularity']);
+    if (granularity === 'full' || granularity === 'selective') m.set('/training/activation_checkpointing', granularity, ['recompute-granularity']);
+    else if (m.take(['recompute-activations']) === true) m.set('/training/activation_checkpointing', 'selective', ['recompute-activations']);
+    if (m.take(['use-flash-attn']) === true) m.set('/training/attention', 'flash', ['use-flash-attn']);
+    const backend = m.take(['attention-backend']);
+    const kernel = { flash: 'flash', fused: 'flash', auto: 'flash', unfused: 'eager', local: 'eager' }[lower(backend ?? '')];
+    if (kernel) m.set('/training/attention', kernel, ['attention-backend'], backend === 'fused' ? "cuDNN fused attention: flash attention's memory" : undefined);
+    else if (backend !== undefined) m.unread(['attention-backend']);
+    mapMegatronModel(m);
+  }
+
+  /// A llama-style HF config from Megatron's model flags (SwiGLU, RMSNorm, RoPE), when all are there.
+  function mapMegatronModel(m) {
+    const need = ['num-layers', 'hidden-size', 'num-attention-heads', 'ffn-hidden-size', 'vocab-size'];
+    const llama = m.has(['swiglu']) && lower(m.doc.normalization ?? '') === 'rmsnorm' && lower(m.doc['position-embedding-type'] ?? '') === 'rope';
+    if (!llama || !need.every((k) => Number.isInteger(m.doc[k]))) {
+      m.note('model: give its config.json (memfit builds one from the model flags only for a llama-style model: --swiglu, --normalization RMSNorm, --position-embedding-type rope and the five sizes)');
+      return;
+    }
+    const config = { model_type: 'llama', num_hidden_layers: m.take(['num-layers']), hidden_size: m.take(['hidden-size']),
+      num_attention_heads: m.take(['num-attention-heads']), intermediate_size: m.take(['ffn-hidden-size']), vocab_size: m.take(['vocab-size']),
+      tie_word_embeddings: m.take(['untie-embeddings-and-output-weights']) !== true };
+    config.num_key_value_heads = m.take(['group-query-attention']) === true ? m.positiveInt(['num-query-groups']) ?? config.num_attention_heads : config.num_attention_heads;
+    const kv = m.positiveInt(['kv-channels']);
+    if (kv) config.head_dim = kv;
+    const positions = m.positiveInt(['max-position-embeddings']);
+    if (positions) config.max_position_embeddings = positions;
+    for (const k of ['swiglu', 'normalization', 'position-embedding-type', 'disable-bias-linear']) m.take([k]);
+    m.set('/model/config', config, ['num-layers'], 'a llama-style config.json from --num-layers, --hidden-size, --num-attention-heads, --num-query-groups, --ffn-hidden-size, --vocab-size');
+  }
+
+  /// On the DeepSpeed engine a bf16 / fp16 run keeps fp32 master partitions in DeepSpeed's
+  /// optimizer whatever dtype the model was loaded in (deepspeed/runtime/engine.py, as memfit's
+  /// deepspeed profile cites): memfit spells that amp_bf16 / amp_fp16 (docs/api.md, parallel.backend).
+  function deepspeedMaster(m) {
+    const precision = m.request.training.precision;
+    if (m.request.parallel?.backend !== 'deepspeed' || !['bf16', 'fp16'].includes(precision)) return;
+    const entry = m.mapped.find((x) => x.to === '/training/precision');
+    m.set('/training/precision', `amp_${precision}`, entry.from, `${precision} on the DeepSpeed engine: 16-bit model, fp32 master in DeepSpeed's optimizer`);
+  }
+
+  const MAPPERS = { axolotl: mapAxolotl, llamafactory: mapLlamaFactory, torchtune: mapTorchtune, deepspeed: mapDeepspeedFile,
+    accelerate: mapAccelerate, hf_args: mapHfArgs, megatron: mapMegatron };
+
+  /// The request filled from a config file. options: {yaml (the `yaml` package), fileName, format
+  /// (skip detection), presets (model preset ids), frameworks (framework ids the core has), files
+  /// ([{name, text}]: files a config names, e.g. its DeepSpeed JSON)}.
+  /// Returns {ok: true, result: {format, format_name, request, model_id, mapped, ignored, notes}}
+  /// or {ok: false, error: {code, message, path, line}}.
+  function importConfig(text, options = {}) {
+    try {
+      return { ok: true, result: run(text, options) };
+    } catch (e) {
+      if (!(e instanceof ImportError)) throw e;
+      return { ok: false, error: { code: e.code, message: e.message, path: e.path, line: e.line ?? null } };
+    }
+  }
+
+  function run(text, options) {
+    if (typeof text !== 'string' || !text.trim()) throw new ImportError('invalid_value', '', 'the file is empty', null);
+    if (text.length > MAX_INPUT_CHARS) throw new ImportError('input_too_large', '', `the file is ${text.length} characters; at most ${MAX_INPUT_CHARS}`, null);
+    if (options.format && !MAPPERS[options.format]) {
+      throw new ImportError('invalid_value', '', `format must be one of ${Object.keys(MAPPERS).join(', ')}, got ${options.format}`, null);
+    }
+    const megatron = options.format === 'megatron' || (!options.format && !/^\s*[{[]/.test(text) && MEGATRON_FLAG.test(text));
+    const parsed = megatron ? parseMegatronArgs(text) : parseStructured(text, options.yaml);
+    const format = megatron ? 'megatron' : options.format || detectFormat(parsed.value, options.fileName);
+    if (!format) {
+      throw new ImportError('unknown_format', '', `not a config memfit can read: none of the keys of ${Object.values(FORMAT_NAMES).join(', ')} were found`, null);
+    }
+    const m = new Mapping(parsed.value, parsed.lines);
+    MAPPERS[format](m, { presets: options.presets, frameworks: options.frameworks, files: options.files, YAML: options.yaml, readFile: options.readFile });
+    if (m.request.training.method === 'full' || m.request.training.method === 'freeze') delete m.request.training.lora;
+    deepspeedMaster(m);
+    return { format, format_name: FORMAT_NAMES[format], request: m.request, model_id: m.modelId, mapped: [...m.mapped, ...m.readWithoutField()],
+      ignored: [...m.ignored(), ...m.extraIgnored], notes: m.notes };
+  }
+
+  /// Several files at once (a config and the DeepSpeed JSON it names, dropped together): the main
+  /// one is the first that no other names; the others are passed as `files`.
+  function importFiles(files, options = {}) {
+    const base = (f) => f.name.split(/[\\/]/).pop();
+    const named = (f) => files.some((g) => g !== f && g.text.includes(base(f)));
+    const main = files.find((f) => !named(f)) ?? files[0];
+    const result = importConfig(main.text, { ...options, fileName: main.name, files: files.filter((f) => f !== main) });
+    if (result.ok) result.result.file = main.name;
+    return result;
+  }
+
+  return { importConfig, importFiles, FORMAT_NAMES };
+});
