@@ -182,7 +182,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // output, 0.5·x and 1 + tanh beside x (activations.py; the oracle's records); compiled, one kernel.
     if (new_gelu) m += 3 * e * width;
     if (input_saved(targeted("down")) || merged) m += (fp8_saved ? 1 : e) * width;  // down_proj input
-    else if (!a.mlp.gated && !new_gelu) m += e * width;  // activation output still saved by its op
+    else if (!a.mlp.gated && a.mlp.activation == "relu") m += e * width;  // ReLU's backward reads its output
     out_bytes.split = m;
     return out_bytes;
   };
@@ -214,13 +214,25 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     const std::int64_t attn_out = heads * dv;
     const std::int64_t f_in = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;
     const std::int64_t kv_out = kvh * dv;
-    struct Role { const char* name; std::int64_t in, out; };
-    const Role roles[] = {{"q", h, heads * d}, {"k", h, kvh * d}, {"v", h, kv_out}, {"o", attn_out, h},
-                          {"gate", h, f_in}, {"up", h, f_in}, {"down", f_in, h}};
-    for (const Role& r : roles) {
-      if (!targeted(r.name)) continue;
-      const bool mlp_role = r.name[0] == 'g' || r.name[0] == 'u' || r.name[0] == 'd';  // gate, up, down
-      if (merged_experts && mlp_role) continue;  // the experts' adapters act through the merged stacks
+    // One adapter per linear the model has (training/parameters.cpp lora_targets_role): a fused
+    // qkv (or gate_up) linear is adapted once when any of its roles is targeted; a plain MLP has
+    // no gate.
+    const bool fused_qkv = a.attention.layout == QkvLayout::kFused;
+    const bool fused_gate_up = a.mlp.gated && a.mlp.fused_gate_up;
+    const bool qkv_targeted = targeted("q") || targeted("k") || targeted("v");
+    const bool gate_up_targeted = targeted("gate") || targeted("up");
+    struct Adapter { bool on; std::int64_t in, out; bool mlp; };
+    const Adapter adapters[] = {
+        {fused_qkv ? qkv_targeted : targeted("q"), h, fused_qkv ? heads * d + kvh * d + kv_out : heads * d, false},
+        {!fused_qkv && targeted("k"), h, kvh * d, false},
+        {!fused_qkv && targeted("v"), h, kv_out, false},
+        {targeted("o"), attn_out, h, false},
+        {fused_gate_up ? gate_up_targeted : a.mlp.gated && targeted("gate"), h, fused_gate_up ? 2 * f_in : f_in, true},
+        {!fused_gate_up && targeted("up"), h, f_in, true},
+        {targeted("down"), f_in, h, true}};
+    for (const Adapter& r : adapters) {
+      if (!r.on) continue;
+      if (merged_experts && r.mlp) continue;  // the experts' adapters act through the merged stacks
       s += ab * t.lora_rank;
       if (t.lora_dropout > 0) s += ab * r.in + r.in;            // dropped input + bool mask
       else if (adapter_own_copy) s += ab * r.in;

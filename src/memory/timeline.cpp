@@ -54,41 +54,53 @@ class Replay {
       unchecked->checkpointing = Checkpointing::kNone;
     }
     const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
-    groups_.reserve(rank.kind.layers.size() * inv.groups.size());
+    groups_.reserve(2 * rank.kind.layers.size() * inv.groups.size());
     ActsMemo own;
     ActsMemo& acts = memo ? *memo : own;
+    // Freezing all but the top layers: the frozen ones are a group of their own. Without
+    // checkpointing (which makes the embedding output require a gradient) no gradient reaches
+    // them, so autograd records nothing there: they save nothing and have no backward.
+    const bool decoder_freeze = t.method == Method::kFreeze && a.kind == ArchKind::kDecoder;
+    const std::int64_t first_trained = decoder_freeze ? a.num_layers - t.freeze_trainable_layers : 0;
+    const bool frozen_without_graph = decoder_freeze && t.checkpointing == Checkpointing::kNone;
+    auto add_group = [&](std::size_t gi, const LayerGroup& g, std::int64_t lo, std::int64_t hi) {
+      if (hi <= lo) return;
+      GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
+      ga.first_layer = lo;
+      ga.layers = hi - lo;
+      ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
+      // Every cut of an inventory group that trains alike has the same per-token activations
+      // (a stage's model chunks, the layout's other rank kinds).
+      const LayerActivations* same = nullptr;
+      for (const ActsMemo::Entry& e : acts.entries) {
+        if (e.inventory_group == gi && e.trains == ga.trains) same = &e.acts;
+      }
+      if (same) {
+        ga.acts = *same;
+      } else {
+        ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
+                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, rank.split);
+        acts.entries.push_back({gi, ga.trains, ga.acts});
+      }
+      if (frozen_without_graph && !ga.trains) ga.acts = LayerActivations{};
+      ga.saved_bytes = checked_add(checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
+                                   checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
+                                               positions, "activation bytes"), "activation bytes"),
+                                   ga.acts.saved_per_layer, "activation bytes");
+      const LayerKeep keep = layer_keep(ga.acts, t, lo, hi);
+      ga.kept_bytes = keep.bytes_per_layer(tokens_, positions);
+      ga.recomputed = keep.recomputes;
+      kept_activation_bytes_ = checked_add(kept_activation_bytes_, checked_mul(ga.kept_bytes, ga.layers, "activation bytes"),
+                                           "activation bytes");
+    };
     for (const LayerRange& r : rank.kind.layers) {
       for (std::size_t gi = 0; gi < inv.groups.size(); ++gi) {
         const LayerGroup& g = inv.groups[gi];
         const std::int64_t lo = std::max(g.first_layer, r.first);
         const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
-        if (hi <= lo) continue;
-        GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
-        ga.first_layer = lo;
-        ga.layers = hi - lo;
-        ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
-        // Every cut of an inventory group that trains alike has the same per-token activations
-        // (a stage's model chunks, the layout's other rank kinds).
-        const LayerActivations* same = nullptr;
-        for (const ActsMemo::Entry& e : acts.entries) {
-          if (e.inventory_group == gi && e.trains == ga.trains) same = &e.acts;
-        }
-        if (same) {
-          ga.acts = *same;
-        } else {
-          ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
-                                      g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, rank.split);
-          acts.entries.push_back({gi, ga.trains, ga.acts});
-        }
-        ga.saved_bytes = checked_add(checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
-                                     checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
-                                                 positions, "activation bytes"), "activation bytes"),
-                                     ga.acts.saved_per_layer, "activation bytes");
-        const LayerKeep keep = layer_keep(ga.acts, t, lo, hi);
-        ga.kept_bytes = keep.bytes_per_layer(tokens_, positions);
-        ga.recomputed = keep.recomputes;
-        kept_activation_bytes_ = checked_add(kept_activation_bytes_, checked_mul(ga.kept_bytes, ga.layers, "activation bytes"),
-                                             "activation bytes");
+        const std::int64_t cut = std::clamp(first_trained, lo, std::max(lo, hi));
+        add_group(gi, g, lo, cut);
+        add_group(gi, g, cut, hi);
       }
     }
     comm_layer_ = attention_exchange_bytes();
