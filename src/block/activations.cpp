@@ -168,7 +168,9 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // so they save their inputs; the stacks themselves are kept per layer (below).
   const bool merged_experts = moe && lora && t.lora_merges_fused_experts &&
                               (targeted("gate") || targeted("up") || targeted("down"));
-  const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile;
+  // transformers' NewGELUActivation ("gelu_new") is built from elementwise ops; compiled, or
+  // Megatron's bias-gelu fusion (fused_elementwise), it is one kernel that saves its input.
+  const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile && !t.fused_elementwise;
   auto mlp_bytes = [&](std::int64_t full_width, bool merged = false) {
     const std::int64_t width = ceil_div(full_width, tp);
     const bool gate_up = targeted("gate") || targeted("up");
@@ -178,8 +180,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
     // plain: the activation's input.
     m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
-    // transformers' NewGELUActivation ("gelu_new") is built from elementwise ops, which save tanh's
-    // output, 0.5·x and 1 + tanh beside x (activations.py; the oracle's records); compiled, one kernel.
+    // gelu_new's ops save tanh's output, 0.5·x and 1 + tanh beside x (transformers activations.py
+    // NewGELUActivation; the oracle's records: three more 4h tensors per layer).
     if (new_gelu) m += 3 * e * width;
     if (input_saved(targeted("down")) || merged) m += (fp8_saved ? 1 : e) * width;  // down_proj input
     else if (!a.mlp.gated && a.mlp.activation == "relu") m += e * width;  // ReLU's backward reads its output
