@@ -143,11 +143,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       out.saved_per_token_per_position = heads * (softmax + probs);
     }
   } else if (sdpa_math_kernel(a, t)) {
-    // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math): the scaled q, k and v
-    // broadcast to every query head (matmul materialises them for bmm) and the probabilities,
-    // which both the softmax and the second matmul save.
-    s += e * (heads * d + heads * d + heads * dv);
-    if (!core_recomputed) out.saved_per_token_per_position = heads * e;
+    // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math) upcasts 16-bit inputs
+    // and saves fp32 copies of the scaled q, k and v and the fp32 probabilities, which both the
+    // softmax and the second matmul save (measured on an H200, torch 2.11: B·H·S²·4 bytes and
+    // the fp32 q, k, v beside the output; tools/oracle/gpu_checks).
+    s += 4 * (heads * d + kvh * d + kvh * dv);
+    if (!core_recomputed) out.saved_per_token_per_position = heads * 4;
   } else {
     // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
     const std::int64_t kv_saved = std::max<std::int64_t>(1, kernel_kv_heads(a, t) / tp);

@@ -601,9 +601,11 @@ class Replay {
       // that very tensor as .grad (torch/csrc/autograd/functions/accumulate_grad.h, the steal case),
       // counted in gradients_bytes: a buffer of its own only where it meets another gradient (a
       // tied head's contribution, an accumulated or sharded gradient, the optimizer in backward).
+      // A tied head's contribution and the dense one are summed out of place: three (v, h)
+      // tensors at once (measured on an H200, torch 2.11: tools/oracle/gpu_checks).
       const bool stolen = !grads_full && !in_backward_step && tied_held == 0 &&
                           (rank_.shard.sharding == Sharding::kNone || rank_.shard.sharding == Sharding::kZero1);
-      b.temporaries_bytes = stolen ? 0 : states_.embedding_grad_bytes;
+      b.temporaries_bytes = stolen ? 0 : states_.embedding_grad_bytes + tied_held;
       b.weights_bytes += embedding_unit;
       note(&at, tl, best, b, "backward", {"embedding backward"}, -1);
       b.weights_bytes -= embedding_unit;
