@@ -452,6 +452,7 @@ EstimateRequest read_estimate_request(const Json& req) {
   std::int64_t framework_yyyymm = 0;
   r.training = read_training(training ? *training : kEmpty, "/training", r.framework,
                              r.model.arch.num_layers + r.model.arch.num_encoder_layers, framework_yyyymm);
+  apply_model_code(r.training, r.model.arch);
 
   const Json* cluster = f.find({"cluster"});
   if (!cluster) throw Error(ErrorCode::kMissingField, "/cluster", "missing required field cluster (at least {\"gpu\": {\"preset\": id}})");

@@ -54,6 +54,11 @@ std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std
   return mms;
 }
 
+bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t) {
+  return t.attention == AttentionKernel::kSdpa && a.attention.sdpa_unexpanded_kv &&
+         a.attention.num_kv_heads != a.attention.num_heads;
+}
+
 std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t) {
   return a.attention.layout == QkvLayout::kLowRank || t.attention_repeats_kv ? a.attention.num_heads
                                                                               : a.attention.num_kv_heads;
@@ -98,13 +103,15 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   std::int64_t s = 0, seq = 0;
   std::int64_t linear_inputs = 0;  // the column-parallel linears' (full-width) inputs
 
-  // Norms: RMSNorm (HF) saves an fp32 copy of its input, the normalised pre-weight tensor and
-  // rsqrt; LayerNorm saves its input and fp32 mean/rstd. Under AMP the residual stream is fp32.
-  // torch.compile fuses RMSNorm into one kernel that saves its input and rsqrt.
+  // Norms: RMSNorm (HF) saves an fp32 copy of its input, rsqrt, and for its weight's gradient
+  // the normalised pre-weight tensor (autograd saves a mul operand only when the other one needs
+  // a gradient: a frozen weight keeps none); LayerNorm saves its input and fp32 mean/rstd. Under
+  // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
+  // input and rsqrt.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
   const std::int64_t stream = amp ? 4 : e;
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
-                                      ? (t.compile ? stream * h + 4 : 4 * h + stream * h + 4)
+                                      ? (t.compile ? stream * h + 4 : 4 * h + (base_trains ? stream * h : 0) + 4)
                                       : (stream * h + 8);
   seq += norms * norm_bytes;
 
@@ -135,6 +142,13 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       const std::int64_t probs = a.attention_dropout > 0 ? 1 + e : (t.softmax_fused_16bit ? 0 : e);
       out.saved_per_token_per_position = heads * (softmax + probs);
     }
+  } else if (sdpa_math_kernel(a, t)) {
+    // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math) upcasts 16-bit inputs
+    // and saves fp32 copies of the scaled q, k and v and the fp32 probabilities, which both the
+    // softmax and the second matmul save (measured on an H200, torch 2.11: B·H·S²·4 bytes and
+    // the fp32 q, k, v beside the output; tools/oracle/gpu_checks).
+    s += 4 * (heads * d + kvh * d + kvh * dv);
+    if (!core_recomputed) out.saved_per_token_per_position = heads * 4;
   } else {
     // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
     const std::int64_t kv_saved = std::max<std::int64_t>(1, kernel_kv_heads(a, t) / tp);
@@ -151,17 +165,27 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // Bytes of one MLP per token on this rank: its full-width input, and its `width` columns split
   // by tp.
   struct MlpBytes { std::int64_t input = 0, split = 0; };
-  auto mlp_bytes = [&](std::int64_t full_width) {
+  // LoRA on fused expert stacks: the grouped matmuls run on W + s·B·A, which needs a gradient,
+  // so they save their inputs; the stacks themselves are kept per layer (below).
+  const bool merged_experts = moe && lora && t.lora_merges_fused_experts &&
+                              (targeted("gate") || targeted("up") || targeted("down"));
+  // transformers' NewGELUActivation ("gelu_new") is built from elementwise ops; compiled, or
+  // Megatron's bias-gelu fusion (fused_elementwise), it is one kernel that saves its input.
+  const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile && !t.fused_elementwise;
+  auto mlp_bytes = [&](std::int64_t full_width, bool merged = false) {
     const std::int64_t width = ceil_div(full_width, tp);
     const bool gate_up = targeted("gate") || targeted("up");
     MlpBytes out_bytes;
-    if (input_saved(gate_up)) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
+    if (input_saved(gate_up) || merged) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
     std::int64_t m = 0;
     // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
     // plain: the activation's input.
     m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
-    if (input_saved(targeted("down"))) m += (fp8_saved ? 1 : e) * width;  // down_proj input
-    else if (!a.mlp.gated) m += e * width;             // activation output still saved by its op
+    // gelu_new's ops save tanh's output, 0.5·x and 1 + tanh beside x (transformers activations.py
+    // NewGELUActivation; the oracle's records: three more 4h tensors per layer).
+    if (new_gelu) m += 3 * e * width;
+    if (input_saved(targeted("down")) || merged) m += (fp8_saved ? 1 : e) * width;  // down_proj input
+    else if (!a.mlp.gated && a.mlp.activation == "relu") m += e * width;  // ReLU's backward reads its output
     out_bytes.split = m;
     return out_bytes;
   };
@@ -171,7 +195,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // Per routed copy of the token: routed tokens are exchanged between expert-parallel ranks,
     // not removed (balanced routing: each rank receives top_k copies per local token). The
     // permuted copy is full width: Megatron's dispatcher gathers the tp group's tokens first.
-    const MlpBytes expert = mlp_bytes(a.moe.expert_intermediate_size);
+    const MlpBytes expert = mlp_bytes(a.moe.expert_intermediate_size, merged_experts);
     s += k * (expert.input + expert.split + e * h);
     if (a.moe.shared_intermediate_size > 0) {
       const MlpBytes shared = mlp_bytes(a.moe.shared_intermediate_size);
@@ -193,11 +217,25 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     const std::int64_t attn_out = heads * dv;
     const std::int64_t f_in = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;
     const std::int64_t kv_out = kvh * dv;
-    struct Role { const char* name; std::int64_t in, out; };
-    const Role roles[] = {{"q", h, heads * d}, {"k", h, kvh * d}, {"v", h, kv_out}, {"o", attn_out, h},
-                          {"gate", h, f_in}, {"up", h, f_in}, {"down", f_in, h}};
-    for (const Role& r : roles) {
-      if (!targeted(r.name)) continue;
+    // One adapter per linear the model has (training/parameters.cpp lora_targets_role): a fused
+    // qkv (or gate_up) linear is adapted once when any of its roles is targeted; a plain MLP has
+    // no gate.
+    const bool fused_qkv = a.attention.layout == QkvLayout::kFused;
+    const bool fused_gate_up = a.mlp.gated && a.mlp.fused_gate_up;
+    const bool qkv_targeted = targeted("q") || targeted("k") || targeted("v");
+    const bool gate_up_targeted = targeted("gate") || targeted("up");
+    struct Adapter { bool on; std::int64_t in, out; bool mlp; };
+    const Adapter adapters[] = {
+        {fused_qkv ? qkv_targeted : targeted("q"), h, fused_qkv ? heads * d + kvh * d + kv_out : heads * d, false},
+        {!fused_qkv && targeted("k"), h, kvh * d, false},
+        {!fused_qkv && targeted("v"), h, kv_out, false},
+        {targeted("o"), attn_out, h, false},
+        {fused_gate_up ? gate_up_targeted : a.mlp.gated && targeted("gate"), h, fused_gate_up ? 2 * f_in : f_in, true},
+        {!fused_gate_up && targeted("up"), h, f_in, true},
+        {targeted("down"), f_in, h, true}};
+    for (const Adapter& r : adapters) {
+      if (!r.on) continue;
+      if (merged_experts && r.mlp) continue;  // the experts' adapters act through the merged stacks
       s += ab * t.lora_rank;
       if (t.lora_dropout > 0) s += ab * r.in + r.in;            // dropped input + bool mask
       else if (adapter_own_copy) s += ab * r.in;
@@ -226,6 +264,18 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // gate (4 x width) plus the partial grads of the MLP input.
   const std::int64_t width = ceil_div(moe ? a.moe.top_k * a.moe.expert_intermediate_size : f, tp);
   out.backward_transient_per_token = e * (4 * width + 2 * h);
+  if (merged_experts) {
+    // peft v0.21.2 tuners/lora/layer.py ParamWrapper._activate_lora: _LoraFactorsProxy gives
+    // torch.baddbmm(W, B, A) in W's dtype, one stack per targeted parameter, saved by the grouped
+    // matmul. Its backward writes the stack's gradient: the down stack's while both are saved,
+    // the gate_up stack's once the down one is released.
+    const std::int64_t stack = checked_mul(checked_mul(a.moe.num_experts, ceil_div(a.moe.expert_intermediate_size, tp), "expert bytes"),
+                                           checked_mul(h, e, "expert bytes"), "expert bytes");
+    const std::int64_t gate_up = targeted("gate") || targeted("up") ? (a.mlp.gated ? 2 : 1) * stack : 0;
+    const std::int64_t down = targeted("down") ? stack : 0;
+    out.saved_per_layer = gate_up + down;
+    out.backward_transient_per_layer = std::max(down, gate_up - down);
+  }
   return out;
 }
 

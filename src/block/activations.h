@@ -21,6 +21,10 @@ struct LayerActivations {
   /// Op-level selective checkpointing that saves the attention kernel's outputs and every other
   /// matmul output (torchtitan's op policy): what stays per token, the block input included.
   std::int64_t mm_policy_kept_per_token = 0;
+  /// Saved bytes that do not scale with tokens: weights materialised per layer and kept for
+  /// backward (PEFT's W + s·B·A of fused expert stacks), and their gradient in backward.
+  std::int64_t saved_per_layer = 0;
+  std::int64_t backward_transient_per_layer = 0;
 };
 
 /// How tensor parallelism splits a layer's activations on one rank: heads and MLP width by tp,
@@ -48,13 +52,15 @@ inline bool policy_reads_unchecked_layer(const TrainingSetup& t) {
 struct LayerKeep {
   std::int64_t layers = 0, checkpointed = 0;
   std::int64_t per_token = 0, per_token_per_position = 0, checkpoint_per_token = 0;
+  std::int64_t per_layer = 0;  // LayerActivations::saved_per_layer of a layer that keeps its set
   bool recomputes = false;  // some of the layers rerun their forward in backward
   /// Mean bytes kept per layer of the range for `tokens` tokens attending over `positions` keys.
   std::int64_t bytes_per_layer(std::int64_t tokens, std::int64_t positions) const {
     const char* what = "activation bytes";
     if (checkpointed == layers) return checked_mul(checkpoint_per_token, tokens, what);
-    const std::int64_t saved = checked_add(checked_mul(per_token, tokens, what),
-                                           checked_mul(checked_mul(per_token_per_position, tokens, what), positions, what), what);
+    const std::int64_t saved = checked_add(checked_add(checked_mul(per_token, tokens, what),
+                                           checked_mul(checked_mul(per_token_per_position, tokens, what), positions, what), what),
+                                           per_layer, what);
     if (checkpointed == 0) return saved;
     const std::int64_t checkpoint = checked_mul(checkpoint_per_token, tokens, what);
     return (checked_mul(checkpointed, checkpoint, what) + checked_mul(layers - checkpointed, saved, what)) / layers;
@@ -62,7 +68,8 @@ struct LayerKeep {
   /// The same in floating point, for the step time (which never throws on a large layout).
   double bytes_per_layer(double tokens, double positions) const {
     const double checkpoint = static_cast<double>(checkpoint_per_token) * tokens;
-    const double saved = (static_cast<double>(per_token) + static_cast<double>(per_token_per_position) * positions) * tokens;
+    const double saved = (static_cast<double>(per_token) + static_cast<double>(per_token_per_position) * positions) * tokens +
+                         static_cast<double>(per_layer);
     const double share = layers > 0 ? static_cast<double>(checkpointed) / static_cast<double>(layers) : 1.0;
     return share * checkpoint + (1 - share) * saved;
   }
@@ -77,6 +84,7 @@ inline LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t
   k.per_token = acts.saved_per_token;
   k.per_token_per_position = acts.saved_per_token_per_position;
   k.checkpoint_per_token = acts.checkpoint_per_token;
+  k.per_layer = acts.saved_per_layer;
   if (t.checkpointing == Checkpointing::kFull) {
     k.checkpointed = k.layers;
   } else if (t.checkpointing == Checkpointing::kSelective && t.selective_layer_period > 0) {
@@ -110,6 +118,11 @@ std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std
 /// when the model repeats K/V for its query groups (TrainingSetup::attention_repeats_kv), else the
 /// key/value heads. The kernel saves them and a context-parallel ring passes them on.
 std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t);
+
+/// SDPA takes the math kernel: the flash and memory-efficient kernels need as many K/V heads as
+/// query heads unless enable_gqa is passed (sdp_utils.cpp check_batch_size_and_num_heads_dense),
+/// and the model passes fewer (AttentionSpec::sdpa_unexpanded_kv).
+bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t);
 
 /// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse
 /// MLP; `cross_attention` for T5 decoders.

@@ -57,6 +57,8 @@ Json framework_to_json(const FrameworkProfile& p, const TrainingSetup& t) {
               {"name", p.name},
               {"logged_counter", name_of(t.logged_counter, kMemoryCounterNames)},
               {"logits_upcast", t.logits_upcast},
+              {"logits_upcast_in_model", t.logits_upcast_in_model},
+              {"outputs_held_across_steps", t.outputs_held_across_steps},
               {"adapters_fp32", t.adapters_fp32},
               {"kbit_prep_fp32", t.kbit_prep_fp32},
               {"sources", p.sources}};

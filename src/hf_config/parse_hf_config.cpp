@@ -292,6 +292,8 @@ void parse_falcon(const FieldReader& f, ModelArchitecture& a, const std::string&
     read_kv_heads(f, a, {"num_kv_heads", "n_head_kv"});
   } else {
     a.attention.num_kv_heads = multi_query ? 1 : a.attention.num_heads;
+    // FalconAttention passes the one K/V head to SDPA as it is (modeling_falcon.py, v4.44.2 and v5).
+    a.attention.sdpa_unexpanded_kv = multi_query;
   }
   const bool alibi = f.bool_or({"alibi"}, false);
   a.position = alibi ? PositionKind::kAlibi : PositionKind::kRotary;
@@ -519,6 +521,8 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
     a.mlp.activation = f.get_string({"hidden_activation", "hidden_act"}).value_or("gelu_pytorch_tanh");
     a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
     if (type != "gemma") a.norms_per_layer = 4;
+    // Gemma2ForCausalLM.forward: logits / cap, tanh, * cap before the loss (gemma3: null in its configs).
+    if (type != "gemma") a.final_logit_softcapping = f.get_number({"final_logit_softcapping"}, 0, 1e6).value_or(0);
     if (type == "gemma3_text") a.attention.qk_norm = true;
   } else if (type == "phi3") {
     read_llama_like(f, a);

@@ -220,6 +220,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.optimizer_states_bytes += z != Sharding::kNone ? ceil_div(cls[c].states, div[c]) : cls[c].states;
   }
   if (z == Sharding::kZero3) m.master_weights_bytes = ceil_div(m.master_weights_bytes, div[0]);
+  // Each attention layer's rotary cos and sin caches: buffers over max_position_embeddings in the
+  // model dtype, on every rank that holds the layer (TrainingSetup::rotary_cache_per_layer).
+  if (t.rotary_cache_per_layer && arch.attention.rotary_dim > 0) {
+    const std::int64_t cache = checked_mul(checked_mul(2 * arch.max_position_embeddings, arch.attention.rotary_dim, "buffer bytes"),
+                                           stored_weight_bytes(t), "buffer bytes");
+    m.weights_bytes = checked_add(m.weights_bytes, checked_mul(cache, held_layers, "buffer bytes"), "buffer bytes");
+  }
   if (unsharded_gradients > 0 && m.gradients_bytes != unsharded_gradients) {
     // Per-layer persistent gradients shrink with the shards (proportionally across classes).
     const double ratio = static_cast<double>(m.gradients_bytes) / static_cast<double>(unsharded_gradients);

@@ -54,40 +54,53 @@ class Replay {
       unchecked->checkpointing = Checkpointing::kNone;
     }
     const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
-    groups_.reserve(rank.kind.layers.size() * inv.groups.size());
+    groups_.reserve(2 * rank.kind.layers.size() * inv.groups.size());
     ActsMemo own;
     ActsMemo& acts = memo ? *memo : own;
+    // Freezing all but the top layers: the frozen ones are a group of their own. Without
+    // checkpointing (which makes the embedding output require a gradient) no gradient reaches
+    // them, so autograd records nothing there: they save nothing and have no backward.
+    const bool decoder_freeze = t.method == Method::kFreeze && a.kind == ArchKind::kDecoder;
+    const std::int64_t first_trained = decoder_freeze ? a.num_layers - t.freeze_trainable_layers : 0;
+    const bool frozen_without_graph = decoder_freeze && t.checkpointing == Checkpointing::kNone;
+    auto add_group = [&](std::size_t gi, const LayerGroup& g, std::int64_t lo, std::int64_t hi) {
+      if (hi <= lo) return;
+      GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
+      ga.first_layer = lo;
+      ga.layers = hi - lo;
+      ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
+      // Every cut of an inventory group that trains alike has the same per-token activations
+      // (a stage's model chunks, the layout's other rank kinds).
+      const LayerActivations* same = nullptr;
+      for (const ActsMemo::Entry& e : acts.entries) {
+        if (e.inventory_group == gi && e.trains == ga.trains) same = &e.acts;
+      }
+      if (same) {
+        ga.acts = *same;
+      } else {
+        ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
+                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, rank.split);
+        acts.entries.push_back({gi, ga.trains, ga.acts});
+      }
+      if (frozen_without_graph && !ga.trains) ga.acts = LayerActivations{};
+      ga.saved_bytes = checked_add(checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
+                                   checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
+                                               positions, "activation bytes"), "activation bytes"),
+                                   ga.acts.saved_per_layer, "activation bytes");
+      const LayerKeep keep = layer_keep(ga.acts, t, lo, hi);
+      ga.kept_bytes = keep.bytes_per_layer(tokens_, positions);
+      ga.recomputed = keep.recomputes;
+      kept_activation_bytes_ = checked_add(kept_activation_bytes_, checked_mul(ga.kept_bytes, ga.layers, "activation bytes"),
+                                           "activation bytes");
+    };
     for (const LayerRange& r : rank.kind.layers) {
       for (std::size_t gi = 0; gi < inv.groups.size(); ++gi) {
         const LayerGroup& g = inv.groups[gi];
         const std::int64_t lo = std::max(g.first_layer, r.first);
         const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
-        if (hi <= lo) continue;
-        GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
-        ga.first_layer = lo;
-        ga.layers = hi - lo;
-        ga.trains = layer_trains(t, hi - 1, a.num_layers);  // its last layer
-        // Every cut of an inventory group that trains alike has the same per-token activations
-        // (a stage's model chunks, the layout's other rank kinds).
-        const LayerActivations* same = nullptr;
-        for (const ActsMemo::Entry& e : acts.entries) {
-          if (e.inventory_group == gi && e.trains == ga.trains) same = &e.acts;
-        }
-        if (same) {
-          ga.acts = *same;
-        } else {
-          ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
-                                      g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, rank.split);
-          acts.entries.push_back({gi, ga.trains, ga.acts});
-        }
-        ga.saved_bytes = checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
-                                     checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
-                                                 positions, "activation bytes"), "activation bytes");
-        const LayerKeep keep = layer_keep(ga.acts, t, lo, hi);
-        ga.kept_bytes = keep.bytes_per_layer(tokens_, positions);
-        ga.recomputed = keep.recomputes;
-        kept_activation_bytes_ = checked_add(kept_activation_bytes_, checked_mul(ga.kept_bytes, ga.layers, "activation bytes"),
-                                             "activation bytes");
+        const std::int64_t cut = std::clamp(first_trained, lo, std::max(lo, hi));
+        add_group(gi, g, lo, cut);
+        add_group(gi, g, cut, hi);
       }
     }
     comm_layer_ = attention_exchange_bytes();
@@ -201,8 +214,15 @@ class Replay {
     LossBytes l;
     l.logits = t_.loss == LossKernel::kFused ? 0 : tv(T, e);
     l.grad = tv(t_.loss == LossKernel::kFused ? std::min(T, rt_.fused_loss_chunk_tokens) : T, e);
-    // A loop that keeps its (upcast) logits referenced holds them through the whole backward.
+    // A loop that keeps its (upcast) logits referenced holds them through the whole backward; one
+    // that keeps the model's output holds the logits as the model returned them.
     if (t_.loss_input_held && t_.loss == LossKernel::kStandard) l.held = tv(T, sm);
+    else if (t_.outputs_held_across_steps && t_.loss == LossKernel::kStandard) l.held = tv(T, t_.logits_upcast_in_model ? 4 : e);
+    // A model that upcasts inside its forward drops the 16-bit projection output before the loss.
+    const std::int64_t e_kept = t_.logits_upcast_in_model && up > 0 ? 0 : e;
+    // Final logit softcapping (cap · tanh(logits / cap)) keeps tanh's output from the forward to
+    // its backward, after the loss's (transformers Gemma2ForCausalLM.forward).
+    const std::int64_t softcap = a_.final_logit_softcapping > 0 ? tv(T, e) : 0;
     switch (t_.loss) {
       case LossKernel::kStandard:
         if (rank_.split.tp > 1 && rank_.behaviour().loss_parallel_decomposed && !(t_.compile && t_.compile_loss)) {
@@ -229,10 +249,12 @@ class Replay {
           l.forward = tv(T, e + up);
           l.backward = tv(T, 2 * sm);
         } else {
-          l.forward = tv(T, e + up + sm + (t_.loss_shift_copy ? sm : 0));
+          l.forward = tv(T, e_kept + up + sm + (t_.loss_shift_copy ? sm : 0));
           l.backward = tv(T, 3 * sm);
           if (up > 0 && t_.logits_freed_before_backward) l.cached = tv(T, e);
         }
+        l.forward += softcap;
+        l.backward += softcap;
         break;
       case LossKernel::kChunked: {
         const std::int64_t c = t_.loss_chunk_tokens > 0 ? std::min(T, t_.loss_chunk_tokens) : ceil_div(T, t_.loss_chunks);
@@ -480,6 +502,9 @@ class Replay {
     // Forward.
     Breakdown b = base;
     b.activations_bytes = in_flight + model_level;
+    // The previous micro-batch's output, when the loop holds it, lives until this forward returns.
+    const std::int64_t previous_outputs = rank_.kind.head && states_live && t_.outputs_held_across_steps ? loss_bytes().held : 0;
+    b.logits_loss_bytes = previous_outputs;
     b.weights_bytes += embedding_unit;
     note(&at, tl, best, b, "forward", {rank_.kind.embedding ? "embedding" : "receive activations"}, -1);
     b.weights_bytes -= embedding_unit;
@@ -510,11 +535,14 @@ class Replay {
     b.temporaries_bytes = states_.amp_weight_cast_bytes;
     LossBytes loss;
     if (rank_.kind.head) {
-      // The final norm's saved tensors (6h) and the output projection's input (2h); DTensor
-      // sequence parallelism all-gathers the latter before the matmul, which saves it whole.
+      // The final norm's saved tensors (the fp32 input copy 4h, and for a trained weight the
+      // normalised 2h) and, for a trained output layer, its input (2h); DTensor sequence
+      // parallelism all-gathers the latter before the matmul, which saves it whole.
       const std::int64_t head_linear_div = rank_.split.gathered_linear_inputs ? 1 : seq_div_;
+      const std::int64_t head_trained = states_.head_gradient_bytes > 0 ? 2 : 0;
       const std::int64_t head_input = checked_mul(
-          tokens_, ceil_div(6 * a_.hidden_size, seq_div_) + ceil_div(2 * a_.hidden_size, head_linear_div), "activation bytes");
+          tokens_, ceil_div((4 + head_trained) * a_.hidden_size, seq_div_) + ceil_div(head_trained * a_.hidden_size, head_linear_div),
+          "activation bytes");
       b.activations_bytes = all_kept + head_input + offload_window_;
       loss = loss_bytes();
       // A head unit of its own is resharded after its forward (FSDP2 post-forward hook): gathered
@@ -524,10 +552,10 @@ class Replay {
       if (head_unit > 0 && head_in_loss == 0) {
         Breakdown projection = b;
         projection.weights_bytes += head_unit;
-        projection.logits_loss_bytes = loss.logits;
+        projection.logits_loss_bytes = loss.logits + previous_outputs;
         note(&at, tl, best, projection, "forward", {"output layer"}, -1);
       }
-      b.logits_loss_bytes = loss.forward;
+      b.logits_loss_bytes = loss.forward + previous_outputs;
       b.weights_bytes += head_in_loss;
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
       b.logits_loss_bytes = loss.backward + loss.held;
@@ -564,8 +592,9 @@ class Replay {
     std::int64_t below = all_kept;
     for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
       const GroupActs& g = *it;
-      const std::int64_t flowing = checked_mul(g.acts.residual_grad_per_token + g.acts.backward_transient_per_token,
-                                               tokens_, "activation bytes");
+      const std::int64_t flowing = checked_add(checked_mul(g.acts.residual_grad_per_token + g.acts.backward_transient_per_token,
+                                                           tokens_, "activation bytes"),
+                                               g.acts.backward_transient_per_layer, "activation bytes");
       const std::int64_t recompute = g.recomputed ? g.saved_bytes : 0;
       // Top layer of the group: everything below still saved, its own set live.
       below -= checked_mul(g.kept_bytes, g.layers, "activation bytes");
@@ -607,7 +636,15 @@ class Replay {
     b.gradients_bytes = in_backward_step ? tied_held : states_.gradients_bytes + (grads_full ? tied_held : 0);
     b.activations_bytes = in_flight + model_level;
     if (rank_.kind.embedding) {
-      b.temporaries_bytes = states_.embedding_grad_bytes;  // dense (v, h) gradient of the embedding
+      // The embedding's dense (v, h) gradient. As the table's first gradient AccumulateGrad keeps
+      // that very tensor as .grad (torch/csrc/autograd/functions/accumulate_grad.h, the steal case),
+      // counted in gradients_bytes: a buffer of its own only where it meets another gradient (a
+      // tied head's contribution, an accumulated or sharded gradient, the optimizer in backward).
+      // A tied head's contribution and the dense one are summed out of place: three (v, h)
+      // tensors at once (measured on an H200, torch 2.11: tools/oracle/gpu_checks).
+      const bool stolen = !grads_full && !in_backward_step && tied_held == 0 &&
+                          (rank_.shard.sharding == Sharding::kNone || rank_.shard.sharding == Sharding::kZero1);
+      b.temporaries_bytes = stolen ? 0 : states_.embedding_grad_bytes + tied_held;
       b.weights_bytes += embedding_unit;
       note(&at, tl, best, b, "backward", {"embedding backward"}, -1);
       b.weights_bytes -= embedding_unit;

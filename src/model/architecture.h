@@ -33,6 +33,9 @@ struct AttentionSpec {
   std::int64_t rotary_dim = 0;     // dimensions of each head that are rotated (0: no rotary)
   std::int64_t sliding_window = 0; // 0: full attention
   bool upcast_qk = false;          // eager QK^T in fp32: the score matmul saves fp32 q and k (gpt_neo, codegen)
+  /// The model hands SDPA fewer K/V heads than query heads without enable_gqa (transformers'
+  /// FalconAttention with multi-query), so only the math kernel takes them.
+  bool sdpa_unexpanded_kv = false;
   // Multi-head latent attention (DeepSeek-V2/V3), used when layout == kLowRank.
   std::int64_t q_lora_rank = 0;    // 0: q is a plain projection
   std::int64_t kv_lora_rank = 0;
@@ -92,6 +95,7 @@ struct ModelArchitecture {
 
   bool tie_word_embeddings = false;
   bool lm_head_bias = false;
+  double final_logit_softcapping = 0;  // logits = cap · tanh(logits / cap) (gemma2): 0 for none
   bool has_lm_head = true;           // bert (BertModel) has none; it has a pooler instead
   bool pooler = false;
   std::int64_t embed_projection_dim = 0;  // OPT-350m word_embed_proj_dim != hidden: project_in/out

@@ -4,6 +4,9 @@
 // ColossalAI 4f9953be).
 #include "training/framework_profile.h"
 
+#include <algorithm>
+#include <iterator>
+
 namespace memfit {
 
 namespace {
@@ -24,9 +27,25 @@ FrameworkProfile hf_trainer() {
   t.kbit_prep_fp32 = true;                       // PEFT prepare_model_for_kbit_training
   t.logged_counter = MemoryCounter::kMaxAllocated;  // TrainerMemoryTracker: max_memory_allocated
   t.logits_freed_before_backward = true;         // Trainer.compute_loss returns the loss only
+  t.lora_merges_fused_experts = true;            // PEFT ParamWrapper on v5's 3-d expert stacks
   p.history = {{202501, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
                 "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits",
-                [](TrainingSetup& s) { s.loss_shift_copy = true; }}};
+                [](TrainingSetup& s) { s.loss_shift_copy = true; }},
+               {202411, "each model's forward computes its own loss: some upcast the logits and return them in fp32, "
+                "others run the cross-entropy in the logits dtype (apply_model_loss_code)",
+                "huggingface/transformers v4.44.2: models/*/modeling_*.py *ForCausalLM.forward; v4.46.0 (2024-10-24) "
+                "passes the logits to self.loss_function (loss/loss_utils.py ForCausalLMLoss: logits.float())",
+                [](TrainingSetup& s) { s.model_computes_loss = true; }},
+               {202410, "rotary cos/sin caches are buffers of every attention layer (apply_model_code)",
+                "huggingface/transformers v4.44.2: models/{qwen2,qwen2_moe,mixtral,phi,starcoder2,falcon,gpt_neox,stablelm}/"
+                "modeling_*.py *RotaryEmbedding._set_cos_sin_cache; v4.45.0 (2024-09-25) computes them per forward "
+                "(mixtral keeps its cache there, not modelled)",
+                [](TrainingSetup& s) { s.rotary_cache_per_layer = true; }},
+               {202601, "MoE experts are nn.Linear modules of their own: LoRA adapts each beside its frozen weight",
+                "huggingface/transformers PR #41580, released in v5.0.0 (2026-01): experts as 3-d gate_up_proj/down_proj "
+                "tensors, which PEFT adapts with ParamWrapper (peft v0.21.2 tuners/lora/layer.py _LoraFactorsProxy: "
+                "torch.baddbmm(W, B, A) per forward)",
+                [](TrainingSetup& s) { s.lora_merges_fused_experts = false; }}};
   // accelerate @ d6d3e03: DistributedDataParallelKwargs(gradient_as_bucket_view=False) -> the
   // reducer's buckets copy every gradient; FSDP plugin: FSDP1 with limit_all_gathers=True (two
   // all-gathers in flight), MixedPrecision param_dtype = the AMP dtype.
@@ -49,7 +68,10 @@ FrameworkProfile transformers_loop() {
   // torch.optim.AdamW picks the foreach implementation on CUDA when neither flag is given.
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
   p.defaults.logits_freed_before_backward = false;  // the loop keeps `outputs` through backward
+  p.defaults.outputs_held_across_steps = true;      // ... and the step, until the next forward rebinds it
   p.sources.push_back("pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)");
+  p.sources.push_back("huggingface/accelerate: examples/nlp_example.py (outputs = model(**batch); loss.backward(); "
+                      "optimizer.step()); the oracle's records: the previous logits live at the step and the next forward");
   return p;
 }
 
@@ -378,6 +400,29 @@ FrameworkProfile other() {
 }
 
 }  // namespace
+
+// transformers v4.44.2, by model type. *ForCausalLM.forward: `logits = logits.float()` (or
+// `.to(torch.float32)`) before the loss, returned as fp32 (llama ... codegen); an upcast for the
+// loss only, the returned logits cast back (gpt_neo); none, the loss in the logits dtype (gpt2 ...
+// biogpt). *RotaryEmbedding with cos_cached/sin_cached buffers per attention layer (qwen2 ...
+// stablelm). Model types that arrived later are left as the current code has them.
+void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
+  static const char* const kUpcastInModel[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2",
+                                               "phi",   "phi3",    "starcoder2", "gptj", "codegen"};
+  static const char* const kNoUpcast[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "stablelm", "gpt_bigcode", "biogpt"};
+  static const char* const kRotaryCache[] = {"qwen2", "qwen2_moe", "mixtral", "phi", "starcoder2", "falcon", "gpt_neox", "stablelm"};
+  auto listed = [&](const auto& types) {
+    return std::any_of(std::begin(types), std::end(types), [&](const char* m) { return a.model_type == m; });
+  };
+  if (t.rotary_cache_per_layer) t.rotary_cache_per_layer = listed(kRotaryCache);
+  if (!t.model_computes_loss) return;
+  if (listed(kUpcastInModel)) {
+    t.logits_upcast = true;
+    t.logits_upcast_in_model = true;
+  } else if (listed(kNoUpcast)) {
+    t.logits_upcast = false;
+  }
+}
 
 bool runs_deepspeed_engine(Framework f) { return f == Framework::kHfTrainer; }
 

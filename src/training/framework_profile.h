@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/architecture.h"
 #include "parallel/layout.h"
 #include "training/training_setup.h"
 
@@ -62,6 +63,11 @@ bool runs_deepspeed_engine(Framework f);
 /// in DeepSpeed's optimizer and 16-bit gradients (the `deepspeed` profile's precision handling),
 /// and the wrapper's "auto" bucket sizes, filled from the model's hidden size.
 void apply_deepspeed_engine(TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size);
+
+/// The dated behaviours that depend on the model type's code: where the model's own forward
+/// computes the loss (TrainingSetup::model_computes_loss), whether it upcasts the logits and
+/// returns them upcast; which models keep rotary caches per layer (rotary_cache_per_layer).
+void apply_model_code(TrainingSetup& t, const ModelArchitecture& a);
 
 const std::vector<FrameworkProfile>& framework_profiles();
 const FrameworkProfile& framework_profile(Framework f);

@@ -88,6 +88,22 @@ struct TrainingSetup {
   /// their freed block stays cached, too small for the fp32 gradients that follow.
   bool logits_freed_before_backward = false;
   bool loss_input_held = false;     // the training loop keeps the (upcast) logits alive through backward
+  /// The loop keeps the model's output, and so its logits, referenced until the next forward
+  /// returns (`outputs = model(...)` rebinds the name only then): through backward, the optimizer
+  /// step and the next micro-batch's forward and loss.
+  bool outputs_held_across_steps = false;
+  /// The model's forward upcasts its logits (logits.float()) and returns the fp32 tensor; the
+  /// 16-bit projection output is dropped at once.
+  bool logits_upcast_in_model = false;
+  /// Each model's forward computes its own loss (transformers before 4.46): whether and where the
+  /// logits are upcast is the model's (apply_model_loss_code, framework_profile.h).
+  bool model_computes_loss = false;
+  /// Rotary cos/sin caches as buffers of every attention layer, over max_position_embeddings in
+  /// the model dtype (transformers before 4.45; apply_model_code says for which models).
+  bool rotary_cache_per_layer = false;
+  /// LoRA on fused expert stacks (transformers 5's 3-d gate_up_proj/down_proj, PEFT ParamWrapper)
+  /// materialises W + s·B·A per stack for the grouped matmul, which saves it for backward.
+  bool lora_merges_fused_experts = false;
   bool softmax_fused_16bit = false;    // eager attention softmax fused in the compute dtype (Megatron FusedScaleMaskSoftmax)
   /// The block's elementwise chains run as hand-fused kernels that read their inputs once and
   /// write once: layer norm, bias + dropout + residual add, bias + activation, rotary (Megatron-LM:

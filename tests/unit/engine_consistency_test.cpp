@@ -95,8 +95,10 @@ TEST_CASE("activation offload moves in the step time what the memory replay keep
       // Stages checkpoint different counts of layers; under freeze, the replay decides per stage
       // whether a group's layers train, the step time per group (one stage: the same).
       if (g.layout.pp > 1 && (g.setup.selective_layer_period > 0 || g.setup.method == Method::kFreeze)) continue;
+      // The replay keeps an integer mean per layer range (a freeze run has two: frozen, trained),
+      // truncated by less than a byte per layer of the range.
       CHECK(st.activation_offload_bytes_per_micro_batch ==
-            Approx(static_cast<double>(r.estimate.kept_activation_bytes_per_micro_batch)).epsilon(1e-9));
+            Approx(static_cast<double>(r.estimate.kept_activation_bytes_per_micro_batch)).epsilon(1e-9).margin(a.num_layers));
       ++compared;
     }
   }

@@ -318,3 +318,19 @@ TEST_CASE("llama4_text: interleaved MoE layers with a shared expert, dense layer
   const std::string listed = cfg.substr(0, cfg.size() - 1) + R"(,"moe_layers":[1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39,41,43,45,47]})";
   CHECK(params(listed) == params(cfg));
 }
+
+TEST_CASE("gemma2 caps its final logits; gemma3's config sets no cap", "[hf_config]") {
+  CHECK(preset("google/gemma-2-2b").final_logit_softcapping == 30.0);
+  CHECK(preset("google/gemma-3-1b-it").final_logit_softcapping == 0.0);
+  CHECK(preset("meta-llama/Llama-3.2-1B-Instruct").final_logit_softcapping == 0.0);
+}
+
+TEST_CASE("multi-query falcon hands SDPA its one K/V head; the new decoder architecture does not", "[hf_config]") {
+  const ModelArchitecture mq = parse_hf_config_text(
+      R"({"model_type":"falcon","vocab_size":32,"hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,"multi_query":true})");
+  CHECK(mq.attention.sdpa_unexpanded_kv);
+  const ModelArchitecture gqa = parse_hf_config_text(
+      R"({"model_type":"falcon","vocab_size":32,"hidden_size":8,"num_hidden_layers":1,"num_attention_heads":2,
+          "new_decoder_architecture":true,"num_kv_heads":1})");
+  CHECK_FALSE(gqa.attention.sdpa_unexpanded_kv);
+}

@@ -347,3 +347,134 @@ TEST_CASE("eager attention of models that take QK^T in fp32 saves fp32 q and k",
   a.attention.upcast_qk = false;
   CHECK(layer_activations(a, t, false, false, true).saved_per_token == fused_upcast.saved_per_token);
 }
+
+namespace {
+
+const TimelineEvent& event(const Estimate& e, const std::string& label) {
+  for (const TimelineEvent& ev : e.timeline) {
+    if (ev.label == label) return ev;
+  }
+  FAIL("no event " << label);
+  return e.timeline.front();
+}
+
+// Toy-model bf16 full fine-tuning of one sequence of 64 tokens (vocab 32: 64 x 32 logits).
+TrainingSetup toy_bf16() {
+  TrainingSetup t;
+  t.precision = Precision::kBf16;
+  t.seq_len = 64;
+  t.logits_upcast = true;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("a loop that holds its outputs keeps the logits through the step and the next forward", "[memory][timeline]") {
+  const ModelArchitecture a = toy();
+  TrainingSetup t = toy_bf16();
+  const Estimate freed = run(a, t);
+  t.outputs_held_across_steps = true;
+  const Estimate held = run(a, t);
+  const std::int64_t logits = 64 * 32 * 2;  // bf16, as the model returns them
+  for (const char* label : {"embedding", "layers 0-1", "logits and cross-entropy", "loss backward", "layer 0", "optimizer step"}) {
+    CHECK(event(held, label).live.total() - event(freed, label).live.total() == logits);
+  }
+  // A model that upcasts inside its forward returns, and so leaves held, the fp32 logits; its
+  // 16-bit projection output is gone before the loss.
+  t.logits_upcast_in_model = true;
+  const Estimate fp32 = run(a, t);
+  CHECK(event(fp32, "optimizer step").live.logits_loss_bytes == 64 * 32 * 4);
+  CHECK(event(fp32, "logits and cross-entropy").live.logits_loss_bytes ==
+        event(held, "logits and cross-entropy").live.logits_loss_bytes - logits + 64 * 32 * 2);
+}
+
+TEST_CASE("the embedding's dense gradient becomes the table's gradient unless it meets another", "[memory][timeline]") {
+  ModelArchitecture a = toy();
+  TrainingSetup t = toy_bf16();
+  const Estimate untied = run(a, t);
+  CHECK(event(untied, "embedding backward").live.temporaries_bytes == 0);  // AccumulateGrad keeps it
+  a.tie_word_embeddings = true;  // the head's contribution waits for it; their sum is a third (v, h)
+  const Estimate tied = run(a, t);
+  CHECK(event(tied, "embedding backward").live.temporaries_bytes == 2 * 32 * 8 * 2);
+}
+
+TEST_CASE("final logit softcapping keeps tanh's output through the loss", "[memory][timeline]") {
+  ModelArchitecture a = toy();
+  const TrainingSetup t = toy_bf16();
+  const Estimate plain = run(a, t);
+  a.final_logit_softcapping = 30;
+  const Estimate capped = run(a, t);
+  for (const char* label : {"logits and cross-entropy", "loss backward"}) {
+    CHECK(event(capped, label).live.logits_loss_bytes - event(plain, label).live.logits_loss_bytes == 64 * 32 * 2);
+  }
+}
+
+TEST_CASE("transformers' gelu_new saves four 4h tensors where GELU saves one", "[memory][activations]") {
+  ModelArchitecture a = parse_hf_config_text(
+      R"({"model_type":"gpt2","vocab_size":32,"n_embd":8,"n_layer":2,"n_head":2,"n_positions":64})");
+  REQUIRE(a.mlp.activation == "gelu_new");
+  TrainingSetup t = toy_bf16();
+  const LayerActivations new_gelu = layer_activations(a, t, false, false, true);
+  a.mlp.activation = "gelu";
+  const LayerActivations gelu = layer_activations(a, t, false, false, true);
+  CHECK(new_gelu.saved_per_token - gelu.saved_per_token == 3 * 2 * 32);  // tanh, 0.5x, 1 + tanh at 4h
+  t.compile = true;  // compiled, one fused kernel either way
+  const LayerActivations compiled_gelu = layer_activations(a, t, false, false, true);
+  a.mlp.activation = "gelu_new";
+  CHECK(layer_activations(a, t, false, false, true).saved_per_token == compiled_gelu.saved_per_token);
+}
+
+TEST_CASE("Falcon's multi-query SDPA takes the math kernel and saves the probabilities", "[memory][activations]") {
+  ModelArchitecture a = parse_hf_config_text(
+      R"({"model_type":"falcon","vocab_size":32,"hidden_size":8,"num_hidden_layers":2,"num_attention_heads":2,"multi_query":true})");
+  REQUIRE(a.attention.sdpa_unexpanded_kv);
+  REQUIRE(a.attention.num_kv_heads == 1);
+  TrainingSetup t = toy_bf16();
+  const LayerActivations math = layer_activations(a, t, false, false, true);
+  CHECK(math.saved_per_token_per_position == 2 * 4);  // fp32 probabilities of each head
+  a.attention.sdpa_unexpanded_kv = false;  // a model that expands K/V (or passes enable_gqa)
+  const LayerActivations flash = layer_activations(a, t, false, false, true);
+  CHECK(flash.saved_per_token_per_position == 0);
+  // math: fp32 copies of the scaled q (2 heads x 4) and of the one K/V head; flash: bf16 q, k, v and the lse
+  CHECK(math.saved_per_token - flash.saved_per_token == 4 * (2 * 4 + 4 + 4) - (2 * (2 * 4 + 4 + 4) + 4 * 2));
+}
+
+TEST_CASE("LoRA on fused expert stacks keeps W + BA of each stack per layer", "[memory][activations]") {
+  const ModelArchitecture a = parse_hf_config_text(
+      R"({"model_type":"mixtral","vocab_size":32,"hidden_size":8,"num_hidden_layers":2,"num_attention_heads":2,
+          "num_key_value_heads":2,"intermediate_size":16,"num_local_experts":4,"num_experts_per_tok":2})");
+  TrainingSetup t = toy_bf16();
+  t.method = Method::kLora;
+  t.lora_targets = {"all-linear"};
+  const LayerActivations beside = layer_activations(a, t, true, false, false);
+  CHECK(beside.saved_per_layer == 0);
+  t.lora_merges_fused_experts = true;
+  const LayerActivations merged = layer_activations(a, t, true, false, false);
+  const std::int64_t down = 4 * 16 * 8 * 2;  // 4 experts x (16 x 8) in bf16
+  CHECK(merged.saved_per_layer == 3 * down);  // gate_up (2 x down) and down
+  CHECK(merged.backward_transient_per_layer == down);
+  // Only attention targeted: the experts are untouched.
+  t.lora_targets = {"q", "v"};
+  CHECK(layer_activations(a, t, true, false, false).saved_per_layer == 0);
+  // The replay keeps them per layer from forward to backward, beside the per-token set (where
+  // the experts' fp32 adapter input copies give way to the grouped matmuls' own inputs).
+  t.lora_targets = {"all-linear"};
+  const Estimate with = estimate_single_gpu(a, build_tensor_inventory(a), t);
+  t.lora_merges_fused_experts = false;
+  const Estimate without = estimate_single_gpu(a, build_tensor_inventory(a), t);
+  CHECK(event(with, "logits and cross-entropy").live.activations_bytes -
+            event(without, "logits and cross-entropy").live.activations_bytes ==
+        2 * (3 * down + 64 * (merged.saved_per_token - beside.saved_per_token)));
+}
+
+TEST_CASE("per-layer rotary caches are buffers over the position table", "[memory][states]") {
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"qwen2","vocab_size":32,"hidden_size":8,
+    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":2,"intermediate_size":16,
+    "max_position_embeddings":64})");
+  const TensorInventory inv = build_tensor_inventory(a);
+  TrainingSetup t = toy_bf16();
+  const ModelStates plain = compute_model_states(a, inv, t);
+  t.rotary_cache_per_layer = true;
+  // cos and sin, 64 positions x head dim 4, bf16, in each of 2 layers.
+  CHECK(compute_model_states(a, inv, t).weights_bytes - plain.weights_bytes == 2 * (2 * 64 * 4 * 2));
+}

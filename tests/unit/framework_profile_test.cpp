@@ -1,0 +1,69 @@
+// Dated behaviours of the framework profiles (training/framework_profile.cpp): which knobs a
+// framework_version month switches, and which of them depend on the model type's code.
+#include <catch2/catch.hpp>
+
+#include "hf_config/parse_hf_config.h"
+#include "training/framework_profile.h"
+
+using namespace memfit;
+
+namespace {
+
+ModelArchitecture of_type(const char* model_type) {
+  ModelArchitecture a;
+  a.model_type = model_type;
+  return a;
+}
+
+// The transformers loop's setup as of `yyyymm`, resolved for a model of `model_type`.
+TrainingSetup loop_setup(std::int64_t yyyymm, const char* model_type) {
+  TrainingSetup t = framework_defaults(framework_profile(Framework::kTransformersLoop), yyyymm);
+  apply_model_code(t, of_type(model_type));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("the plain transformers loop holds its outputs across steps; the Trainer does not", "[framework]") {
+  CHECK(framework_defaults(framework_profile(Framework::kTransformersLoop), 0).outputs_held_across_steps);
+  CHECK_FALSE(framework_defaults(framework_profile(Framework::kHfTrainer), 0).outputs_held_across_steps);
+}
+
+TEST_CASE("before transformers 4.46 the model's forward computes the loss, by the model's code", "[framework]") {
+  // Current code: ForCausalLMLoss upcasts inside the loss for every model; the logits stay 16-bit.
+  for (const char* type : {"llama", "gpt2", "falcon", "qwen3"}) {
+    const TrainingSetup now = loop_setup(0, type);
+    CHECK(now.logits_upcast);
+    CHECK_FALSE(now.logits_upcast_in_model);
+    CHECK_FALSE(now.model_computes_loss);
+  }
+  CHECK_FALSE(loop_setup(202411, "gpt2").model_computes_loss);  // v4.46.0 is of 2024-10
+  // v4.44.2: LlamaForCausalLM returns logits.float(); GPT2LMHeadModel and FalconForCausalLM run the
+  // loss in the logits dtype; a model type that arrived later keeps the current code.
+  const TrainingSetup llama = loop_setup(202408, "llama");
+  CHECK(llama.logits_upcast);
+  CHECK(llama.logits_upcast_in_model);
+  for (const char* type : {"gpt2", "falcon"}) {
+    const TrainingSetup none = loop_setup(202408, type);
+    CHECK_FALSE(none.logits_upcast);
+    CHECK_FALSE(none.logits_upcast_in_model);
+  }
+  const TrainingSetup later = loop_setup(202408, "qwen3");
+  CHECK(later.logits_upcast);
+  CHECK_FALSE(later.logits_upcast_in_model);
+}
+
+TEST_CASE("rotary caches per layer before transformers 4.45, for the models that kept them", "[framework]") {
+  CHECK(loop_setup(202408, "qwen2").rotary_cache_per_layer);
+  CHECK(loop_setup(202408, "phi").rotary_cache_per_layer);
+  CHECK_FALSE(loop_setup(202408, "llama").rotary_cache_per_layer);  // LlamaRotaryEmbedding computes them per forward
+  CHECK_FALSE(loop_setup(202410, "qwen2").rotary_cache_per_layer);
+  CHECK_FALSE(loop_setup(0, "qwen2").rotary_cache_per_layer);
+}
+
+TEST_CASE("LoRA merges fused expert stacks from transformers 5 on", "[framework]") {
+  CHECK(loop_setup(0, "mixtral").lora_merges_fused_experts);
+  CHECK(loop_setup(202601, "mixtral").lora_merges_fused_experts);
+  CHECK_FALSE(loop_setup(202512, "mixtral").lora_merges_fused_experts);
+  CHECK_FALSE(loop_setup(202506, "qwen3_moe").lora_merges_fused_experts);
+}
