@@ -100,11 +100,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
 
   // Norms: RMSNorm (HF) saves an fp32 copy of its input, the normalised pre-weight tensor and
   // rsqrt; LayerNorm saves its input and fp32 mean/rstd. Under AMP the residual stream is fp32.
-  // torch.compile fuses RMSNorm into one kernel that saves its input and rsqrt.
+  // torch.compile fuses RMSNorm into one kernel that saves its input and rsqrt; so does Liger's.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
   const std::int64_t stream = amp ? 4 : e;
+  const bool fused_norm = t.compile || t.liger_kernels;
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
-                                      ? (t.compile ? stream * h + 4 : 4 * h + stream * h + 4)
+                                      ? (fused_norm ? stream * h + 4 : 4 * h + stream * h + 4)
                                       : (stream * h + 8);
   seq += norms * norm_bytes;
 
@@ -119,6 +120,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
     seq += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
   }
+  // q/k norms stay HF's under Liger: its instance patch (transformers' apply_liger_kernel) swaps
+  // the block norms and the MLP, not q_norm / k_norm (monkey_patch.py apply_liger_kernel_to_qwen3).
   if (a.attention.qk_norm) s += (4 + e) * (heads * d + kvh * d) + 4 * (heads + kvh);
   // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
   // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
@@ -157,9 +160,9 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     MlpBytes out_bytes;
     if (input_saved(gate_up)) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
     std::int64_t m = 0;
-    // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
-    // plain: the activation's input.
-    m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
+    // Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and up only, the rest
+    // recomputed); plain: the activation's input.
+    m += a.mlp.gated ? (t.compile || t.liger_kernels ? 2 : 3) * e * width : e * width;
     if (input_saved(targeted("down"))) m += (fp8_saved ? 1 : e) * width;  // down_proj input
     else if (!a.mlp.gated) m += e * width;             // activation output still saved by its op
     out_bytes.split = m;
