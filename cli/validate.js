@@ -237,6 +237,8 @@ function rowToRequest(row, config) {
   };
   if (Object.keys(cluster).length > 0) request.cluster = cluster;
   const parallel = readCells(row, PARALLEL_FIELDS);
+  // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
+  if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `backend=deepspeed` in the notes: the wrapper ran the DeepSpeed engine (parallel.backend).
   if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
   // `cp_kind=ulysses` in the notes: the cp column holds DeepSpeed Ulysses sequence parallelism.

@@ -84,7 +84,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
-                          "loss_chunks", "compile", "selective_layer_period"});
+                          "loss_chunks", "compile", "selective_layer_period", "liger_kernels"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -135,7 +135,15 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   t.checkpointing = enum_or(f, "activation_checkpointing", kCheckpointingNames, t.checkpointing);
   t.offload = enum_or(f, "offload", kOffloadNames, t.offload);
   t.attention = enum_or(f, "attention", kAttentionNames, t.attention);
+  t.liger_kernels = f.bool_or({"liger_kernels"}, t.liger_kernels);
+  // transformers' apply_liger_kernel swaps the model's loss for Liger's fused linear CE
+  // (fused_linear_cross_entropy=True by default); TRL then leaves its chunked_nll default.
+  if (t.liger_kernels && (t.loss == LossKernel::kStandard || t.loss == LossKernel::kChunkedNll)) t.loss = LossKernel::kLigerFlce;
   t.loss = enum_or(f, "loss", kLossNames, t.loss);
+  if (t.liger_kernels && t.loss == LossKernel::kChunkedNll) {
+    throw Error(ErrorCode::kInvalidValue, f.path("loss"),
+                "loss chunked_nll is not compatible with liger_kernels (TRL SFTTrainer refuses the pair)");
+  }
   if (auto c = f.get_int({"loss_chunks"}, 1, 1 << 16)) {
     t.loss_chunks = *c;
     t.loss_chunk_tokens = 0;
@@ -503,7 +511,7 @@ EstimateRequest read_estimate_request(const Json& req) {
   const bool deepspeed_engine = parallel && read_backend(*parallel);
   if (deepspeed_engine && !runs_deepspeed_engine(r.framework->id)) {
     throw Error(ErrorCode::kInvalidValue, "/parallel/backend",
-                "backend deepspeed applies to frameworks that hand the model to DeepSpeed (hf_trainer), not " +
+                "backend deepspeed applies to frameworks that hand the model to DeepSpeed (hf_trainer, trl), not " +
                     r.framework->key);
   }
   r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus,

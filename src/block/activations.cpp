@@ -107,11 +107,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // the normalised pre-weight tensor (autograd saves a mul operand only when the other one needs
   // a gradient: a frozen weight keeps none); LayerNorm saves its input and fp32 mean/rstd. Under
   // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
-  // input and rsqrt.
+  // input and rsqrt; so does Liger's.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
   const std::int64_t stream = amp ? 4 : e;
+  const bool fused_norm = t.compile || t.liger_kernels;
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
-                                      ? (t.compile ? stream * h + 4 : 4 * h + (base_trains ? stream * h : 0) + 4)
+                                      ? (fused_norm ? stream * h + 4 : 4 * h + (base_trains ? stream * h : 0) + 4)
                                       : (stream * h + 8);
   seq += norms * norm_bytes;
 
@@ -126,6 +127,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
     seq += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
   }
+  // q/k norms stay HF's under Liger: its instance patch (transformers' apply_liger_kernel) swaps
+  // the block norms and the MLP, not q_norm / k_norm (monkey_patch.py apply_liger_kernel_to_qwen3).
   if (a.attention.qk_norm) s += (4 + e) * (heads * d + kvh * d) + 4 * (heads + kvh);
   // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
   // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
@@ -178,9 +181,9 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     MlpBytes out_bytes;
     if (input_saved(gate_up) || merged) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
     std::int64_t m = 0;
-    // Gated: gate out, act out, up out (compiled: gate and up only, the rest recomputed);
-    // plain: the activation's input.
-    m += a.mlp.gated ? (t.compile ? 2 : 3) * e * width : e * width;
+    // Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and up only, the rest
+    // recomputed); plain: the activation's input.
+    m += a.mlp.gated ? (t.compile || t.liger_kernels ? 2 : 3) * e * width : e * width;
     // gelu_new's ops save tanh's output, 0.5·x and 1 + tanh beside x (transformers activations.py
     // NewGELUActivation; the oracle's records: three more 4h tensors per layer).
     if (new_gelu) m += 3 * e * width;

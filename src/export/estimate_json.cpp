@@ -40,6 +40,7 @@ Json training_to_json(const TrainingSetup& t) {
     if (t.loss_chunk_tokens > 0) j["loss_chunk_tokens"] = t.loss_chunk_tokens;
     else j["loss_chunks"] = t.loss_chunks;
   }
+  if (t.liger_kernels) j["liger_kernels"] = true;
   if (is_lora_like(t.method)) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
   }

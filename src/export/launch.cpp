@@ -33,9 +33,19 @@
 //     enable_activation_offloading, dtype, fsdp_cpu_offload, compile, optimizer_in_bwd (full recipes
 //     only), tensor_parallel_dim (full recipe, with a tensor_parallel_plan)) and `tune run` with
 //     torchrun's --nnodes / --nproc_per_node. The distributed recipes always shard with FSDP.
+//   TRL: `trl sft --config` YAML, fields of SFTConfig / TrainingArguments and ModelConfig @ f2cd5771
+//     (trl/trainer/sft_config.py, base_config.py, model_config.py: model_name_or_path, dtype,
+//     attn_implementation, use_peft, lora_r, lora_dropout, lora_target_modules, use_dora, load_in_4bit,
+//     bnb_4bit_quant_type, use_bnb_nested_quant; per_device_train_batch_size,
+//     gradient_accumulation_steps, max_length, packing, gradient_checkpointing, bf16, fp16, optim,
+//     loss_type, use_liger_kernel, activation_offloading); several GPUs through `accelerate launch`.
+//   Unsloth: FastLanguageModel.from_pretrained / get_peft_model arguments @ 015bdef0
+//     (unsloth/models/loader.py, llama.py: max_seq_length, load_in_4bit, dtype, r, target_modules,
+//     lora_dropout, use_gradient_checkpointing) and TRL's SFTConfig.
 #include "export/launch.h"
 
 #include <sstream>
+#include <utility>
 
 #include "hf_config/json_input.h"
 
@@ -401,10 +411,145 @@ LaunchFormat torchtune(const LaunchInput& in) {
   return f;
 }
 
+// The TrainingArguments optimizer name of a setup's optimizer ("" when it has none).
+std::string hf_optim_name(const TrainingSetup& t) {
+  switch (t.optimizer) {
+    case Optimizer::kAdamW: return t.optimizer_impl == OptimizerImpl::kFused ? "adamw_torch_fused" : "adamw_torch";
+    case Optimizer::kAdamW8bit: return "adamw_8bit";
+    case Optimizer::kPagedAdamW8bit: return "paged_adamw_8bit";
+    case Optimizer::kPagedAdamW32bit: return "paged_adamw_32bit";
+    case Optimizer::kAdamW4bit: return "adamw_torch_4bit";
+    case Optimizer::kSgd:
+    case Optimizer::kSgdMomentum: return "sgd";
+    case Optimizer::kAdafactor: return "adafactor";
+    case Optimizer::kLion: return "lion_32bit";
+    case Optimizer::kMuon: return "";
+  }
+  return "";
+}
+
+std::string lora_modules(const TrainingSetup& t) {
+  static const std::pair<const char*, const char*> kHfNames[] = {{"q", "q_proj"}, {"k", "k_proj"}, {"v", "v_proj"},
+                                                                  {"o", "o_proj"}, {"gate", "gate_proj"}, {"up", "up_proj"},
+                                                                  {"down", "down_proj"}, {"head", "lm_head"}};
+  std::string list;
+  for (const std::string& role : t.lora_targets) {
+    std::string name = role;
+    for (const auto& [short_name, hf] : kHfNames) {
+      if (role == short_name) name = hf;
+    }
+    list += (list.empty() ? "" : ", ") + (role == "all-linear" ? std::string("all-linear") : "\"" + name + "\"");
+  }
+  return list;
+}
+
+LaunchFormat trl_sft(const LaunchInput& in) {
+  LaunchFormat f{"trl_sft_yaml", "sft_config.yaml", "", true, {}};
+  if (model_parallel(in.layout)) {
+    f.supported = false;
+    f.notes.emplace_back("TRL's SFTTrainer runs data parallelism through accelerate (DDP, FSDP, DeepSpeed ZeRO); for tp/pp/cp/ep use Megatron-LM or torchtitan");
+    return f;
+  }
+  const TrainingSetup& t = in.setup;
+  const std::string dt = dtype_name(t.precision);
+  const bool lora = is_lora_like(t.method);
+  std::ostringstream y;
+  y << "model_name_or_path: " << in.model_id << "\n";
+  // AMP: the float32 model under bf16/fp16 autocast; pure 16-bit: the model loaded in that dtype.
+  y << "dtype: " << (dt == "fp32" || amp_like(t) ? "float32" : dt == "fp16" ? "float16" : "bfloat16") << "\n";
+  y << "attn_implementation: " << (t.attention == AttentionKernel::kFlash ? "flash_attention_2" : t.attention == AttentionKernel::kEager ? "eager" : "sdpa") << "\n";
+  y << "bf16: " << (dt == "bf16" ? "true" : "false") << "\n";
+  y << "fp16: " << (dt == "fp16" ? "true" : "false") << "\n";
+  y << "per_device_train_batch_size: " << t.micro_batch << "\n";
+  y << "gradient_accumulation_steps: " << t.grad_accum << "\n";
+  y << "max_length: " << t.seq_len << "\n";
+  y << "packing: " << (t.packed ? "true" : "false") << "\n";
+  y << "gradient_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "false" : "true") << "\n";
+  if (t.offload == Offload::kActivations) y << "activation_offloading: true\n";
+  if (const std::string optim = hf_optim_name(t); !optim.empty()) y << "optim: " << optim << "\n";
+  y << "use_liger_kernel: " << (t.liger_kernels ? "true" : "false") << "\n";
+  if (t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard) {
+    y << "loss_type: " << (t.loss == LossKernel::kChunkedNll ? "chunked_nll" : "nll") << "\n";
+  }
+  if (lora) {
+    y << "use_peft: true\n";
+    y << "lora_r: " << t.lora_rank << "\n";
+    y << "lora_dropout: " << t.lora_dropout << "\n";
+    y << "lora_target_modules: [" << lora_modules(t) << "]\n";
+    if (t.method == Method::kDora) y << "use_dora: true\n";
+    if (effective_base_quant(t) == BaseQuant::kNf4) y << "load_in_4bit: true\nbnb_4bit_quant_type: nf4\nuse_bnb_nested_quant: true\n";
+    if (effective_base_quant(t) == BaseQuant::kInt8) y << "load_in_8bit: true\n";
+  }
+  f.text = y.str();
+  f.notes.emplace_back("run: trl sft --config sft_config.yaml --dataset_name <dataset>" +
+                       std::string(in.layout.gpus() > 1 ? " under accelerate launch --config_file accelerate_config.yaml (the accelerate format)" : ""));
+  if (!(t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard || (t.loss == LossKernel::kLigerFlce && t.liger_kernels))) {
+    f.notes.emplace_back(std::string("SFTConfig has no loss_type for the ") + (t.loss == LossKernel::kCutCe ? "Cut Cross-Entropy" : "chosen") +
+                         " loss kernel; it is patched into the model by the training script");
+  }
+  if (lora && t.loss == LossKernel::kChunkedNll) {
+    f.notes.emplace_back("chunked_nll refuses a LoRA adapter on lm_head: keep lm_head out of lora_target_modules");
+  }
+  return f;
+}
+
+LaunchFormat unsloth_script(const LaunchInput& in) {
+  LaunchFormat f{"unsloth_python", "train_unsloth.py", "", true, {}};
+  const TrainingSetup& t = in.setup;
+  if (in.layout.gpus() > 1) {
+    f.supported = false;
+    f.notes.emplace_back("this script trains on one GPU; Unsloth on several GPUs goes through accelerate (DDP) with the same script");
+    return f;
+  }
+  const bool lora = is_lora_like(t.method);
+  const std::string dt = dtype_name(t.precision);
+  std::ostringstream py;
+  py << "from unsloth import FastLanguageModel\n";
+  py << "import torch\n";
+  py << "from trl import SFTConfig, SFTTrainer\n\n";
+  py << "model, tokenizer = FastLanguageModel.from_pretrained(\n";
+  py << "    model_name=\"" << in.model_id << "\",\n";
+  py << "    max_seq_length=" << t.seq_len << ",\n";
+  py << "    dtype=" << (dt == "fp16" ? "torch.float16" : dt == "fp32" ? "torch.float32" : "None") << ",\n";
+  py << "    load_in_4bit=" << (effective_base_quant(t) == BaseQuant::kNf4 ? "True" : "False") << ",\n";
+  py << "    load_in_8bit=" << (effective_base_quant(t) == BaseQuant::kInt8 ? "True" : "False") << ",\n";
+  py << "    full_finetuning=" << (t.method == Method::kFull ? "True" : "False") << ",\n";
+  py << ")\n";
+  const std::string gc = t.checkpointing == Checkpointing::kNone ? "False"
+                         : t.offload == Offload::kActivations  ? "\"unsloth\""
+                                                               : "True";
+  if (lora) {
+    py << "model = FastLanguageModel.get_peft_model(\n";
+    py << "    model,\n";
+    py << "    r=" << t.lora_rank << ",\n";
+    py << "    target_modules=[" << lora_modules(t) << "],\n";
+    py << "    lora_dropout=" << t.lora_dropout << ",\n";
+    py << "    use_gradient_checkpointing=" << gc << ",\n";
+    py << ")\n";
+  }
+  py << "args = SFTConfig(\n";
+  py << "    per_device_train_batch_size=" << t.micro_batch << ",\n";
+  py << "    gradient_accumulation_steps=" << t.grad_accum << ",\n";
+  py << "    max_length=" << t.seq_len << ",\n";
+  if (const std::string optim = hf_optim_name(t); !optim.empty()) py << "    optim=\"" << optim << "\",\n";
+  py << ")\n";
+  py << "trainer = SFTTrainer(model=model, processing_class=tokenizer, train_dataset=dataset, args=args)\n";
+  py << "trainer.train()\n";
+  f.text = py.str();
+  f.notes.emplace_back("define `dataset` (a datasets.Dataset) before SFTTrainer");
+  if (!lora && t.checkpointing != Checkpointing::kNone) {
+    f.notes.emplace_back("full fine-tuning: from_pretrained(use_gradient_checkpointing=" + gc + ") sets the checkpointing");
+  }
+  if (t.loss != LossKernel::kUnslothFusedCe) {
+    f.notes.emplace_back("Unsloth computes the loss with its fused cross-entropy unless UNSLOTH_RETURN_LOGITS=1; the estimate's loss kernel differs");
+  }
+  return f;
+}
+
 }  // namespace
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
-  return {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in)};
+  return {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), trl_sft(in), unsloth_script(in)};
 }
 
 }  // namespace memfit

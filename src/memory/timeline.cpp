@@ -7,6 +7,7 @@
 
 #include "common/units.h"
 #include "block/activations.h"
+#include "block/loss_kernels.h"
 
 namespace memfit {
 
@@ -282,8 +283,38 @@ class Replay {
         l.backward = tv(c, 12);
         break;
       }
+      default: {  // the logits-free kernels (block/loss_kernels.h)
+        const LossKernelBytes k = logits_free_loss_bytes(t_.loss, loss_kernel_input());
+        l.logits = 0;
+        l.forward = k.forward;
+        l.backward = k.backward;
+        l.grad = k.grad;
+        break;
+      }
     }
     return l;
+  }
+
+  // What a logits-free loss kernel sees on this rank: the whole vocabulary (none of them splits
+  // it), the hidden states in the residual stream's dtype, the output projection as stored.
+  LossKernelInput loss_kernel_input() const {
+    LossKernelInput in;
+    in.tokens = tokens_;
+    in.vocab = std::max(a_.vocab_size, rank_.shard.padded_vocab);
+    in.hidden = a_.hidden_size;
+    in.compute_bytes = activation_bytes(t_.precision);
+    in.autocast = autocast_amp(t_);
+    in.stream_bytes = in.autocast ? 4 : in.compute_bytes;
+    in.weight_bytes = in.autocast || t_.precision == Precision::kFp32 ? 4 : 2;
+    in.weight_trains = layer_trains(t_, a_.num_layers, a_.num_layers);
+    return in;
+  }
+
+  // Bytes per token the output projection keeps of its input until its backward: the 16-bit
+  // input of a linear, or what a logits-free kernel keeps instead.
+  std::int64_t head_linear_input_per_token() const {
+    return is_logits_free_kernel(t_.loss) ? logits_free_loss_bytes(t_.loss, loss_kernel_input()).saved_input_per_token
+                                          : 2 * a_.hidden_size;
   }
 
   // An event's label, rendered only when it is shown (the timeline, or the peak): the search
@@ -540,15 +571,18 @@ class Replay {
       // parallelism all-gathers the latter before the matmul, which saves it whole.
       const std::int64_t head_linear_div = rank_.split.gathered_linear_inputs ? 1 : seq_div_;
       const std::int64_t head_trained = states_.head_gradient_bytes > 0 ? 2 : 0;
+      // A logits-free loss kernel keeps what it needs of the head's input whether the head trains or not.
+      const std::int64_t head_linear_input =
+          is_logits_free_kernel(t_.loss) ? head_linear_input_per_token() : head_trained * a_.hidden_size;
       const std::int64_t head_input = checked_mul(
-          tokens_, ceil_div((4 + head_trained) * a_.hidden_size, seq_div_) + ceil_div(head_trained * a_.hidden_size, head_linear_div),
+          tokens_, ceil_div((4 + head_trained) * a_.hidden_size, seq_div_) + ceil_div(head_linear_input, head_linear_div),
           "activation bytes");
       b.activations_bytes = all_kept + head_input + offload_window_;
       loss = loss_bytes();
       // A head unit of its own is resharded after its forward (FSDP2 post-forward hook): gathered
       // while the output projection writes the logits, not through the loss, unless a fused
       // kernel computes the projection inside the loss.
-      const std::int64_t head_in_loss = t_.loss == LossKernel::kFused ? head_unit : 0;
+      const std::int64_t head_in_loss = loss_computes_projection(t_.loss) ? head_unit : 0;
       if (head_unit > 0 && head_in_loss == 0) {
         Breakdown projection = b;
         projection.weights_bytes += head_unit;

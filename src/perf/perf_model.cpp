@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "block/activations.h"
+#include "block/loss_kernels.h"
 #include "parallel/as_run.h"
 #include "training/parameters.h"
 
@@ -713,7 +714,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double head_bwd = head_fwd * (b.head_trains ? 2.0 : 1.0);
     // A compile that covers the blocks only (torchtitan before 2025-04, torchtune's distributed
     // recipes: TrainingSetup::compile_loss) leaves the loss eager.
-    const bool loss_fused = (t.compile && t.compile_loss) || t.loss == LossKernel::kFused;
+    const bool loss_fused = (t.compile && t.compile_loss) || loss_computes_projection(t.loss);
     const double loss_bytes = tokens * static_cast<double>(b.vocab) / act_tp *
                               (loss_fused ? kFusedLossBytesPerLogit : kEagerLossBytesPerLogit);
     const double loss_s = loss_bytes / hbm;

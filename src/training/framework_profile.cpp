@@ -392,6 +392,87 @@ FrameworkProfile colossalai() {
   return p;
 }
 
+// TRL's SFTTrainer: an HF Trainer whose SFTConfig changes TrainingArguments' defaults.
+// huggingface/trl @ f2cd5771 (2026-07-24).
+FrameworkProfile trl() {
+  FrameworkProfile p = hf_trainer();
+  p.id = Framework::kTrl;
+  p.key = "trl";
+  p.name = "TRL SFTTrainer (+ PEFT)";
+  TrainingSetup& t = p.defaults;
+  // A model given by name loads in float32 unless model_init_kwargs name a dtype, and bf16=True
+  // autocasts over it: fp32 weights, gradients and AdamW states with bf16 compute.
+  t.precision = Precision::kAmpBf16;
+  t.checkpointing = Checkpointing::kFull;        // gradient_checkpointing=True
+  t.loss = LossKernel::kChunkedNll;              // loss_type None -> "chunked_nll" (without use_liger_kernel)
+  t.liger_kernels = false;                       // use_liger_kernel=False (TrainingArguments)
+  t.packed = false;                              // packing=False, padding_free=False: batches padded to their longest
+  t.seq_len = 1024;                              // max_length=1024
+  p.history.push_back({202606, "loss_type defaults to \"nll\": the model's own loss over the full logits",
+                       "huggingface/trl b58947c7e (2026-06-14, #5846 \"Default SFT loss to chunked_nll\"; chunked_nll "
+                       "itself from 9bcf72943, 2026-04-27, #5575)",
+                       [](TrainingSetup& s) { if (s.loss == LossKernel::kChunkedNll) s.loss = LossKernel::kStandard; }});
+  p.history.push_back({202508, "gradient_checkpointing defaults to False (TrainingArguments)",
+                       "huggingface/trl a222aeb46 (2025-08-08, #3510 \"New defaults: gradient_checkpointing=True\")",
+                       [](TrainingSetup& s) { s.checkpointing = Checkpointing::kNone; }});
+  p.history.push_back({202506, "bf16 defaults to False (TrainingArguments): the float32 model trains in fp32",
+                       "huggingface/trl 32ffa1170 (2025-06-13, #3515 \"New defaults: bf16=True\")",
+                       [](TrainingSetup& s) { s.precision = Precision::kFp32; }});
+  p.sources.insert(p.sources.begin(),
+                   {"huggingface/trl @ f2cd5771: trl/trainer/sft_config.py (max_length 1024, packing / padding_free False, "
+                    "completion_only_loss None, loss_type None -> chunked_nll unless use_liger_kernel)",
+                    "huggingface/trl @ f2cd5771: trl/trainer/base_config.py (gradient_checkpointing True, bf16 True unless fp16)",
+                    "huggingface/trl @ f2cd5771: trl/trainer/utils.py create_model_from_path (dtype defaults to float32)",
+                    "huggingface/trl @ f2cd5771: trl/trainer/sft_trainer.py (_chunked_cross_entropy_loss, "
+                    "_CHUNKED_LM_HEAD_CHUNK_SIZE 256; chunked_nll refused with use_liger_kernel)"});
+  return p;
+}
+
+// Unsloth: FastLanguageModel loads and patches the model, then TRL's SFTTrainer with Unsloth's
+// config defaults trains it. unslothai/unsloth @ 015bdef0 (2026-08-22), unsloth-zoo @ ce232d6c.
+FrameworkProfile unsloth() {
+  FrameworkProfile p = trl();
+  p.id = Framework::kUnsloth;
+  p.key = "unsloth";
+  p.name = "Unsloth (FastLanguageModel + TRL)";
+  TrainingSetup& t = p.defaults;
+  t.method = Method::kQlora;                     // from_pretrained(load_in_4bit=True): nf4, double quant
+  t.precision = Precision::kBf16;                // dtype None -> bf16 on bf16-capable GPUs
+  t.lora_rank = 16;                              // get_peft_model(r=16, lora_dropout=0.0)
+  t.lora_targets = {"q", "k", "v", "o", "gate", "up", "down"};
+  t.lora_dropout = 0.0;
+  // use_gradient_checkpointing="unsloth": each block's input goes to the host
+  // (Unsloth_Offloaded_Gradient_Checkpointer) and comes back for its recompute.
+  t.checkpointing = Checkpointing::kFull;
+  t.offload = Offload::kActivations;
+  t.loss = LossKernel::kUnslothFusedCe;          // unsloth_fused_ce_loss unless UNSLOTH_RETURN_LOGITS=1
+  t.adapters_fp32 = true;                        // float32_mixed_precision=True: trainable params upcast
+  t.kbit_prep_fp32 = false;                      // its prepare_model_for_kbit_training upcasts trainables and norms only
+  t.optimizer = Optimizer::kAdamW8bit;           // Unsloth's TRL config defaults: optim "adamw_8bit",
+  t.micro_batch = 4;                             // per_device_train_batch_size 4,
+  t.grad_accum = 2;                              // gradient_accumulation_steps 2
+  t.seq_len = 2048;                              // from_pretrained(max_seq_length=2048)
+  p.history = {};  // Unsloth sets precision, checkpointing and loss itself: TRL's dated defaults do not reach it
+  p.history.push_back({202508, "the loss runs Unsloth's Triton cross-entropy over the whole logits (fast_cross_entropy_loss)",
+                       "unslothai/unsloth 806bee2433 (2025-08-13, \"Nightly (#3148)\"): models/llama.py calls "
+                       "unsloth_fused_ce_loss; modelled as the standard loss without the fp32 upcast (an upper bound: "
+                       "its kernel writes the gradient into the logits in place)",
+                       [](TrainingSetup& s) {
+                         s.loss = LossKernel::kStandard;
+                         s.logits_upcast = false;
+                       }});
+  p.sources = {"unslothai/unsloth @ 015bdef0: unsloth/models/loader.py FastLanguageModel.from_pretrained (load_in_4bit True, "
+               "max_seq_length 2048, use_gradient_checkpointing \"unsloth\")",
+               "unslothai/unsloth @ 015bdef0: unsloth/models/llama.py (bnb_4bit_quant_type nf4, double quant; get_peft_model "
+               "r 16, q/k/v/o/gate/up/down, dropout 0; unsloth_fused_ce_loss)",
+               "unslothai/unsloth @ 015bdef0: unsloth/models/rl.py (config defaults: optim adamw_8bit, batch 4, accumulation 2)",
+               "unslothai/unsloth @ 015bdef0: unsloth/models/_utils.py prepare_model_for_kbit_training",
+               "unslothai/unsloth-zoo @ ce232d6c: unsloth_zoo/gradient_checkpointing.py (Unsloth_Offloaded_Gradient_Checkpointer)",
+               "unslothai/unsloth-zoo @ ce232d6c: unsloth_zoo/fused_losses/cross_entropy_loss.py (UnslothFusedLoss, get_chunk_size)",
+               "unslothai/unsloth-zoo @ ce232d6c: unsloth_zoo/training_utils.py prepare_model_for_training (float32_mixed_precision)"};
+  return p;
+}
+
 FrameworkProfile other() {
   FrameworkProfile p{Framework::kOther, "other", "other (PyTorch defaults)", {}, {}, {}, {}};
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
@@ -424,7 +505,7 @@ void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
   }
 }
 
-bool runs_deepspeed_engine(Framework f) { return f == Framework::kHfTrainer; }
+bool runs_deepspeed_engine(Framework f) { return f == Framework::kHfTrainer || f == Framework::kTrl; }
 
 // accelerate/accelerator.py (Accelerator.__init__): native_amp is set for fp16/bf16 only when the
 // distributed type is not DEEPSPEED or MEGATRON_LM; DeepSpeed's bf16/fp16 optimizer keeps the fp32
@@ -444,7 +525,8 @@ void apply_deepspeed_engine(TrainingSetup& t, DistributedBehaviour& b, std::int6
 const std::vector<FrameworkProfile>& framework_profiles() {
   static const std::vector<FrameworkProfile> all = {hf_trainer(), transformers_loop(), peft_bench(), torchtune(),
                                                     torchtitan(), megatron(),          deepspeed(),  litgpt(),
-                                                    fsdp_qlora(), colossalai(),        other()};
+                                                    fsdp_qlora(), colossalai(),        trl(),
+                                                    unsloth(),    other()};
   return all;
 }
 

@@ -17,7 +17,7 @@ namespace memfit {
 
 enum class Framework {
   kHfTrainer, kTransformersLoop, kPeftBench, kTorchtune, kTorchtitan, kMegatron, kDeepspeed,
-  kLitgpt, kFsdpQlora, kColossalai, kOther
+  kLitgpt, kFsdpQlora, kColossalai, kTrl, kUnsloth, kOther
 };
 
 /// A behaviour of the framework's code before a dated change: requests that name an earlier
@@ -56,7 +56,7 @@ DistributedBehaviour framework_behaviour(const FrameworkProfile& p, std::int64_t
 
 /// A wrapper framework (HF Trainer / accelerate) that hands the model to the DeepSpeed engine
 /// (`parallel.backend` deepspeed): DeepSpeed's precision and distributed behaviours replace the
-/// wrapper's own. Whether the framework can: hf_trainer only.
+/// wrapper's own. Whether the framework can: hf_trainer and TRL (whose trainers are HF Trainers).
 bool runs_deepspeed_engine(Framework f);
 /// The setup and behaviours as the DeepSpeed engine runs under such a wrapper: no torch autocast
 /// (accelerate leaves native AMP off under DeepSpeed), a 16-bit model with fp32 master partitions

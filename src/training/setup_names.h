@@ -38,7 +38,9 @@ inline constexpr EnumName<Offload> kOffloadNames[] = {{"none", Offload::kNone}, 
 inline constexpr EnumName<AttentionKernel> kAttentionNames[] = {
     {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}, {"flash", AttentionKernel::kFlash}};
 inline constexpr EnumName<LossKernel> kLossNames[] = {
-    {"standard", LossKernel::kStandard}, {"chunked", LossKernel::kChunked}, {"fused", LossKernel::kFused}};
+    {"standard", LossKernel::kStandard}, {"chunked", LossKernel::kChunked}, {"fused", LossKernel::kFused},
+    {"chunked_nll", LossKernel::kChunkedNll}, {"liger_flce", LossKernel::kLigerFlce}, {"cut_ce", LossKernel::kCutCe},
+    {"unsloth_fused_ce", LossKernel::kUnslothFusedCe}};
 inline constexpr EnumName<MemoryCounter> kMemoryCounterNames[] = {
     {"max_allocated", MemoryCounter::kMaxAllocated}, {"peak_active", MemoryCounter::kPeakActive},
     {"max_reserved", MemoryCounter::kMaxReserved}, {"nvidia_smi", MemoryCounter::kNvidiaSmi}};

@@ -20,7 +20,10 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 /// (Megatron `--recompute-activations`, core_attn).
 enum class Checkpointing { kNone, kFull, kSelective };
 enum class AttentionKernel { kEager, kSdpa, kFlash };
-enum class LossKernel { kStandard, kChunked, kFused };
+/// chunked: torchtune / litgpt (every chunk's logits kept until backward); fused: a generic fused
+/// linear + CE (RuntimeProfile::fused_loss_chunk_tokens at a time); the logits-free kernels
+/// (block/loss_kernels.h): TRL chunked_nll, Liger fused linear CE, Cut Cross-Entropy, Unsloth's.
+enum class LossKernel { kStandard, kChunked, kFused, kChunkedNll, kLigerFlce, kCutCe, kUnslothFusedCe };
 enum class Offload { kNone, kOptimizer, kParamsOptimizer, kActivations };
 /// The allocator counter a framework's own memory log prints (docs/frameworks.md).
 enum class MemoryCounter { kMaxAllocated, kPeakActive, kMaxReserved, kNvidiaSmi };
@@ -110,6 +113,12 @@ struct TrainingSetup {
   /// apex / Transformer Engine fused layer norm, --bias-dropout-fusion, --bias-gelu-fusion /
   /// --bias-swiglu-fusion, --apply-rope-fusion; Narayanan et al. 2021 §4.2). Step time only.
   bool fused_elementwise = false;
+  /// Liger's RMSNorm and SwiGLU replace the model's block norms and MLP (transformers
+  /// apply_liger_kernel patches the instance; q/k norms stay HF's): RMSNorm saves its input and the
+  /// fp32 rstd per row, SwiGLU the gate and up outputs (silu recomputed) (linkedin/Liger-Kernel @
+  /// ead96b61: ops/rms_norm.py LigerRMSNormFunction, ops/swiglu.py LigerSiLUMulFunction,
+  /// transformers/monkey_patch.py). Liger's RoPE saves only cos and sin, as HF's does: no change.
+  bool liger_kernels = false;
   bool loss_softmax_in_place = false;  // one fp32 copy becomes the softmax, then its gradient (Megatron vocab-parallel CE)
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32

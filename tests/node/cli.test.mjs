@@ -107,7 +107,7 @@ test('search: fastest layouts that fit, --top N, launch configs', () => {
   }
   const rejected = Object.values(j.counts.rejected).reduce((a, b) => a + b, 0);
   assert.equal(j.counts.enumerated, j.counts.valid + rejected);
-  assert.equal(j.launch.length, 5);
+  assert.equal(j.launch.length, 7);
   assert.ok(j.methods.some((m) => m.method === 'DDP'));
 });
 

@@ -37,7 +37,8 @@ export function rng(seed) {
   return { next, int, pick, chance: (p) => next() < p };
 }
 
-const FRAMEWORKS = ['hf_trainer', 'deepspeed', 'megatron', 'torchtitan', 'torchtune', 'fsdp_qlora', 'peft_bench'];
+const FRAMEWORKS = ['hf_trainer', 'deepspeed', 'megatron', 'torchtitan', 'torchtune', 'fsdp_qlora', 'peft_bench', 'trl', 'unsloth'];
+const LOSSES = ['standard', 'chunked', 'fused', 'chunked_nll', 'liger_flce', 'cut_ce', 'unsloth_fused_ce'];
 const METHODS = ['full', 'full', 'lora', 'qlora', 'dora', 'freeze'];
 const PRECISIONS = ['bf16', 'amp_bf16', 'amp_fp16', 'fp32', 'fp16', 'fp8'];
 const OPTIMIZERS = ['adamw', 'adamw_8bit', 'paged_adamw_8bit', 'sgd', 'sgd_momentum', 'adafactor', 'lion', 'muon'];
@@ -63,6 +64,8 @@ export function randomRequest(r) {
   if (training.method === 'qlora' || (training.method === 'lora' && r.chance(0.3))) training.base_quant = 'nf4';
   if (training.method === 'lora' && r.chance(0.5)) training.lora = { rank: r.pick([8, 16, 64]), targets: 'all-linear' };
   if (r.chance(0.3)) training.grad_accum = r.pick([1, 2, 4, 8]);
+  if (r.chance(0.3)) training.loss = r.pick(LOSSES);
+  if (r.chance(0.1)) training.liger_kernels = true;
   const gpus = r.pick([1, 1, 2, 4, 8, 8, 16, 32, 64]);
   const tp = r.pick([1, 2, 4, 8].filter((d) => gpus % d === 0));
   const pp = r.pick([1, 2, 4].filter((d) => (gpus / tp) % d === 0));

@@ -365,6 +365,26 @@ test('the launch config shown first is the chosen framework\'s own', { skip }, a
   await page.close();
 });
 
+test('TRL and Unsloth: their own launch file first, their loss kernels in the select', { skip }, async () => {
+  const page = await open(at({ framework: 'trl' }));
+  await settled(page);
+  assert.equal(await page.inputValue('#launch-format'), 'trl_sft_yaml');
+  assert.match(await page.textContent('#launch-text'), /loss_type: chunked_nll/);  // the profile's default loss
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  // The Unsloth script is a one-GPU file.
+  const one = await open(at({ framework: 'unsloth', gpus: '1', per_node: '1', method: 'qlora' }));
+  await settled(one);
+  assert.equal(await one.inputValue('#launch-format'), 'unsloth_python');
+  assert.match(await one.textContent('#launch-text'), /load_in_4bit=True/);
+  await one.click('#kernels summary');
+  await one.selectOption('#loss', 'cut_ce');
+  await settled(one);
+  assert.equal(JSON.parse(await one.textContent('#request-json')).training.loss, 'cut_ce');
+  assert.deepEqual(one.errors, []);
+  await one.close();
+});
+
 test('nothing fits: the settings that would, each searched by the core, fastest under 90 % first, applied with a click', { skip }, async () => {
   const state = { method: 'qlora', gpu: 'RTX-4090', gpus: '1', per_node: '1', micro_batch: '4' };
   const page = await open(at(state));

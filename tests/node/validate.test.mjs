@@ -154,6 +154,14 @@ test('a row run on accelerate FSDP2 (fsdp_version=2 in its notes) asks for paral
   assert.equal(other.parallel?.fsdp_version, undefined);
 });
 
+test('a row run with Liger patched in (liger_kernels in its notes) asks for training.liger_kernels', () => {
+  const tagged = v.rowToRequest(caseRow({ loss: 'liger_flce', notes: 'use_liger_kernel=True; liger_kernels (RMSNorm, SwiGLU, RoPE).' }), null);
+  assert.equal(tagged.training.liger_kernels, true);
+  assert.equal(tagged.training.loss, 'liger_flce');
+  const prose = v.rowToRequest(caseRow({ notes: 'Liger kernels, said in prose only' }), null);
+  assert.equal(prose.training.liger_kernels, undefined);
+});
+
 test('empty cells are left out; lora only for adapter methods; all-linear stays a string', () => {
   const emptyCells = caseRow({ gpu: '', n_gpus: '', framework: '', precision: '', optimizer: '' });
   assert.deepEqual(v.rowToRequest(emptyCells, { model_type: 'gpt2' }),

@@ -24,7 +24,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.setup = bf16(2, 8192, 4);
   in.setup.checkpointing = Checkpointing::kFull;
   const std::vector<LaunchFormat> f = launch_configs(in);
-  REQUIRE(f.size() == 5);
+  REQUIRE(f.size() == 7);
   // DeepSpeed (deepspeed.ai/docs/config-json): batch identity train = micro x accumulation x dp.
   const json ds = json::parse(f[0].text);
   CHECK(ds["train_batch_size"] == 2 * 4 * 8);
@@ -182,4 +182,61 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   CHECK(titan.text.find("converters = [\"quantize.linear.float8\"]") != std::string::npos);
   // The rotation the step-time model charges, pinned (job_config.py @ c854924).
   CHECK(titan.text.find("context_parallel_degree = 2\ncontext_parallel_rotate_method = \"allgather\"\n") != std::string::npos);
+}
+
+TEST_CASE("the TRL file holds SFTConfig / ModelConfig fields; the Unsloth script runs one GPU", "[launch][trl][unsloth]") {
+  const ModelArchitecture a = preset("Qwen/Qwen3-4B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "Qwen/Qwen3-4B";
+  in.setup = bf16(2, 4096, 8);
+  in.setup.precision = Precision::kAmpBf16;
+  in.setup.method = Method::kQlora;
+  in.setup.lora_targets = {"q", "k", "v", "o"};
+  in.setup.lora_rank = 32;
+  in.setup.checkpointing = Checkpointing::kFull;
+  in.setup.loss = LossKernel::kChunkedNll;
+  const std::vector<LaunchFormat> one = launch_configs(in);
+  REQUIRE(one.size() == 7);
+  const LaunchFormat& trl = one[5];
+  REQUIRE(trl.format == "trl_sft_yaml");
+  REQUIRE(trl.supported);
+  // trl @ f2cd5771: sft_config.py, base_config.py, TrainingArguments and model_config.py fields.
+  const std::set<std::string> keys = {"model_name_or_path", "dtype", "attn_implementation", "bf16", "fp16",
+                                      "per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "packing",
+                                      "gradient_checkpointing", "activation_offloading", "optim", "use_liger_kernel",
+                                      "loss_type", "use_peft", "lora_r", "lora_dropout", "lora_target_modules", "use_dora",
+                                      "load_in_4bit", "bnb_4bit_quant_type", "use_bnb_nested_quant", "load_in_8bit"};
+  std::istringstream yaml(trl.text);
+  std::string line;
+  std::map<std::string, std::string> got;
+  while (std::getline(yaml, line)) {
+    const auto colon = line.find(": ");
+    REQUIRE(colon != std::string::npos);
+    CHECK(keys.count(line.substr(0, colon)) == 1);
+    got[line.substr(0, colon)] = line.substr(colon + 2);
+  }
+  CHECK(got["dtype"] == "float32");  // AMP: the float32 model under bf16 autocast
+  CHECK(got["bf16"] == "true");
+  CHECK(got["loss_type"] == "chunked_nll");
+  CHECK(got["per_device_train_batch_size"] == "2");
+  CHECK(got["gradient_accumulation_steps"] == "8");
+  CHECK(got["lora_target_modules"] == "[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\"]");
+  CHECK(got["load_in_4bit"] == "true");
+  CHECK(got["lora_r"] == "32");
+  const LaunchFormat& unsloth = one[6];
+  REQUIRE(unsloth.format == "unsloth_python");
+  REQUIRE(unsloth.supported);
+  CHECK(unsloth.text.find("load_in_4bit=True") != std::string::npos);
+  CHECK(unsloth.text.find("    r=32,\n") != std::string::npos);
+  CHECK(unsloth.text.find("use_gradient_checkpointing=True") != std::string::npos);
+  in.setup.offload = Offload::kActivations;
+  CHECK(launch_configs(in)[6].text.find("use_gradient_checkpointing=\"unsloth\"") != std::string::npos);
+  // Several GPUs: TRL through accelerate, the Unsloth script not; model parallelism neither.
+  in.layout.dp = 4;
+  const std::vector<LaunchFormat> dp = launch_configs(in);
+  CHECK(dp[5].supported);
+  CHECK_FALSE(dp[6].supported);
+  in.layout.tp = 2;
+  CHECK_FALSE(launch_configs(in)[5].supported);
 }

@@ -23,7 +23,8 @@
   const COMPARED = [['Setup', 'sum-setup'], ['Method', 'sum-method'], ['Verdict', 'sum-badge'], ['Peak per GPU', 'sum-peak'],
     ['Host memory per node', 'sum-host'], ['Largest micro-batch', 'sum-mb'], ['Step time', 'sum-step'], ['Throughput', 'throughput']];
   // The launch format a framework reads (the others start from the first supported one).
-  const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json' };
+  const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json',
+    trl: 'trl_sft_yaml', unsloth: 'unsloth_python' };
   // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
   const PARTS = {
     weights_bytes: ['The parameters, in the training dtype.', 'QLoRA stores the base in 4 bits; ZeRO-3/FSDP, TP or PP rows split it', 'method'],
