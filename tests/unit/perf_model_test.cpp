@@ -232,8 +232,13 @@ TEST_CASE("NCCL's cost model: a hop per ring step, a tree across many nodes for 
   const double tree_latency = 2 * (7 * k.nccl_tree_hop_intra_s + 10 * k.nccl_tree_hop_net_s);
   CHECK(tree_latency < ring_latency);
   CHECK(nccl_all_reduce_s(1e3, 8192, wide, k) == Approx(tree_latency + 1e3 / (0.45 * wide.bytes_per_s)).epsilon(1e-9));
+  // Without NCCL's tree bandwidth cap its model sends even 4 GB by tree over 1024 nodes; over 4
+  // nodes the ring's 2 (n - 1) / n beats the tree's 1 / 0.45.
   const double big = 4e9;
-  CHECK(nccl_all_reduce_s(big, 8192, wide, k) == Approx(ring_latency + 2.0 * 8191 / 8192 * big / wide.bytes_per_s).epsilon(1e-9));
+  CHECK(nccl_all_reduce_s(big, 8192, wide, k) == Approx(tree_latency + big / (0.45 * wide.bytes_per_s)).epsilon(1e-9));
+  const CollectiveLink four{400e9 * 0.8, 4, true};
+  const double four_ring = k.nccl_base_latency_s + (62 - 6) * k.nccl_ring_hop_nvlink_s + 6 * k.nccl_ring_hop_net_s;
+  CHECK(nccl_all_reduce_s(big, 32, four, k) == Approx(four_ring + 2.0 * 31 / 32 * big / four.bytes_per_s).epsilon(1e-9));
   // A point-to-point transfer: one hop.
   CHECK(nccl_p2p_latency_s(nvlink, k) == Approx(k.nccl_base_latency_s + k.nccl_ring_hop_nvlink_s).epsilon(1e-12));
   CHECK(nccl_p2p_latency_s({50e9, 2, true}, k) == Approx(k.nccl_base_latency_s + k.nccl_ring_hop_net_s).epsilon(1e-12));
@@ -395,7 +400,8 @@ TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways wait
   t.checkpointing = Checkpointing::kNone;
   const PerfBasis b = basis_of(a, t);
   const ParallelLayout l = sequence_parallel_tp(8);
-  const ClusterSpec c = cluster("H100-80GB", 8);
+  ClusterSpec c = cluster("H100-80GB", 8);
+  c.gpu.sm_count = 0;  // no tile and wave quantization: the roofline excess alone
   const StageCosts sc = stage_costs(b, t, l, c);
   const std::vector<BlockMatmul> mms = block_matmuls(a, false, 8);
   REQUIRE(mms.size() == 7);
@@ -435,9 +441,12 @@ TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel input
   const double attention_only = stage_costs(b, t, l, c).last.tp_s;
   t.selective_every_other_mm = true;
   const double op_policy = stage_costs(b, t, l, c).last.tp_s;
-  // Two all-gathers of the block's input per layer: (tp - 1) / tp of the message each, plus latency.
+  // Two all-gathers of the block's input per layer: (tp - 1) / tp of the message each, plus
+  // NCCL's latency (a base and 7 NVLink hops).
+  const PerfConstants k;
   const double msg = 2.0 * 8192 * 4096 * 2, link = 450e9 * 0.8;
-  CHECK(op_policy - attention_only == Approx(32 * 2 * (7.0 / 8.0 * msg / link + 10e-6)).epsilon(1e-9));
+  const double latency = k.nccl_base_latency_s + 7 * k.nccl_ring_hop_nvlink_s;
+  CHECK(op_policy - attention_only == Approx(32 * 2 * (7.0 / 8.0 * msg / link + latency)).epsilon(1e-9));
 }
 
 TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
@@ -458,9 +467,12 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
   const PerfBasis b = basis_of(a, t);
   const ClusterSpec c = cluster("H100-80GB", 8);
   ParallelLayout l = sequence_parallel_tp(8);
-  // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %, 10 us).
+  // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %; NCCL's base
+  // latency and a hop per ring step: 7 for a gather, 14 for an all-reduce).
+  const PerfConstants k;
   const double msg = 8192.0 * 4096 * 2, link = 450e9 * 0.8;
-  const double ag = 7.0 / 8.0 * msg / link + 10e-6, ar = 2 * 7.0 / 8.0 * msg / link + 10e-6;
+  const double ag = 7.0 / 8.0 * msg / link + k.nccl_base_latency_s + 7 * k.nccl_ring_hop_nvlink_s;
+  const double ar = 2 * 7.0 / 8.0 * msg / link + k.nccl_base_latency_s + 14 * k.nccl_ring_hop_nvlink_s;
   // DTensor keeps the gathered inputs: all-gather + reduce-scatter twice in the forward, and in
   // the backward the row outputs' gradients gathered and the column inputs' reduce-scattered.
   l.behaviour.sp_saves_gathered_inputs = true;
@@ -494,7 +506,8 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
 
 TEST_CASE("DTensor sequence parallelism copies every gathered and scattered activation whole", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const ClusterSpec c = cluster("H100-80GB", 8);
+  ClusterSpec c = cluster("H100-80GB", 8);
+  c.gpu.sm_count = 0;  // the copies alone (tile and wave quantization favours micro-batch 2 here)
   const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
   ParallelLayout l = sequence_parallel_tp(8);
   l.behaviour.sp_saves_gathered_inputs = true;
@@ -542,9 +555,12 @@ TEST_CASE("DTensor sequence parallelism copies every gathered and scattered acti
   l.behaviour.sp_gather_view_at_batch_1 = true;
   const TrainingSetup one = bf16(1, 8192), two = bf16(2, 8192);
   const PerfBasis b = basis_of(a, two);
-  const double tps1 = estimate_step_time(b, one, l, c).tokens_per_s;
-  REQUIRE(tps1 > estimate_step_time(b, two, l, c).tokens_per_s);
-  CHECK(tps1 <= tokens_per_s_upper_bound(b, two, l, c));
+  // (Without collective latency, which micro-batch 2 amortises over twice the tokens.)
+  PerfConstants k;
+  k.nccl_base_latency_s = k.nccl_ring_hop_nvlink_s = 0;
+  const double tps1 = estimate_step_time(b, one, l, c, k).tokens_per_s;
+  REQUIRE(tps1 > estimate_step_time(b, two, l, c, k).tokens_per_s);
+  CHECK(tps1 <= tokens_per_s_upper_bound(b, two, l, c, k));
 }
 
 TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipeline sends over the tp ranks", "[perf][pp]") {
@@ -626,11 +642,14 @@ TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and
   const ClusterSpec c = cluster("H100-80GB", 8);
   ParallelLayout l;
   l.tp = 4;
-  const StepTime megatron = estimate_step_time(b, t, l, c);
+  // Bandwidth terms alone: no collective latency.
+  PerfConstants k;
+  k.nccl_base_latency_s = k.nccl_ring_hop_nvlink_s = k.nccl_ring_hop_pcie_s = k.nccl_ring_hop_net_s = 0;
+  const StepTime megatron = estimate_step_time(b, t, l, c, k);
   l.behaviour.tp_row_linears = true;
-  const StepTime row = estimate_step_time(b, t, l, c);
+  const StepTime row = estimate_step_time(b, t, l, c, k);
   l.tp = 1;
-  const StepTime one = estimate_step_time(b, t, l, c);
+  const StepTime one = estimate_step_time(b, t, l, c, k);
   // Attention and elementwise kernels run whole on every rank: slower than Megatron's split,
   // faster than one GPU (the matmuls still split).
   CHECK(row.compute_s > megatron.compute_s);
