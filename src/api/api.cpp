@@ -12,6 +12,7 @@
 #include "export/estimate_json.h"
 #include "export/model_json.h"
 #include "export/search_json.h"
+#include "hardware/network.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
 #include "presets/registry.h"
@@ -148,7 +149,16 @@ std::string presets() {
                       {"intra_node_bandwidth_gb_per_s", g.intra_node_bandwidth_gb_per_s},
                       {"sources", g.sources}});
     }
-    return Json{{"models", models}, {"gpus", gpus}};
+    Json networks = Json::array();
+    for (const NetworkPreset& n : network_presets()) {
+      networks.push_back({{"id", std::string(n.id)},
+                          {"name", std::string(n.name)},
+                          {"node_gbit_per_s", n.node_gbit_per_s},
+                          {"gpus_per_node", n.gpus_per_node},
+                          {"inter_node_bandwidth_gb_per_s", n.gb_per_s_per_gpu()},
+                          {"source", std::string(n.source)}});
+    }
+    return Json{{"models", models}, {"gpus", gpus}, {"networks", networks}};
   });
 }
 

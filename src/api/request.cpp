@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "common/units.h"
+#include "hardware/network.h"
 #include "hf_config/parse_hf_config.h"
 #include "presets/registry.h"
 #include "training/setup_names.h"
@@ -305,6 +306,17 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
 }
 
 // A bandwidth in GB/s: a finite number in (0, 10^6].
+// cluster.network: a fabric preset (hardware/network.h), which sets the inter-node bandwidth per
+// GPU and the GPUs per node unless the request gives them.
+const NetworkPreset* read_network(const FieldReader& c) {
+  const auto id = c.get_string({"network"});
+  if (!id) return nullptr;
+  if (const NetworkPreset* n = find_network(*id)) return n;
+  std::string list;
+  for (const NetworkPreset& n : network_presets()) list += (list.empty() ? "" : ", ") + std::string(n.id);
+  throw Error(ErrorCode::kInvalidValue, c.path("network"), "network '" + id->substr(0, 64) + "' is not one of: " + list);
+}
+
 double bandwidth_or(const FieldReader& f, const char* key, double fallback) {
   const Json* v = f.find({key});
   if (!v) return fallback;
@@ -466,8 +478,9 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (!cluster) throw Error(ErrorCode::kMissingField, "/cluster", "missing required field cluster (at least {\"gpu\": {\"preset\": id}})");
   if (!cluster->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster", "cluster must be an object");
   const FieldReader c(*cluster, "/cluster");
-  reject_unknown_keys(c, {"gpu", "gpu_mix", "gpus", "gpus_per_node", "inter_node_bandwidth_gb_per_s",
+  reject_unknown_keys(c, {"gpu", "gpu_mix", "gpus", "gpus_per_node", "network", "inter_node_bandwidth_gb_per_s",
                           "host_memory_bandwidth_gb_per_s"});
+  const NetworkPreset* network = read_network(c);
   const Json* gpu = c.find({"gpu"});
   const Json* mix = c.find({"gpu_mix"});
   if (gpu && mix) throw Error(ErrorCode::kInvalidValue, "/cluster/gpu_mix", "give either gpu or gpu_mix, not both");
@@ -491,7 +504,7 @@ EstimateRequest read_estimate_request(const Json& req) {
     r.gpu = read_gpu(*gpu, "/cluster/gpu");
     r.gpus = c.int_or({"gpus"}, 1, kMaxGpus, 1);
   }
-  r.gpus_per_node = c.int_or({"gpus_per_node"}, 1, 1024, std::min<std::int64_t>(8, r.gpus));
+  r.gpus_per_node = c.int_or({"gpus_per_node"}, 1, 1024, std::min<std::int64_t>(network ? network->gpus_per_node : 8, r.gpus));
   if (r.framework->recipe) r.framework->recipe(r.training, r.gpus > 1, framework_yyyymm);
   // A node holds one kind of GPU: each group of a mix fills whole nodes.
   for (std::size_t i = 0; i < r.gpu_mix.size(); ++i) {
@@ -501,6 +514,7 @@ EstimateRequest read_estimate_request(const Json& req) {
                       std::to_string(r.gpus_per_node) + " GPUs (a node holds one kind of GPU)");
     }
   }
+  if (network) r.inter_node_bandwidth_gb_per_s = network->gb_per_s_per_gpu();
   r.inter_node_bandwidth_gb_per_s = bandwidth_or(c, "inter_node_bandwidth_gb_per_s", r.inter_node_bandwidth_gb_per_s);
   r.host_memory_bandwidth_gb_per_s = bandwidth_or(c, "host_memory_bandwidth_gb_per_s", r.host_memory_bandwidth_gb_per_s);
 

@@ -23,6 +23,7 @@ struct GpuSpec {
   std::string intra_node_link;
   double pcie_bandwidth_gb_per_s = 0;      // host link, per direction
   double tdp_w = 0;
+  std::int64_t sm_count = 0;               // streaming multiprocessors (AMD: compute units); 0: not stated
   std::vector<std::string> sources;
 };
 

@@ -57,9 +57,12 @@ constexpr double kEagerScoreBytes = 12;
 // amax, reads it again and writes the fp8 copy, 2 + 2 + 1 = 5 bytes per element. Forward: the
 // input (and the weight, per micro-batch). Backward: grad_output twice (for grad_input and, along
 // the other dimension, for grad_weight), the input again, the weight again, and the two
-// grad_weight operands re-laid out for _scaled_mm (read 1 + write 1 each). Transformer Engine
-// fuses its casts into the neighbouring kernels (delayed scaling): no extra traffic counted.
+// grad_weight operands re-laid out for _scaled_mm (read 1 + write 1 each).
 constexpr double kFp8CastBytes = 5, kFp8RelayoutBytes = 2;
+// Transformer Engine's fused cast + transpose reads the 16-bit tensor and writes a row-major and a
+// transposed fp8 copy (2 + 1 + 1 bytes per element); a transpose of an fp8 tensor reads and
+// writes one byte each.
+constexpr double kTeCastTransposeBytes = 4, kTeTransposeBytes = 2;
 // Training GEMMs run below the largest rate a shape sweep finds (MAMF picks the fastest shape and
 // the fastest of its runs, stas00/ml-engineering benchmarks/README.md): measured at transformer
 // layer shapes they reach 0.90 of it. H100 SXM: about 720 TFLOP/s over Llama 70B's tensor-parallel
@@ -102,11 +105,9 @@ double sixteen_bit_peak(const GpuSpec& g) {
 // (NVIDIA/nccl issue #601: "creates 4 rings, each using a different NIC"; multi-NIC aggregation
 // "works well when GPUs are connected through NVLink"), so each rank moves its share at the
 // per-GPU NIC bandwidth times its group's ranks per node, up to the node's own links. A
-// point-to-point transfer (a pipeline send, a ring-attention hand-off) crosses one NIC.
-struct Link {
-  double bytes_per_s = 1;
-  double latency_s = 0;
-};
+// point-to-point transfer (a pipeline send, a ring-attention hand-off) crosses one NIC. Its
+// latency follows NCCL's model over the nodes the group spans (nccl_all_reduce_s).
+using Link = CollectiveLink;
 
 enum class Traffic { kCollective, kPointToPoint };
 
@@ -116,29 +117,28 @@ Link link_for(std::int64_t stride, std::int64_t group, const ClusterSpec& c, con
   group = std::max<std::int64_t>(group, 1);
   // In doubles: no overflow whatever the degrees, and exact wherever the answer is close.
   const bool intra = static_cast<double>(stride) * static_cast<double>(group) <= static_cast<double>(c.gpus_per_node);
+  // The group's ranks in one node: all of it inside a node, else those `stride` apart in it.
+  const std::int64_t per_node = intra ? group : stride < c.gpus_per_node ? std::min(c.gpus_per_node / stride, group) : 1;
   double gb = c.gpu.intra_node_bandwidth_gb_per_s;
   if (!intra) {
     gb = c.inter_node_bandwidth_gb_per_s;
-    if (traffic == Traffic::kCollective && stride < c.gpus_per_node) {
-      const std::int64_t per_node = std::min(c.gpus_per_node / stride, group);  // the group's ranks in a node
+    if (traffic == Traffic::kCollective && per_node > 1) {
       gb = std::max(gb, std::min(c.gpu.intra_node_bandwidth_gb_per_s, static_cast<double>(per_node) * gb));
     }
   }
   Link l;
   l.bytes_per_s = std::max(gb, 1e-3) * 1e9 * k.collective_efficiency;
-  l.latency_s = intra ? k.collective_latency_intra_s : k.collective_latency_inter_s;
+  l.nodes = traffic == Traffic::kPointToPoint && !intra ? 2 : (group + per_node - 1) / per_node;
+  // NVLink-class links inside a node (NVLink, Infinity Fabric) are several times PCIe's.
+  l.nvlink = c.gpu.intra_node_bandwidth_gb_per_s > 2 * c.gpu.pcie_bandwidth_gb_per_s;
   return l;
 }
 
-// Ring collectives (Patarasuk & Yuan 2009; NCCL's algorithm bandwidth): all-reduce moves
-// 2 (n-1)/n of the message through each rank's link, all-gather and reduce-scatter (n-1)/n.
-double all_reduce_s(double bytes, std::int64_t n, const Link& l) {
-  if (n <= 1 || bytes <= 0) return 0;
-  return 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes / l.bytes_per_s + l.latency_s;
+double all_reduce_s(double bytes, std::int64_t n, const Link& l, const PerfConstants& k) {
+  return nccl_all_reduce_s(bytes, n, l, k);
 }
-double gather_s(double bytes, std::int64_t n, const Link& l) {
-  if (n <= 1 || bytes <= 0) return 0;
-  return static_cast<double>(n - 1) / static_cast<double>(n) * bytes / l.bytes_per_s + l.latency_s;
+double gather_s(double bytes, std::int64_t n, const Link& l, const PerfConstants& k) {
+  return nccl_ring_gather_s(bytes, n, l, k);
 }
 
 const std::vector<BlockMatmul>* matmuls_for(const PerfLayer& pl, std::int64_t tp) {
@@ -204,6 +204,62 @@ double flash_length_factor(double keys) {
   if (keys <= 0) return 1;
   const double at = keys / (keys + kFlashHalfRateKeys);
   return std::min(1.0, at / (kFlashLongKeys / (kFlashLongKeys + kFlashHalfRateKeys)));
+}
+
+double nccl_ring_gather_s(double bytes, std::int64_t ranks, const CollectiveLink& l, const PerfConstants& k) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double n = static_cast<double>(ranks);
+  const double inter = static_cast<double>(std::clamp<std::int64_t>(l.nodes, 1, ranks) - 1);
+  const double hop = l.nvlink ? k.nccl_ring_hop_nvlink_s : k.nccl_ring_hop_pcie_s;
+  const double latency = k.nccl_base_latency_s + (n - 1 - inter) * hop + inter * k.nccl_ring_hop_net_s;
+  return latency + (n - 1) / n * bytes / l.bytes_per_s;
+}
+
+double nccl_all_reduce_s(double bytes, std::int64_t ranks, const CollectiveLink& l, const PerfConstants& k) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double n = static_cast<double>(ranks);
+  const std::int64_t nodes = std::clamp<std::int64_t>(l.nodes, 1, ranks);
+  const double inter = 2.0 * static_cast<double>(nodes - 1);
+  const double hop = l.nvlink ? k.nccl_ring_hop_nvlink_s : k.nccl_ring_hop_pcie_s;
+  const double ring = k.nccl_base_latency_s + (2 * (n - 1) - inter) * hop + inter * k.nccl_ring_hop_net_s +
+                      2 * (n - 1) / n * bytes / l.bytes_per_s;
+  if (nodes == 1) return ring;
+  const double per_node = n / static_cast<double>(nodes);
+  const double tree = 2 * ((per_node - 1) * k.nccl_tree_hop_intra_s + std::floor(std::log2(static_cast<double>(nodes))) * k.nccl_tree_hop_net_s) +
+                      bytes / (k.nccl_tree_bandwidth_share * l.bytes_per_s);
+  return std::min(ring, tree);
+}
+
+double nccl_p2p_latency_s(const CollectiveLink& l, const PerfConstants& k) {
+  return k.nccl_base_latency_s + (l.nodes > 1 ? k.nccl_ring_hop_net_s : l.nvlink ? k.nccl_ring_hop_nvlink_s : k.nccl_ring_hop_pcie_s);
+}
+
+namespace {
+// Output tiles of cuBLAS's largest kernels (Matrix Multiplication Background User's Guide, §2.3:
+// 256 x 128 and 128 x 256 the most efficient, 128 x 128 next).
+constexpr double kGemmTiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
+// The output shape the matmul rate was measured at (8192 x 8192, kTrainingShapeShareOfSweepMax).
+constexpr double kGemmReferenceWidth = 8192;
+
+double wave_share(double m, double n, double sms) {
+  double best = 0;
+  for (const auto& tile : kGemmTiles) {
+    const double tiles = std::ceil(m / tile[0]) * std::ceil(n / tile[1]);
+    best = std::max(best, m * n / (std::ceil(tiles / sms) * sms * tile[0] * tile[1]));
+  }
+  return best;
+}
+
+// The share relative to the reference output's, `reference` = wave_share of it on these SMs.
+double relative_wave_share(double m, double n, double sms, double reference) {
+  return m <= 0 || n <= 0 ? 1.0 : std::min(1.0, wave_share(m, n, sms) / reference);
+}
+}  // namespace
+
+double gemm_wave_efficiency(double m, double n, std::int64_t sms) {
+  if (sms <= 0) return 1;
+  const double s = static_cast<double>(sms);
+  return relative_wave_share(m, n, s, wave_share(kGemmReferenceWidth, kGemmReferenceWidth, s));
 }
 
 double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
@@ -450,6 +506,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const bool flash = t.attention != AttentionKernel::kEager;
   const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
   const bool fp8_operands = t.precision == Precision::kFp8;  // _scaled_mm / TE GEMMs read 1-byte operands
+  const bool te_fp8_casts = fp8_operands && !fp8_casts;       // Transformer Engine's cast + transpose kernels
+  const double sms = static_cast<double>(g.sm_count);
+  const double wave_reference = sms > 0 ? wave_share(kGemmReferenceWidth, kGemmReferenceWidth, sms) : 1.0;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
   const bool ulysses = l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses;
   // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
@@ -478,6 +537,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   struct LayerCost {
     double compute_s = 0, recompute_s = 0, tp_s = 0, tp_total_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
     double sp_gather_copy_s = 0;  // part of compute_s
+    double wave_excess_s = 0;     // part of compute_s
   };
   auto layer_cost = [&](const PerfLayer& pl) {
     LayerCost lc;
@@ -488,13 +548,25 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double mm_weight_bytes = weights * act_bytes;
     // Matmuls too thin to keep the tensor cores busy (a GQA key/value projection split by tp)
     // wait on HBM instead; row-split linears (Colossal-AI 1D TP) split the input width only.
-    double excess = 0;
-    if (const std::vector<BlockMatmul>* mms = matmuls_for(pl, row_tp ? 1 : l.tp)) {
-      excess = memory_bound_excess_s(*mms, tokens, fp8_operands ? 1.0 : act_bytes, act_bytes, mm_peak, hbm, row_tp ? tp : 1.0);
-    }
     const double trainable_share = pl.matmul_flops_fwd > 0 ? pl.matmul_trainable_flops_fwd / pl.matmul_flops_fwd : 0;
-    const double mm_fwd = std::max(mm_fwd_flops / mm_peak + excess, mm_weight_bytes / hbm);
-    const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak + (1 + trainable_share) * excess;
+    const std::vector<BlockMatmul>* mms = matmuls_for(pl, row_tp ? 1 : l.tp);
+    double excess = 0, wave_fwd = 0, wave_bwd = 0;
+    if (mms) {
+      excess = memory_bound_excess_s(*mms, tokens, fp8_operands ? 1.0 : act_bytes, act_bytes, mm_peak, hbm, row_tp ? tp : 1.0);
+      // Tile and wave quantization of each GEMM's output: forward tokens x out, dgrad tokens x in,
+      // wgrad in x out (trainable weights only).
+      if (sms > 0) {
+        for (const BlockMatmul& mm : *mms) {
+          const double in = static_cast<double>(mm.in) / (row_tp ? tp : 1.0), out = static_cast<double>(mm.out);
+          const double gemm_s = 2.0 * tokens * in * out / mm_peak;
+          wave_fwd += gemm_s * (1 / relative_wave_share(tokens, out, sms, wave_reference) - 1);
+          wave_bwd += gemm_s * (1 / relative_wave_share(tokens, in, sms, wave_reference) - 1) +
+                      trainable_share * gemm_s * (1 / relative_wave_share(in, out, sms, wave_reference) - 1);
+        }
+      }
+    }
+    const double mm_fwd = std::max(mm_fwd_flops / mm_peak + excess + wave_fwd, mm_weight_bytes / hbm);
+    const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak + (1 + trainable_share) * excess + wave_bwd;
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
@@ -523,9 +595,10 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       rs.cp = l.cp;
       rs.gather_rotation = l.behaviour.cp_gather_kv;
       if (ulysses) {
-        ring.forward_exposed_s = ring.backward_exposed_s = ulysses_all_to_all_s(rs, cp_link.bytes_per_s, cp_link.latency_s);
+        ring.forward_exposed_s = ring.backward_exposed_s =
+            ulysses_all_to_all_s(rs, cp_link.bytes_per_s, nccl_p2p_latency_s(cp_link, k));
       } else {
-        ring = ring_attention_cost(rs, attn_fwd, attn_bwd, cp_link.bytes_per_s, cp_link.latency_s, hbm,
+        ring = ring_attention_cost(rs, attn_fwd, attn_bwd, cp_link.bytes_per_s, nccl_p2p_latency_s(cp_link, k), hbm,
                                    k.overlap_compute_slowdown);
       }
       attn_fwd += ring.forward_merge_s;
@@ -547,6 +620,25 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       elem_bwd += (tokens * (pl.linear_in_width * (kFp8CastBytes + kFp8RelayoutBytes) +
                              pl.linear_out_width * (2 * kFp8CastBytes + kFp8RelayoutBytes)) / tp +
                    weights * kFp8CastBytes) / hbm;
+    }
+    if (te_fp8_casts && mms) {
+      // Transformer Engine's fp8 linears cast their inputs and output gradients with fused
+      // cast + transpose kernels (fp8_cast_transpose_fused, fp8_cast_transpose_bgrad_fused;
+      // transformer_engine/pytorch/module/linear.py): the row-major fp8 copy for one GEMM and a
+      // transposed one for the other, read 2 bytes, write 1 + 1. A column-parallel linear's input
+      // comes out of the fused norm already in fp8 (LayerNormLinear, LayerNormMLP) and the second
+      // row-parallel input out of the fused activation, so those pay the transpose alone (1 + 1);
+      // the attention output pays the whole cast. Every GEMM's output gradient is cast in full.
+      double fwd_bytes = 0, bwd_bytes = 0;
+      bool first_row = true;
+      for (const BlockMatmul& mm : *mms) {
+        const double in = static_cast<double>(mm.in);
+        fwd_bytes += (mm.column || !first_row ? kTeTransposeBytes : kTeCastTransposeBytes) * in;
+        if (!mm.column) first_row = false;
+        bwd_bytes += kTeCastTransposeBytes * static_cast<double>(mm.out);
+      }
+      elem_fwd += tokens * fwd_bytes / hbm;
+      elem_bwd += tokens * bwd_bytes / hbm;
     }
     if (nf4_base) {
       // QLoRA: bitsandbytes MatMul4Bit and torchao's linear_nf4 dequantize the whole NF4 weight
@@ -579,6 +671,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
     lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + mm_policy * mm_fwd + recompute_elem;
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
+    lc.wave_excess_s = (1 + recompute_all + mm_policy) * wave_fwd + wave_bwd;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
     // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two
     // more when the forward is recomputed, and the backward's (Shoeybi et al. 2019 §3;
@@ -587,14 +680,14 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       // Row-split linears: each all-reduces its partial output in the forward (again when
       // recomputed) and all-gathers its input gradient in the backward, one collective per
       // linear (LLMem-patched ColossalAI nn/_ops/linear.py).
-      const double extra = std::max(0.0, pl.linear_count - 1) * tp_link.latency_s;
-      const double fwd_s = all_reduce_s(tokens * pl.linear_out_width * act_bytes, l.tp, tp_link) + extra;
-      const double bwd_s = gather_s(tokens * pl.linear_in_width * act_bytes, l.tp, tp_link) + extra;
+      const double extra = std::max(0.0, pl.linear_count - 1) * nccl_p2p_latency_s(tp_link, k);
+      const double fwd_s = all_reduce_s(tokens * pl.linear_out_width * act_bytes, l.tp, tp_link, k) + extra;
+      const double bwd_s = gather_s(tokens * pl.linear_in_width * act_bytes, l.tp, tp_link, k) + extra;
       lc.tp_s = (1 + recompute_all) * fwd_s + bwd_s;
       lc.tp_total_s = lc.tp_s;
     } else if (l.tp > 1) {
       const double msg = tokens * static_cast<double>(b.hidden) * act_bytes;
-      const double ar = all_reduce_s(msg, l.tp, tp_link), ag = gather_s(msg, l.tp, tp_link);
+      const double ar = all_reduce_s(msg, l.tp, tp_link, k), ag = gather_s(msg, l.tp, tp_link, k);
       lc.tp_s = (2 + 2 * recompute_all) * ar;
       // Backward, for each column-parallel group (attention's q k v, the MLP's gate and up): its
       // input gradient all-reduced (reduce-scattered under sequence parallelism); under sequence
@@ -639,7 +732,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     // backward (GShard, Lepikhin et al. 2020).
     if (pl.moe && l.ep > 1) {
       const double msg = tokens * pl.routed_tokens * static_cast<double>(b.hidden) * act_bytes;
-      lc.ep_s = (4 + 2 * recompute_all) * gather_s(msg, l.ep, ep_link);
+      lc.ep_s = (4 + 2 * recompute_all) * gather_s(msg, l.ep, ep_link, k);
     }
     return lc;
   };
@@ -675,6 +768,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       sc.cp_s += n * lc.cp_exposed_s;
       sc.ep_s += n * lc.ep_s;
       sc.sp_gather_copy_s += n * lc.sp_gather_copy_s;
+      sc.wave_excess_s += n * lc.wave_excess_s;
       sc.trainable += n * pl.trainable_params;
       const double block = n * (pl.dense_params / tp + pl.expert_params / (tp * static_cast<double>(std::max<std::int64_t>(1, l.ep))));
       sc.params += block;
@@ -724,9 +818,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       // The row-split output layer all-reduces whole logits and all-gathers its input gradient;
       // the column-split embedding all-gathers its output (twice in LLMem's ColossalAI copy:
       // nn/_ops/embedding.py discards one to_replicate()).
-      const double head_tp = all_reduce_s(tokens * static_cast<double>(b.vocab) * act_bytes, l.tp, tp_link) +
-                             gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
-      const double embedding_tp = 2 * gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link);
+      const double head_tp = all_reduce_s(tokens * static_cast<double>(b.vocab) * act_bytes, l.tp, tp_link, k) +
+                             gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link, k);
+      const double embedding_tp = 2 * gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link, k);
       last.tp_s += head_tp;
       last.tp_total_s += head_tp;
       StageCost& embedding_stage = l.pp > 1 ? first_stage : last_stage;
@@ -777,10 +871,10 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     double regather = 0;
     if (l.behaviour.pp_scatter_gather && !l.sequence_parallel && l.tp > 1) {
       // Each tp rank sends its 1/tp of the activation; the receiving stage all-gathers them.
-      regather = gather_s(msg, l.tp, link_for(1, l.tp, c, k));
+      regather = gather_s(msg, l.tp, link_for(1, l.tp, c, k), k);
       msg /= tp;
     }
-    st.comm.pp_s = 2.0 * m * v * (gather_s(msg * 2.0, 2, pp_link) + regather);  // a 2-rank transfer of msg
+    st.comm.pp_s = 2.0 * m * v * (gather_s(msg * 2.0, 2, pp_link, k) + regather);  // a 2-rank transfer of msg
   }
   // Data parallel gradient reduction and parameter gathers over dp x cp ranks.
   const std::int64_t dpn = l.dp * l.cp;
@@ -802,16 +896,16 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     double dp_s = 0;
     switch (l.sharding) {
       case Sharding::kNone:
-        dp_s = overlapped_exposed_s(all_reduce_s(grad_bytes, dpn, dp_link), overlap_window, k.overlap_compute_slowdown);
-        st.communication_total_s += all_reduce_s(grad_bytes, dpn, dp_link);
+        dp_s = overlapped_exposed_s(all_reduce_s(grad_bytes, dpn, dp_link, k), overlap_window, k.overlap_compute_slowdown);
+        st.communication_total_s += all_reduce_s(grad_bytes, dpn, dp_link, k);
         break;
       case Sharding::kZero1:
       case Sharding::kZero2: {
-        const double rs = gather_s(grad_bytes, group, dp_link);
+        const double rs = gather_s(grad_bytes, group, dp_link, k);
         const double reductions = l.sharding == Sharding::kZero2 ? m : 1.0;  // ZeRO-2 reduces every micro-batch
         // The updated parameters' all-gather: waited on, or beside the next step's first
         // forward (Megatron --overlap-param-gather).
-        const double ag = gather_s(param16_bytes, group, dp_link);
+        const double ag = gather_s(param16_bytes, group, dp_link, k);
         const double first_forward = sc.compute_s - sc.bwd_s - sc.recompute_s;
         dp_s = reductions * overlapped_exposed_s(rs, overlap_window, k.overlap_compute_slowdown) +
                (l.behaviour.param_gather_overlaps_forward ? overlapped_exposed_s(ag, first_forward, k.overlap_compute_slowdown) : ag);
@@ -827,8 +921,8 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
             effective_base_quant(t) == BaseQuant::kNf4
                 ? param16_bytes - sc.block_params * (act_bytes - static_cast<double>(kNf4MicroBytesPerParam) / 1e6)
                 : param16_bytes;
-        const double ag = gather_s(unit_bytes, group, dp_link);
-        const double rs = gather_s(grad_bytes, group, dp_link);
+        const double ag = gather_s(unit_bytes, group, dp_link, k);
+        const double rs = gather_s(grad_bytes, group, dp_link, k);
         const double gathers_per_mb = reshard ? 2.0 : 1.0;
         const double reduces = l.behaviour.pp_defers_grad_sync && l.pp > 1 ? 1.0 : m;
         const double total = m * gathers_per_mb * ag + reduces * rs;
@@ -850,7 +944,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     if (l.sharding != Sharding::kNone && l.dense_shard() < dpn) {
       const std::int64_t replicas = dpn / l.dense_shard();
       const Link across = link_for(l.tp * l.dense_shard(), replicas, c, k);
-      const double ar = all_reduce_s(grad_bytes / shard_n, replicas, across);
+      const double ar = all_reduce_s(grad_bytes / shard_n, replicas, across, k);
       dp_s += ar;
       st.communication_total_s += ar;
     }
@@ -913,13 +1007,15 @@ double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, 
   if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
     per_mb -= std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
   }
+  // Tile and wave quantization is not monotone in the tokens: left out at every micro-batch.
+  per_mb -= std::max(costs.first.wave_excess_s, costs.last.wave_excess_s);
   // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
   constexpr double kRoundingMargin = 1e-9;
   return tokens_per_mb / std::max(per_mb + st.dp_per_micro_batch_floor_s, 1e-12) * (1 + kRoundingMargin);
 }
 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {
-  char buf[256];
+  char buf[512];
   std::vector<std::string> out;
   const PerfConstants by_gpu = resolved_for(k, c.gpu);
   if (k.matmul_efficiency > 0) {
@@ -936,9 +1032,17 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "elementwise kernels memory-bound at %.0f %% of HBM bandwidth; torch.compile fuses each chain", 100 * k.memory_efficiency);
   out.emplace_back(buf);
-  std::snprintf(buf, sizeof buf, "collectives at %.0f %% of link bandwidth (intra-node %.0f GB/s, inter-node %.0f GB/s per GPU), ring algorithms",
-                100 * k.collective_efficiency, c.gpu.intra_node_bandwidth_gb_per_s, c.inter_node_bandwidth_gb_per_s);
+  std::snprintf(buf, sizeof buf,
+                "collectives at %.0f %% of link bandwidth (intra-node %.0f GB/s, inter-node %.0f GB/s per GPU) plus NCCL's latency "
+                "model: %.1f us + a hop per ring step (%.1f us NVLink, %.1f us network), all-reduce by ring or, across nodes, tree",
+                100 * k.collective_efficiency, c.gpu.intra_node_bandwidth_gb_per_s, c.inter_node_bandwidth_gb_per_s,
+                1e6 * k.nccl_base_latency_s, 1e6 * k.nccl_ring_hop_nvlink_s, 1e6 * k.nccl_ring_hop_net_s);
   out.emplace_back(buf);
+  if (c.gpu.sm_count > 0) {
+    std::snprintf(buf, sizeof buf, "matmul tiles spread over %lld SMs: partial tiles and a partly filled last wave run idle",
+                  static_cast<long long>(c.gpu.sm_count));
+    out.emplace_back(buf);
+  }
   out.emplace_back("ranks placed tp innermost, then cp, dp, pp: a group is intra-node when it fits in one node");
   out.emplace_back("data-parallel reductions overlap the last backward; ZeRO-3 gathers overlap compute except the first block's");
   std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);

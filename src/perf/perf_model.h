@@ -57,10 +57,20 @@ struct PerfConstants {
   /// NCCL bus bandwidth over the link's datasheet bandwidth for large messages (nccl-tests
   /// all_reduce_perf busbw on NVLink and 400G InfiniBand: ~80 %).
   double collective_efficiency = 0.8;
-  /// Latency of one collective call: ~10 µs inside a node, ~25 µs across nodes (nccl-tests
-  /// small-message times on NVLink and InfiniBand).
-  double collective_latency_intra_s = 10e-6;
-  double collective_latency_inter_s = 25e-6;
+  /// Latencies of NCCL's own cost model for the Simple protocol (NVIDIA/nccl src/graph/tuning.cc
+  /// @01afd20a, baseLat and hwLat): a ring collective pays a base latency plus one hop per ring
+  /// step (NVLink 3.4 µs, PCIe 5.7 µs, network 9.6 µs; an all-reduce takes 2 (n - 1) steps, of
+  /// which 2 (nodes - 1) cross the network, an all-gather or reduce-scatter n - 1); a tree
+  /// all-reduce 2 x ((ranks per node - 1) x 28 µs + floor(log2 nodes) x 50 µs), at 0.9 x 1/2 of the
+  /// link's bus bandwidth. Not taken: the ring's 1.9 x latency above nRanks / 16 x 64 KiB across
+  /// nodes ("plateau effect"), a step that would let a larger micro-batch run slower per token.
+  double nccl_base_latency_s = 8.4e-6;
+  double nccl_ring_hop_nvlink_s = 3.4e-6;
+  double nccl_ring_hop_pcie_s = 5.7e-6;
+  double nccl_ring_hop_net_s = 9.6e-6;
+  double nccl_tree_hop_intra_s = 28e-6;
+  double nccl_tree_hop_net_s = 50e-6;
+  double nccl_tree_bandwidth_share = 0.9 * 0.5;
   /// PCIe achieves ~80 % of its datasheet rate for pinned host copies (cudaMemcpy bandwidth test).
   double host_link_efficiency = 0.8;
   /// How much longer compute takes while a collective runs beside it: NCCL's kernels hold SMs
@@ -76,6 +86,29 @@ struct PerfConstants {
 /// `keys` keys on average: (L / (L + 240)) / (16k / (16k + 240)), at most 1 (H100 measurements of
 /// FlashAttention-3 and a Triton FlashAttention-2, pytorch/benchmark PR #2391).
 double flash_length_factor(double keys);
+
+/// A group of ranks as a collective sees it: its per-rank bus bandwidth, the nodes it spans and
+/// whether the hops inside a node are NVLink-class (else PCIe).
+struct CollectiveLink {
+  double bytes_per_s = 1;
+  std::int64_t nodes = 1;
+  bool nvlink = true;
+};
+/// NCCL's time for an all-reduce of `bytes` over `ranks`: the faster of its ring and, across
+/// nodes, its tree (PerfConstants::nccl_*).
+double nccl_all_reduce_s(double bytes, std::int64_t ranks, const CollectiveLink& l, const PerfConstants& k);
+/// NCCL's ring time for an all-gather or reduce-scatter whose full result is `bytes`.
+double nccl_ring_gather_s(double bytes, std::int64_t ranks, const CollectiveLink& l, const PerfConstants& k);
+/// Latency of one point-to-point transfer over `l` (a two-rank ring step).
+double nccl_p2p_latency_s(const CollectiveLink& l, const PerfConstants& k);
+
+/// Share of its rate a GEMM with an m x n output keeps after tile and wave quantization (NVIDIA,
+/// "Matrix Multiplication Background User's Guide", §3.1-3.2): the output is cut into tiles
+/// (the best of 256 x 128, 128 x 256 and 128 x 128, cuBLAS's largest) that run `sms` at a time,
+/// so partial tiles and a partly filled last wave run idle; relative to an 8192 x 8192 output,
+/// the shape the matmul rate was measured at (kTrainingShapeShareOfSweepMax), at most 1.
+/// sms 0: 1.
+double gemm_wave_efficiency(double m, double n, std::int64_t sms);
 
 /// The least share of an overlapped collective's own time a step pays: slowdown / (1 + slowdown).
 inline double overlap_contention_share(double slowdown) { return slowdown / (1 + slowdown); }
@@ -242,6 +275,7 @@ struct StageCost {
   double tp_total_s = 0;    // the tensor-parallel collectives before overlap (tp_s: exposed)
   double block_params = 0;  // part of `params` in transformer blocks (a QLoRA base's NF4 weights)
   double sp_gather_copy_s = 0;  // part of compute_s: copies after sequence-parallel all-gathers
+  double wave_excess_s = 0;     // part of compute_s: matmul time lost to tile and wave quantization
 };
 /// The first and last stages' costs (one stage: `last` holds the whole model): the part of a step
 /// time that depends on neither dp, the sharding stage, the offload nor the accumulation, so the
@@ -264,7 +298,8 @@ StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, cons
 /// and per_micro_batch_s / micro_batch never rises with the micro-batch (every term is a
 /// maximum or sum of a linear and a constant part: FLOPs, bytes, collective latency), so the
 /// largest micro-batch bounds them all; the copies after sequence-parallel all-gathers, which
-/// micro-batch 1 may skip (sp_gather_view_at_batch_1), are left out of it. The search times a
+/// micro-batch 1 may skip (sp_gather_view_at_batch_1), and the matmul time lost to tile and wave
+/// quantization (not monotone in the tokens), are left out of it. The search times a
 /// structure's micro-batches only when this bound reaches the walk (tests/unit/property_test.cpp
 /// and search_test.cpp check it over layouts).
 /// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).

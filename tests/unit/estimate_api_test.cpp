@@ -362,3 +362,38 @@ TEST_CASE("parallel.backend is checked: a known value, on a framework that can h
   request["parallel"]["backend"] = 3;
   expect_error(request, "invalid_type", "/parallel/backend");
 }
+
+TEST_CASE("cluster.network names a fabric preset: its bandwidth per GPU unless the request gives one", "[api][estimate]") {
+  json request = base_request();
+  request["cluster"]["gpus"] = 32;
+  request["parallel"] = {{"dp", 32}};
+  const auto speed = [](const json& req) {
+    const json r = estimate(req);
+    REQUIRE(r["ok"] == true);
+    return r["result"]["perf"]["tokens_per_s_per_gpu"].get<double>();
+  };
+  // DGX A100: eight 200 Gb/s HDR adapters, 25 GB/s per GPU; AWS p4d: 400 Gb/s for 8 GPUs.
+  request["cluster"]["network"] = "dgx-a100";
+  const double dgx = speed(request);
+  request["cluster"]["network"] = "aws-p4d";
+  const double p4d = speed(request);
+  CHECK(p4d < dgx);
+  request["cluster"]["inter_node_bandwidth_gb_per_s"] = 25;  // the request's own figure wins
+  CHECK(speed(request) == dgx);
+  request["cluster"].erase("network");
+  CHECK(speed(request) == dgx);
+  request["cluster"]["network"] = "infiniband";
+  expect_error(request, "invalid_value", "/cluster/network");
+  request["cluster"]["network"] = 400;
+  expect_error(request, "invalid_type", "/cluster/network");
+  // The presets list the fabrics with their per-GPU figure.
+  const json presets = json::parse(api::presets());
+  bool found = false;
+  for (const json& n : presets["result"]["networks"]) {
+    if (n["id"] == "aws-p5") {
+      found = true;
+      CHECK(n["inter_node_bandwidth_gb_per_s"].get<double>() == Approx(50));
+    }
+  }
+  CHECK(found);
+}

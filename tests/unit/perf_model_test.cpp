@@ -173,14 +173,20 @@ TEST_CASE("a collective across nodes runs over the NICs of all its ranks in a no
   const TrainingSetup t = bf16(1, 4096);
   const PerfBasis b = basis_of(a, t);
   const PerfConstants k;
+  // NCCL's latency of a collective: its time for a message of (almost) nothing.
+  const auto latency = [&](std::int64_t n, const CollectiveLink& l) { return nccl_all_reduce_s(1e-9, n, l, k); };
   ParallelLayout ddp;
   ddp.dp = 16;
   // The all-reduce's bandwidth term: 16 ranks, 8 in each node (8 NICs of 50 GB/s, under NVLink's
-  // 450) against 16 nodes of one GPU (one NIC); both pay the inter-node latency.
+  // 450) against 16 nodes of one GPU (one NIC); each pays its ring's latency.
   const double eight = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 8)).communication_total_s;
   const double one = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 1)).communication_total_s;
   REQUIRE(one > 0);
-  CHECK((one - k.collective_latency_inter_s) / (eight - k.collective_latency_inter_s) == Approx(8).epsilon(1e-9));
+  const double lat_eight = latency(16, {400e9 * k.collective_efficiency, 2, true});
+  const double lat_one = latency(16, {50e9 * k.collective_efficiency, 16, true});
+  CHECK(lat_eight == Approx(k.nccl_base_latency_s + 28 * k.nccl_ring_hop_nvlink_s + 2 * k.nccl_ring_hop_net_s).epsilon(1e-9));
+  CHECK(lat_one == Approx(k.nccl_base_latency_s + 30 * k.nccl_ring_hop_net_s).epsilon(1e-9));
+  CHECK((one - lat_one) / (eight - lat_eight) == Approx(8).epsilon(1e-9));
   // Four ranks per node (tp 2 inside them): four NICs.
   ParallelLayout tp2 = ddp;
   tp2.dp = 8;
@@ -189,15 +195,15 @@ TEST_CASE("a collective across nodes runs over the NICs of all its ranks in a no
   const StepTime four_nics = estimate_step_time(b, t, tp2, two_nodes);
   two_nodes.gpus_per_node = 2;  // one dp rank per node
   const StepTime one_nic = estimate_step_time(b, t, tp2, two_nodes);
-  CHECK((one_nic.communication_total_s - one_nic.comm.tp_s - k.collective_latency_inter_s) /
-            (four_nics.communication_total_s - four_nics.comm.tp_s - k.collective_latency_inter_s) ==
+  CHECK((one_nic.communication_total_s - one_nic.comm.tp_s - latency(8, {50e9 * k.collective_efficiency, 8, true})) /
+            (four_nics.communication_total_s - four_nics.comm.tp_s - latency(8, {200e9 * k.collective_efficiency, 2, true})) ==
         Approx(4).epsilon(1e-9));
   // No faster than the node's own links: 8 NICs of 100 GB/s give NVLink's 450 GB/s.
   ClusterSpec fast = cluster("H100-80GB", 16, 8);
   fast.inter_node_bandwidth_gb_per_s = 100;
   const double capped = estimate_step_time(b, t, ddp, fast).communication_total_s;
   const double in_node = estimate_step_time(b, t, ddp, cluster("H100-80GB", 16, 16)).communication_total_s;
-  CHECK(capped - k.collective_latency_inter_s == Approx(in_node - k.collective_latency_intra_s).epsilon(1e-9));
+  CHECK(capped - lat_eight == Approx(in_node - latency(16, {450e9 * k.collective_efficiency, 1, true})).epsilon(1e-9));
   // A pipeline send crosses one NIC, however many ranks of the stage share the node.
   ParallelLayout pp;
   pp.dp = 4;
@@ -206,7 +212,65 @@ TEST_CASE("a collective across nodes runs over the NICs of all its ranks in a no
   const PerfBasis bg = basis_of(a, ga);
   const StepTime piped = estimate_step_time(bg, ga, pp, cluster("H100-80GB", 16, 8));
   const double msg = 4096.0 * 4096 * 2;  // tokens x hidden x 2 bytes, per micro-batch
-  CHECK(piped.comm.pp_s == Approx(2 * 8 * (msg / (50e9 * k.collective_efficiency) + k.collective_latency_inter_s)).epsilon(1e-9));
+  const double send_latency = k.nccl_base_latency_s + k.nccl_ring_hop_net_s;
+  CHECK(piped.comm.pp_s == Approx(2 * 8 * (msg / (50e9 * k.collective_efficiency) + send_latency)).epsilon(1e-9));
+}
+
+TEST_CASE("NCCL's cost model: a hop per ring step, a tree across many nodes for small messages", "[perf][dp]") {
+  const PerfConstants k;
+  const CollectiveLink nvlink{450e9 * 0.8, 1, true}, pcie{32e9 * 0.8, 1, false};
+  // Inside a node: base + (n - 1) hops for an all-gather, 2 (n - 1) for an all-reduce.
+  CHECK(nccl_ring_gather_s(1e-9, 8, nvlink, k) == Approx(k.nccl_base_latency_s + 7 * k.nccl_ring_hop_nvlink_s).epsilon(1e-6));
+  CHECK(nccl_all_reduce_s(1e-9, 8, nvlink, k) == Approx(k.nccl_base_latency_s + 14 * k.nccl_ring_hop_nvlink_s).epsilon(1e-6));
+  CHECK(nccl_all_reduce_s(1e-9, 8, pcie, k) == Approx(k.nccl_base_latency_s + 14 * k.nccl_ring_hop_pcie_s).epsilon(1e-6));
+  CHECK(nccl_all_reduce_s(0, 8, nvlink, k) == 0);
+  CHECK(nccl_all_reduce_s(1e6, 1, nvlink, k) == 0);
+  // 1024 nodes of 8: the ring's 2 x 1023 network hops outweigh the tree's log2 steps for a small
+  // message; a large one goes by ring, whose bandwidth term is 2 (n - 1) / n, not 1 / 0.45.
+  const CollectiveLink wide{400e9 * 0.8, 1024, true};
+  const double ring_latency = k.nccl_base_latency_s + (2 * 8191 - 2046) * k.nccl_ring_hop_nvlink_s + 2046 * k.nccl_ring_hop_net_s;
+  const double tree_latency = 2 * (7 * k.nccl_tree_hop_intra_s + 10 * k.nccl_tree_hop_net_s);
+  CHECK(tree_latency < ring_latency);
+  CHECK(nccl_all_reduce_s(1e3, 8192, wide, k) == Approx(tree_latency + 1e3 / (0.45 * wide.bytes_per_s)).epsilon(1e-9));
+  // Without NCCL's tree bandwidth cap its model sends even 4 GB by tree over 1024 nodes; over 4
+  // nodes the ring's 2 (n - 1) / n beats the tree's 1 / 0.45.
+  const double big = 4e9;
+  CHECK(nccl_all_reduce_s(big, 8192, wide, k) == Approx(tree_latency + big / (0.45 * wide.bytes_per_s)).epsilon(1e-9));
+  const CollectiveLink four{400e9 * 0.8, 4, true};
+  const double four_ring = k.nccl_base_latency_s + (62 - 6) * k.nccl_ring_hop_nvlink_s + 6 * k.nccl_ring_hop_net_s;
+  CHECK(nccl_all_reduce_s(big, 32, four, k) == Approx(four_ring + 2.0 * 31 / 32 * big / four.bytes_per_s).epsilon(1e-9));
+  // A point-to-point transfer: one hop.
+  CHECK(nccl_p2p_latency_s(nvlink, k) == Approx(k.nccl_base_latency_s + k.nccl_ring_hop_nvlink_s).epsilon(1e-12));
+  CHECK(nccl_p2p_latency_s({50e9, 2, true}, k) == Approx(k.nccl_base_latency_s + k.nccl_ring_hop_net_s).epsilon(1e-12));
+}
+
+TEST_CASE("GEMM tiles and waves: a partly filled last wave runs idle, so more tokens can run faster per token", "[perf][tp]") {
+  // The reference output, 8192 x 8192, keeps its full rate; no SM count, no quantization.
+  CHECK(gemm_wave_efficiency(8192, 8192, 132) == Approx(1));
+  CHECK(gemm_wave_efficiency(1000, 1000, 0) == 1);
+  // 132 SMs (H100 SXM): 133 tiles of 128 x 128 need two waves, the second nearly empty.
+  const double one_wave = gemm_wave_efficiency(128 * 132, 128, 132);
+  const double spill = gemm_wave_efficiency(128 * 133, 128, 132);
+  CHECK(spill < 0.6 * one_wave);
+  // A partial tile: 130 rows take two 128-row tiles.
+  CHECK(gemm_wave_efficiency(130, 128 * 132, 132) < 0.6);
+  // In a step: Llama 3.1 8B split over TP 8 at micro-batch 1 (8192 tokens) and 2 on an H100;
+  // the matmul time the tiles add is charged, and per token micro-batch 2 loses less of it.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  ParallelLayout l;
+  l.tp = 8;
+  const ClusterSpec c = cluster("H100-80GB", 8);
+  ClusterSpec no_sms = c;
+  no_sms.gpu.sm_count = 0;
+  const TrainingSetup t1 = bf16(1, 8192), t2 = bf16(2, 8192);
+  const PerfBasis b1 = basis_of(a, t1), b2 = basis_of(a, t2);
+  const StageCosts s1 = stage_costs(b1, t1, l, c), s2 = stage_costs(b2, t2, l, c);
+  REQUIRE(s1.last.wave_excess_s > 0);
+  CHECK(s1.last.compute_s - stage_costs(b1, t1, l, no_sms).last.compute_s == Approx(s1.last.wave_excess_s).epsilon(1e-9));
+  CHECK(s2.last.wave_excess_s / 2 <= s1.last.wave_excess_s);
+  // The speed bound leaves the quantization out, so it stays a bound at every micro-batch.
+  CHECK(tokens_per_s_upper_bound(b2, t2, l, c) >= estimate_step_time(b1, t1, l, c).tokens_per_s);
+  CHECK(tokens_per_s_upper_bound(b2, t2, l, c) >= estimate_step_time(b2, t2, l, c).tokens_per_s);
 }
 
 TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
@@ -336,7 +400,8 @@ TEST_CASE("thin matmuls are memory-bound: a GQA key projection split 8 ways wait
   t.checkpointing = Checkpointing::kNone;
   const PerfBasis b = basis_of(a, t);
   const ParallelLayout l = sequence_parallel_tp(8);
-  const ClusterSpec c = cluster("H100-80GB", 8);
+  ClusterSpec c = cluster("H100-80GB", 8);
+  c.gpu.sm_count = 0;  // no tile and wave quantization: the roofline excess alone
   const StageCosts sc = stage_costs(b, t, l, c);
   const std::vector<BlockMatmul> mms = block_matmuls(a, false, 8);
   REQUIRE(mms.size() == 7);
@@ -376,9 +441,12 @@ TEST_CASE("torchtitan's op-level checkpointing gathers the tensor-parallel input
   const double attention_only = stage_costs(b, t, l, c).last.tp_s;
   t.selective_every_other_mm = true;
   const double op_policy = stage_costs(b, t, l, c).last.tp_s;
-  // Two all-gathers of the block's input per layer: (tp - 1) / tp of the message each, plus latency.
+  // Two all-gathers of the block's input per layer: (tp - 1) / tp of the message each, plus
+  // NCCL's latency (a base and 7 NVLink hops).
+  const PerfConstants k;
   const double msg = 2.0 * 8192 * 4096 * 2, link = 450e9 * 0.8;
-  CHECK(op_policy - attention_only == Approx(32 * 2 * (7.0 / 8.0 * msg / link + 10e-6)).epsilon(1e-9));
+  const double latency = k.nccl_base_latency_s + 7 * k.nccl_ring_hop_nvlink_s;
+  CHECK(op_policy - attention_only == Approx(32 * 2 * (7.0 / 8.0 * msg / link + latency)).epsilon(1e-9));
 }
 
 TEST_CASE("tensor parallelism pays per-layer collectives", "[perf][tp]") {
@@ -399,9 +467,12 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
   const PerfBasis b = basis_of(a, t);
   const ClusterSpec c = cluster("H100-80GB", 8);
   ParallelLayout l = sequence_parallel_tp(8);
-  // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %, 10 us).
+  // One layer's 8192 x 4096 bf16 activations over 8 NVLink ranks (450 GB/s at 80 %; NCCL's base
+  // latency and a hop per ring step: 7 for a gather, 14 for an all-reduce).
+  const PerfConstants k;
   const double msg = 8192.0 * 4096 * 2, link = 450e9 * 0.8;
-  const double ag = 7.0 / 8.0 * msg / link + 10e-6, ar = 2 * 7.0 / 8.0 * msg / link + 10e-6;
+  const double ag = 7.0 / 8.0 * msg / link + k.nccl_base_latency_s + 7 * k.nccl_ring_hop_nvlink_s;
+  const double ar = 2 * 7.0 / 8.0 * msg / link + k.nccl_base_latency_s + 14 * k.nccl_ring_hop_nvlink_s;
   // DTensor keeps the gathered inputs: all-gather + reduce-scatter twice in the forward, and in
   // the backward the row outputs' gradients gathered and the column inputs' reduce-scattered.
   l.behaviour.sp_saves_gathered_inputs = true;
@@ -435,7 +506,8 @@ TEST_CASE("Megatron runs the backward's tensor-parallel collectives beside the c
 
 TEST_CASE("DTensor sequence parallelism copies every gathered and scattered activation whole", "[perf][tp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  const ClusterSpec c = cluster("H100-80GB", 8);
+  ClusterSpec c = cluster("H100-80GB", 8);
+  c.gpu.sm_count = 0;  // the copies alone (tile and wave quantization favours micro-batch 2 here)
   const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
   ParallelLayout l = sequence_parallel_tp(8);
   l.behaviour.sp_saves_gathered_inputs = true;
@@ -483,9 +555,12 @@ TEST_CASE("DTensor sequence parallelism copies every gathered and scattered acti
   l.behaviour.sp_gather_view_at_batch_1 = true;
   const TrainingSetup one = bf16(1, 8192), two = bf16(2, 8192);
   const PerfBasis b = basis_of(a, two);
-  const double tps1 = estimate_step_time(b, one, l, c).tokens_per_s;
-  REQUIRE(tps1 > estimate_step_time(b, two, l, c).tokens_per_s);
-  CHECK(tps1 <= tokens_per_s_upper_bound(b, two, l, c));
+  // (Without collective latency, which micro-batch 2 amortises over twice the tokens.)
+  PerfConstants k;
+  k.nccl_base_latency_s = k.nccl_ring_hop_nvlink_s = 0;
+  const double tps1 = estimate_step_time(b, one, l, c, k).tokens_per_s;
+  REQUIRE(tps1 > estimate_step_time(b, two, l, c, k).tokens_per_s);
+  CHECK(tps1 <= tokens_per_s_upper_bound(b, two, l, c, k));
 }
 
 TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipeline sends over the tp ranks", "[perf][pp]") {
@@ -526,9 +601,10 @@ TEST_CASE("Megatron of 2021 waited for its backward all-reduce and split pipelin
   const StepTime split = estimate_step_time(b, t, l, c);
   const double msg = 4096.0 * 4096 * 2;
   const double inter = 50e9 * k.collective_efficiency, nvlink = 450e9 * k.collective_efficiency;
-  CHECK(whole.comm.pp_s == Approx(2 * 8 * (msg / inter + k.collective_latency_inter_s)).epsilon(1e-9));
-  CHECK(split.comm.pp_s == Approx(2 * 8 * (msg / 8 / inter + k.collective_latency_inter_s +
-                                           7.0 / 8 * msg / nvlink + k.collective_latency_intra_s)).epsilon(1e-9));
+  const double send_latency = k.nccl_base_latency_s + k.nccl_ring_hop_net_s;
+  const double gather_latency = k.nccl_base_latency_s + 7 * k.nccl_ring_hop_nvlink_s;
+  CHECK(whole.comm.pp_s == Approx(2 * 8 * (msg / inter + send_latency)).epsilon(1e-9));
+  CHECK(split.comm.pp_s == Approx(2 * 8 * (msg / 8 / inter + send_latency + 7.0 / 8 * msg / nvlink + gather_latency)).epsilon(1e-9));
   // Sequence parallelism already sends the 1/tp shard: nothing to split.
   l.sequence_parallel = true;
   const StepTime sp_split = estimate_step_time(b, t, l, c);
@@ -566,11 +642,14 @@ TEST_CASE("row-split linears (Colossal-AI 1D TP) pay a collective per linear and
   const ClusterSpec c = cluster("H100-80GB", 8);
   ParallelLayout l;
   l.tp = 4;
-  const StepTime megatron = estimate_step_time(b, t, l, c);
+  // Bandwidth terms alone: no collective latency.
+  PerfConstants k;
+  k.nccl_base_latency_s = k.nccl_ring_hop_nvlink_s = k.nccl_ring_hop_pcie_s = k.nccl_ring_hop_net_s = 0;
+  const StepTime megatron = estimate_step_time(b, t, l, c, k);
   l.behaviour.tp_row_linears = true;
-  const StepTime row = estimate_step_time(b, t, l, c);
+  const StepTime row = estimate_step_time(b, t, l, c, k);
   l.tp = 1;
-  const StepTime one = estimate_step_time(b, t, l, c);
+  const StepTime one = estimate_step_time(b, t, l, c, k);
   // Attention and elementwise kernels run whole on every rank: slower than Megatron's split,
   // faster than one GPU (the matmuls still split).
   CHECK(row.compute_s > megatron.compute_s);
@@ -773,7 +852,7 @@ TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys ea
   CHECK(diff == Approx(flops / rate * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
 }
 
-TEST_CASE("torchao's dynamically scaled fp8 casts cost HBM traffic; Transformer Engine's fused casts do not", "[perf]") {
+TEST_CASE("fp8 casts cost HBM traffic: torchao's dynamic scaling, Transformer Engine's cast + transpose", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(1, 8192);
   t.precision = Precision::kFp8;
@@ -785,16 +864,27 @@ TEST_CASE("torchao's dynamically scaled fp8 casts cost HBM traffic; Transformer 
   CHECK(b.layers[0].linear_out_width == 4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096);
   const ClusterSpec c = cluster("H100-80GB", 1);
   const ParallelLayout l;
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
   t.fp8_saves_fp8_inputs = true;  // Transformer Engine
-  const double fused = estimate_step_time(b, t, l, c).compute_s;
+  const double te = estimate_step_time(b, t, l, c).compute_s;
   t.fp8_saves_fp8_inputs = false;  // torchao Float8Linear
   const double dynamic = estimate_step_time(b, t, l, c).compute_s;
-  // 5 B per cast element (amax read, cast read + fp8 write): input forward; grad_output twice,
-  // input again and weight again backward; 2 B per element to re-lay out the grad_weight operands.
+  t.precision = Precision::kBf16;
+  const double plain = estimate_step_time(b, t, l, c).compute_s;  // no casts at all
+  // Transformer Engine, the Hugging Face layout's linears in forward order q k v o gate up down:
+  // the column-parallel inputs (q k v gate up, out of the fused norm) and down's (out of the fused
+  // activation) transposed, 2 B per element; o's input cast and transposed, 4 B; every output
+  // gradient cast and transposed, 4 B.
+  const double te_fwd = 2.0 * (5 * 4096 + 14336) + 4.0 * 4096;
+  const double te_bwd = 4.0 * (4096 + 2 * 1024 + 4096 + 2 * 14336 + 4096);
+  CHECK(te > 0);
+  CHECK(plain > 0);
+  // torchao: 5 B per cast element (amax read, cast read + fp8 write): input forward; grad_output
+  // twice, input again and weight again backward; 2 B per element to re-lay out the grad_weight
+  // operands. Neither path casts in a bf16 run.
   const double in = b.layers[0].linear_in_width, out = b.layers[0].linear_out_width;
   const double per_layer = 8192.0 * (5 * in + 7 * in + 12 * out) + 10 * b.layers[0].dense_params;
-  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
-  CHECK(dynamic - fused == Approx(32 * per_layer / hbm).epsilon(1e-9));
+  CHECK(dynamic - te == Approx(32 * (per_layer - 8192.0 * (te_fwd + te_bwd)) / hbm).epsilon(1e-9));
 }
 
 // The search reuses a speed group's stage costs across sharding stages, offloads, data-parallel
