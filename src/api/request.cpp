@@ -26,6 +26,7 @@ constexpr std::int64_t kMaxLoraRank = 1 << 16;
 constexpr std::int64_t kMaxGpus = 1 << 20;
 constexpr std::int64_t kMaxDegree = 1 << 16;
 constexpr double kMaxGpuMemoryGib = 1 << 20;  // 1 PiB: far above any accelerator, well inside 2^53 bytes
+constexpr double kMaxHostMemoryGib = 1 << 20;  // per node, as bounded as a GPU
 
 // The value of a string enum field, or `fallback` when absent.
 template <typename E, std::size_t N>
@@ -179,6 +180,15 @@ GpuSpec read_gpu(const Json& j, const std::string& path) {
     g.memory_total_bytes = static_cast<std::int64_t>(std::llround(*gib * static_cast<double>(kGiB)));
   }
   return g;
+}
+
+// A node's CPU memory from the GPU presets' reference nodes: the least of a mix's kinds, 0 when
+// any kind has none.
+std::int64_t host_memory_of(const GpuSpec& gpu, const std::vector<GpuGroup>& mix) {
+  if (mix.empty()) return gpu.host_memory_bytes_per_node;
+  std::int64_t least = mix.front().gpu.host_memory_bytes_per_node;
+  for (const GpuGroup& g : mix) least = std::min(least, g.gpu.host_memory_bytes_per_node);
+  return least;
 }
 
 // cluster.gpu_mix: [{"gpu": {...}, "count": n}, ...], 2 to 16 groups in rank order.
@@ -437,7 +447,7 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (!cluster->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster", "cluster must be an object");
   const FieldReader c(*cluster, "/cluster");
   reject_unknown_keys(c, {"gpu", "gpu_mix", "gpus", "gpus_per_node", "inter_node_bandwidth_gb_per_s",
-                          "host_memory_bandwidth_gb_per_s"});
+                          "host_memory_bandwidth_gb_per_s", "host_memory_gib_per_node"});
   const Json* gpu = c.find({"gpu"});
   const Json* mix = c.find({"gpu_mix"});
   if (gpu && mix) throw Error(ErrorCode::kInvalidValue, "/cluster/gpu_mix", "give either gpu or gpu_mix, not both");
@@ -473,6 +483,11 @@ EstimateRequest read_estimate_request(const Json& req) {
   }
   r.inter_node_bandwidth_gb_per_s = bandwidth_or(c, "inter_node_bandwidth_gb_per_s", r.inter_node_bandwidth_gb_per_s);
   r.host_memory_bandwidth_gb_per_s = bandwidth_or(c, "host_memory_bandwidth_gb_per_s", r.host_memory_bandwidth_gb_per_s);
+  r.host_memory_bytes_per_node = host_memory_of(r.gpu, r.gpu_mix);
+  if (const auto gib = c.get_number({"host_memory_gib_per_node"}, 1.0 / 1024, kMaxHostMemoryGib)) {
+    r.host_memory_bytes_per_node = static_cast<std::int64_t>(std::llround(*gib * static_cast<double>(kGiB)));
+  }
+  r.framework_yyyymm = framework_yyyymm;
 
   const Json* parallel = f.find({"parallel"});
   if (parallel && !parallel->is_object()) throw Error(ErrorCode::kInvalidType, "/parallel", "parallel must be an object");
@@ -518,6 +533,7 @@ ClusterSpec cluster_of(const EstimateRequest& r) {
   c.gpus_per_node = r.gpus_per_node;
   c.inter_node_bandwidth_gb_per_s = r.inter_node_bandwidth_gb_per_s;
   c.host_memory_bandwidth_gb_per_s = r.host_memory_bandwidth_gb_per_s;
+  c.host_memory_bytes_per_node = r.host_memory_bytes_per_node;
   return c;
 }
 
@@ -544,6 +560,7 @@ SearchRequest read_search_request(const Json& req) {
   in.behaviour = s.base.parallel.behaviour;
   in.cluster = cluster_of(s.base);
   in.gpu_mix = s.base.gpu_mix;
+  in.capabilities = framework_capabilities(s.base.framework->id, s.base.framework_yyyymm);
   // Training fields the user gave fix their dimension.
   if (const Json* t = f.find({"training"})) {
     if (t->contains("micro_batch")) in.space.micro_batch = {s.base.training.micro_batch};

@@ -213,6 +213,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const std::int64_t div[2] = {std::max<std::int64_t>(1, shard.dense_shard), std::max<std::int64_t>(1, shard.expert_shard)};
   const Sharding z = shard.sharding;
   const std::int64_t unsharded_gradients = cls[0].gradients + cls[1].gradients;
+  std::int64_t stepped_params = 0;  // trainable parameters of this rank's optimizer-state shard
+  for (int c = 0; c < 2; ++c) {
+    std::int64_t elems = 0;
+    for (std::int64_t b = 1; b <= 4; ++b) elems += trainable_elems[c][b];
+    stepped_params += z != Sharding::kNone ? ceil_div(elems, div[c]) : elems;
+  }
   for (int c = 0; c < 2; ++c) {
     m.weights_bytes += z == Sharding::kZero3 ? ceil_div(cls[c].weights, div[c]) : cls[c].weights;
     m.gradients_bytes += z == Sharding::kZero2 || z == Sharding::kZero3 ? ceil_div(cls[c].gradients, div[c]) : cls[c].gradients;
@@ -274,6 +280,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     // CPU optimizer (DeepSpeedCPUAdam / torchao CPUOffloadOptimizer): fp32 states and the step
     // live in host memory; the GPU keeps the model-dtype weights and gradients.
     m.host_bytes = m.optimizer_states_bytes + m.unmanaged_optimizer_states_bytes;
+    // The CPU optimizer steps on an fp32 gradient partition in (pinned) host memory (DeepSpeed
+    // stage_1_and_2.py: single_partition_of_fp32_groups[i].grad on the offload device).
+    if (t.offload == Offload::kOptimizer) m.host_bytes += checked_mul(stepped_params, 4, "host bytes");
     m.optimizer_states_bytes = 0;
     m.unmanaged_optimizer_states_bytes = 0;
     m.optimizer_step_temp_bytes = 0;

@@ -2,6 +2,7 @@
 #include "search/search.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -65,6 +66,12 @@ std::vector<T> allowed(const std::vector<T>& natural, const std::vector<T>& spac
     if (std::find(space.begin(), space.end(), v) != space.end()) out.push_back(v);
   }
   return out;
+}
+
+std::string gib_text(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", to_gib(bytes));
+  return text;
 }
 
 std::string candidate_bound_message(std::int64_t bound) {
@@ -152,6 +159,12 @@ class Searcher {
           "slowest kind sets the pace (step time on each kind, the longest kept); link and matmul figures above are the first kind's");
     }
     r_.assumptions.emplace_back("memory per rank grows with the micro-batch: a layout out of memory at micro-batch b is out of memory above b");
+    r_.assumptions.push_back(
+        in_.cluster.host_memory_bytes_per_node > 0
+            ? "host memory per node: " + gib_text(in_.cluster.host_memory_bytes_per_node) +
+                  "; a layout whose offloaded states (optimizer states, the CPU optimizer's fp32 gradient partition, parameter "
+                  "shards) of the node's ranks exceed it is out of memory on the host"
+            : std::string("host memory per node unknown: offloaded states are reported, not checked"));
     r_.complete = r_.unexplored == 0;
     if (!r_.complete) {
       r_.assumptions.emplace_back(
@@ -335,6 +348,7 @@ class Searcher {
     t.micro_batch = in_.training.micro_batch;
     t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
     if (const char* code = broken_layout_rule(l, *in_.arch, t)) return reject(code, n_mb);
+    if (const char* code = capability_rule(in_.capabilities, l, t, in_.cluster.gpus_per_node)) return reject(code, n_mb);
     const std::size_t family = family_of(l, off);
     Structure s{std::move(l), ck, off, family};
     const auto index = static_cast<std::uint32_t>(structures_.size());
@@ -438,7 +452,8 @@ class Searcher {
       ++r_.memory_estimated;
       a = assess(s, scratch_setup(c), acts);
     }
-    const Verdict verdict = a ? a->verdict : Verdict::kOom;
+    const HostFit host = host_of(s);
+    const Verdict verdict = a && !host.oom ? a->verdict : Verdict::kOom;
     if (a && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = a->peak.device_total_bytes;
     if (verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
     auto& closest = family_closest_[s.family];
@@ -458,6 +473,8 @@ class Searcher {
     cand.verdict = verdict;
     cand.usage_fraction = a->usage_fraction;
     cand.placement = a->placement;
+    cand.host_bytes_per_node = host.bytes_per_node;
+    cand.host_oom = host.oom;
     if (verdict == Verdict::kOom) {
       closest = std::move(cand);
       return std::nullopt;
@@ -582,13 +599,27 @@ class Searcher {
     return floor;
   }
 
-  // Persistent state alone past the GPU's memory settles every micro-batch of the structure at
-  // once (its probe included); the caller counts its candidates.
+  // The structure's offloaded states on one node's host (any micro-batch), from its model
+  // states: the most-loaded rank kind's times the node's ranks.
+  HostFit host_of(const Structure& s) {
+    std::int64_t per_rank = 0;
+    if (s.offload == Offload::kOptimizer || s.offload == Offload::kParamsOptimizer) {
+      if (const std::vector<ModelStates>* states = states_of(s)) {
+        for (const ModelStates& m : *states) per_rank = std::max(per_rank, m.host_bytes);
+      }
+    }
+    return host_fit(per_rank, in_.cluster.gpus, in_.cluster.gpus_per_node, in_.cluster.host_memory_bytes_per_node);
+  }
+
+  // Persistent state alone past the GPU's memory, or offloaded states past the host's, settles
+  // every micro-batch of the structure at once (its probe included); the caller counts its
+  // candidates.
   bool settle_by_floor(Structure& s) {
-    if (floor_of(s) <= largest_memory(s)) return false;
+    const bool host_oom = host_of(s).oom;
+    if (!host_oom && floor_of(s) <= largest_memory(s)) return false;
     s.probed = true;
     s.oom_from = timed_[s.first].micro_batch;
-    ++r_.settled_by_floor;
+    ++(host_oom ? r_.settled_by_host : r_.settled_by_floor);
     return true;
   }
 

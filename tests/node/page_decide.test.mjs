@@ -46,7 +46,7 @@ test('honest verdict: host memory per node for every layout, in the headline and
   assert.ok((await page.textContent('#host-mem')).startsWith(hostText(result.host_bytes_per_node)));
   assert.equal(await page.textContent('#sum-peak'), `${gib(result.fit.compared_bytes)} of ${gib(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
   assert.equal(await page.textContent('#sum-mb'), String(result.fit.max_micro_batch));
-  // Every row's host memory is its own estimate's; offload layouts need hundreds of GiB.
+  // Every row's host memory is the core's, equal to its own estimate's; offload layouts need hundreds of GiB.
   const search = cli('search', searchRequest(request));
   const rows = await tableRows(page);
   assert.equal(rows.length, search.methods.length);
@@ -424,7 +424,7 @@ test('a host memory per node set: layouts whose offload needs more are "host OOM
   await page.click(`#methods button[data-method="${starBefore.method}"]`);
   await settled(page);
   assert.equal(await page.textContent('#sum-badge'), 'host OOM');
-  assert.match(await page.textContent('#sum-host'), new RegExp(`, more than the ${capacity}\\.0 GiB set$`));
+  assert.match(await page.textContent('#sum-host'), new RegExp(`, more than the ${capacity}\\.0 GiB per node$`));
   assert.equal(await page.textContent('#sum-step'), '– (does not fit)');
   assert.equal(await page.textContent('#throughput'), '– (does not fit)');
   await page.fill('#host_mem', '-1');

@@ -24,7 +24,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.setup = bf16(2, 8192, 4);
   in.setup.checkpointing = Checkpointing::kFull;
   const std::vector<LaunchFormat> f = launch_configs(in);
-  REQUIRE(f.size() == 5);
+  REQUIRE(f.size() == 7);
   // DeepSpeed (deepspeed.ai/docs/config-json): batch identity train = micro x accumulation x dp.
   const json ds = json::parse(f[0].text);
   CHECK(ds["train_batch_size"] == 2 * 4 * 8);

@@ -64,6 +64,8 @@
       ? { gpu_mix: [{ gpu, count: number(state.gpus) }, { gpu: { preset: state.gpu2 }, count: number(state.gpus2) }],
         gpus_per_node: number(state.per_node) }
       : { gpu, gpus: number(state.gpus), gpus_per_node: number(state.per_node) };
+    // The node's CPU memory, when set (else the GPU preset's reference node); the core decides host OOM.
+    if (state.host_mem !== '' && Number(state.host_mem) > 0) cluster.host_memory_gib_per_node = number(state.host_mem);
     const request = {
       model: configText ? { config: '@CONFIG@' } : { preset: state.model },
       training,
