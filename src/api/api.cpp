@@ -265,7 +265,7 @@ Json estimate_result(const EstimateRequest& r) {
   result["perf"]["assumptions"] = perf_assumptions(k, cluster);
   if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
   result["warnings"] = r.warnings;
-  if (const char* code = capability_rule(framework_capabilities(r.framework->id, r.framework_yyyymm), d.layout, d.setup, r.gpus_per_node)) {
+  if (const char* code = capability_rule(framework_capabilities(r.framework->id, r.framework_yyyymm), d.layout, d.setup, r.gpus_per_node, r.model.arch.is_moe())) {
     result["warnings"].push_back(r.framework->name + ": " + capability_message(code) + " (" + code + "); the search does not offer this layout");
   }
   return result;

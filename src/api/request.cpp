@@ -231,7 +231,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
   const std::string where = path.empty() ? "/parallel" : path;
   if (j) {
     const FieldReader f(*j, path);
-    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "ep", "sequence_parallel", "sharding", "shard_degree",
+    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sequence_parallel", "sharding", "shard_degree",
                             "schedule", "stage_layers", "reshard_after_forward", "backend"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
@@ -240,6 +240,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     p.vpp = f.int_or({"vpp"}, 1, kMaxDegree, 1);
     p.cp = f.int_or({"cp"}, 1, kMaxDegree, 1);
     p.ep = f.int_or({"ep"}, 1, kMaxDegree, 1);
+    p.etp = f.int_or({"etp"}, 1, kMaxDegree, 0);
     // A framework whose tensor-parallel plan always shards the sequence runs tp > 1 with it.
     p.sequence_parallel = f.bool_or({"sequence_parallel"}, p.tp > 1 && p.behaviour.tp_sequence_parallel_only);
     p.sharding = enum_or(f, "sharding", kShardingNames, p.sharding);

@@ -251,6 +251,7 @@ LaunchFormat megatron(const LaunchInput& in) {
   if (l.vpp > 1) arg("num-layers-per-virtual-pipeline-stage", str(a.num_layers / (l.pp * l.vpp)));
   if (l.cp > 1) arg("context-parallel-size", str(l.cp));
   if (l.ep > 1) arg("expert-model-parallel-size", str(l.ep));
+  if (a.is_moe() && l.expert_tp() != l.tp) arg("expert-tensor-parallel-size", str(l.expert_tp()));
   if (l.sequence_parallel) arg("sequence-parallel");
   // The optimizer offload runs on the distributed optimizer's precision-aware path (asserted).
   const bool distributed_optimizer = l.sharding != Sharding::kNone || in.setup.offload == Offload::kOptimizer;

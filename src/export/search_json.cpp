@@ -57,6 +57,7 @@ Json candidate_to_json(const Candidate& c) {
   parallel.emplace("vpp", l.vpp);
   parallel.emplace("cp", l.cp);
   parallel.emplace("ep", l.ep);
+  parallel.emplace("etp", l.expert_tp());
   parallel.emplace("sequence_parallel", l.sequence_parallel);
   parallel.emplace("sharding", name_of(l.sharding, kShardingNames));
   parallel.emplace("schedule", name_of(l.schedule, kScheduleNames));

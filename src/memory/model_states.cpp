@@ -44,14 +44,15 @@ bool on_embedding_side(const TensorSpec& s) {
 }
 
 // Elements of one copy of `s` on a rank: Megatron splits column/row/vocab tensors over tp (a
-// vocabulary padded to `padded_vocab` rows), experts over tp as well (expert tensor parallel =
-// tp, the Megatron-Core default) and their copies over ep.
+// vocabulary padded to `padded_vocab` rows), experts over the expert tensor-parallel degree
+// (tp, the Megatron-Core default, unless MoE parallel folding sets etp) and their copies over ep.
 std::int64_t rank_numel(const TensorSpec& s, const RankShard& r, std::int64_t vocab) {
   std::int64_t n = s.numel();
   if (s.tp_split == TpSplit::kVocab && r.padded_vocab > vocab && !s.shape.empty() && s.shape[0] == vocab) {
     n = n / vocab * r.padded_vocab;
   }
-  return s.tp_split == TpSplit::kReplicated ? n : ceil_div(n, r.tp);
+  if (s.tp_split == TpSplit::kReplicated) return n;
+  return ceil_div(n, s.kind == ModuleKind::kExpert && r.etp > 0 ? r.etp : r.tp);
 }
 
 // Totals of one class of parameters (dense or expert), before data-parallel sharding.
@@ -311,7 +312,7 @@ const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const Ten
                                         const RankShard& shard) {
   const DistributedBehaviour& b = shard.behaviour;
   key_.assign({static_cast<std::int64_t>(t.offload), static_cast<std::int64_t>(t.amp_weights), static_cast<std::int64_t>(t.method),
-               shard.embedding, shard.head, shard.tp, shard.ep, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
+               shard.embedding, shard.head, shard.tp, shard.ep, shard.etp, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
                shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
                b.pp_defers_grad_sync, b.reduce_in_fp32});
   if (t.method == Method::kFreeze) {

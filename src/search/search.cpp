@@ -292,10 +292,17 @@ class Searcher {
             }
           }
           vpps = allowed(vpps, in_.space.vpp);
-          const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(dp * cp) : std::vector<std::int64_t>{1}, in_.space.ep);
+          // MoE parallel folding: experts at tp, or at etp 1 (Megatron's MoE README: "Use ETP=1 for
+          // MoE"), with ep drawn from the tp x dp x cp ranks etp leaves.
+          const bool folding = a.is_moe() && in_.behaviour.moe_parallel_folding;
+          std::vector<std::int64_t> etps = {tp};
+          if (folding && tp > 1) etps.push_back(1);
           std::vector<bool> sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
           if (!in_.space.sequence_parallel.empty()) sps = allowed<bool>(sps, in_.space.sequence_parallel);
           for (std::int64_t vpp : vpps) {
+           for (std::int64_t etp : etps) {
+            const std::int64_t expert_ranks = folding ? tp * dp * cp / etp : dp * cp;
+            const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(expert_ranks) : std::vector<std::int64_t>{1}, in_.space.ep);
             for (std::int64_t ep : eps) {
               bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
               for (std::vector<StageCosts>& costs : bound_costs_) costs.clear();
@@ -307,7 +314,7 @@ class Searcher {
                 for (bool sp : sps) {
                   for (Checkpointing ck : ckpts) {
                     for (Offload off : offloads) {
-                      add_structure(tp, pp, cp, dp, vpp, ep, sh, sp, ck, off, n_mb);
+                      add_structure(tp, pp, cp, dp, vpp, ep, etp == tp ? 0 : etp, sh, sp, ck, off, n_mb);
                       if (r_.enumerated > in_.max_candidates) {
                         beyond_candidate_bound_ = true;
                         return;
@@ -317,6 +324,7 @@ class Searcher {
                 }
               }
             }
+           }
           }
         }
       }
@@ -326,7 +334,7 @@ class Searcher {
   }
 
   void add_structure(std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int64_t dp, std::int64_t vpp, std::int64_t ep,
-                     Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
+                     std::int64_t etp, Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
     if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
     if (tp > 1 && !sp && in_.behaviour.tp_sequence_parallel_only) return reject("framework_tp_needs_sequence_parallel", n_mb);
     ParallelLayout l;
@@ -336,6 +344,7 @@ class Searcher {
     l.dp = dp;
     l.vpp = vpp;
     l.ep = ep;
+    l.etp = etp;
     l.sharding = sh;
     l.sequence_parallel = sp;
     l.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
@@ -348,7 +357,7 @@ class Searcher {
     t.micro_batch = in_.training.micro_batch;
     t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
     if (const char* code = broken_layout_rule(l, *in_.arch, t)) return reject(code, n_mb);
-    if (const char* code = capability_rule(in_.capabilities, l, t, in_.cluster.gpus_per_node)) return reject(code, n_mb);
+    if (const char* code = capability_rule(in_.capabilities, l, t, in_.cluster.gpus_per_node, in_.arch->is_moe())) return reject(code, n_mb);
     const std::size_t family = family_of(l, off);
     Structure s{std::move(l), ck, off, family};
     const auto index = static_cast<std::uint32_t>(structures_.size());

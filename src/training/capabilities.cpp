@@ -65,13 +65,16 @@ FrameworkCapabilities megatron() {
   // parameters are never offloaded.
   off(c.optimizer_offload_with, {Sharding::kNone, Sharding::kZero2, Sharding::kZero3});
   c.params_offload = false;
+  // moe_layer.py MoELayer.forward raises in training when tp > 1 runs without sequence parallelism.
+  c.moe_tp_needs_sequence_parallel = true;
   // pretrain_gpt.py trains every weight (LoRA: NeMo's PEFT, not Megatron-LM).
   only_methods(c, {Method::kFull});
   c.launch_formats = {"megatron_args"};
   c.sources = {"NVIDIA/Megatron-LM core_v0.14.0: megatron/training/arguments.py (--use-distributed-optimizer, --use-megatron-fsdp, "
                "--data-parallel-sharding-strategy, --optimizer-cpu-offload, --tensor/pipeline-model-parallel-size, "
                "--num-layers-per-virtual-pipeline-stage, --context-parallel-size, --expert-model-parallel-size, "
-               "--sequence-parallel, --recompute-activations / --recompute-granularity)"};
+               "--sequence-parallel, --recompute-activations / --recompute-granularity)",
+               "NVIDIA/Megatron-LM @ d98e8a64: megatron/core/transformer/moe/moe_layer.py (MoE with tp > 1 needs sequence parallelism)"};
   return c;
 }
 
@@ -174,7 +177,7 @@ FrameworkCapabilities framework_capabilities(Framework f, std::int64_t yyyymm) {
 }
 
 const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout& l, const TrainingSetup& t,
-                            std::int64_t gpus_per_node) {
+                            std::int64_t gpus_per_node, bool moe) {
   if (!c.methods[static_cast<int>(t.method)]) return "framework_method";
   if (!c.multi_node && l.gpus() > gpus_per_node) return "framework_single_node";
   if (l.tp > 1) {
@@ -183,6 +186,7 @@ const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout
     if (is_lora_like(t.method) && !c.tp_with_adapters) return "framework_tp_not_with_adapters";
   }
   if (l.sequence_parallel && !c.sequence_parallel) return "framework_no_sequence_parallel";
+  if (moe && l.tp > 1 && !l.sequence_parallel && c.moe_tp_needs_sequence_parallel) return "framework_moe_tp_needs_sequence_parallel";
   if (l.pp > 1 && !c.pp) return "framework_no_pp";
   if (l.vpp > 1 && !c.vpp) return "framework_no_vpp";
   if (l.cp > 1 && !c.cp) return "framework_no_cp";
@@ -219,6 +223,7 @@ std::string capability_message(const char* code) {
       {"framework_no_tp", "the framework has no tensor parallelism"},
       {"framework_tp_not_with_zero3", "the framework's tensor parallelism does not run with ZeRO-3"},
       {"framework_tp_not_with_adapters", "the framework's adapter (LoRA) recipes have no tensor parallelism"},
+      {"framework_moe_tp_needs_sequence_parallel", "the framework trains mixture-of-experts models with tp > 1 only under sequence parallelism"},
       {"framework_no_sequence_parallel", "the framework has no sequence parallelism"},
       {"framework_no_pp", "the framework has no pipeline parallelism"},
       {"framework_no_vpp", "the framework has no interleaved (virtual) pipeline stages"},

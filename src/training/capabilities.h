@@ -42,6 +42,8 @@ struct FrameworkCapabilities {
   /// QLoRA's 4-bit base sharded by ZeRO-3 / FSDP.
   bool qlora_with_zero3 = true;
   bool multi_node = true;
+  /// A mixture-of-experts model trains with tp > 1 only under sequence parallelism.
+  bool moe_tp_needs_sequence_parallel = false;
   /// Launch formats that launch this framework's runs (export/launch.h LaunchFormat::format),
   /// together expressing every knob; empty: memfit writes no launch file for it.
   std::vector<std::string> launch_formats;
@@ -63,9 +65,9 @@ FrameworkCapabilities framework_capabilities(Framework f, std::int64_t yyyymm = 
 std::vector<DatedCapability> dated_capabilities(Framework f);
 
 /// The code of the first capability the run needs and `c` lacks ("framework_no_pp"), or null.
-/// `gpus_per_node`: the cluster's (single-node frameworks).
+/// `gpus_per_node`: the cluster's (single-node frameworks); `moe`: the model has experts.
 const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout& l, const TrainingSetup& t,
-                            std::int64_t gpus_per_node);
+                            std::int64_t gpus_per_node, bool moe);
 /// The rule in words, for a code capability_rule returns.
 std::string capability_message(const char* code);
 

@@ -111,6 +111,7 @@ Knobs read_megatron(const std::string& text, std::int64_t layers) {
   k["pp"] = str(pp);
   k["cp"] = str(cp);
   k["ep"] = str(num(find(text, R"(--expert-model-parallel-size (\d+))"), 1));
+  k["etp"] = str(num(find(text, R"(--expert-tensor-parallel-size (\d+))"), tp));
   k["vpp"] = str(has(text, "--num-layers-per-virtual-pipeline-stage") ? layers / (pp * num(find(text, R"(--num-layers-per-virtual-pipeline-stage (\d+))"))) : 1);
   k["sp"] = has(text, "--sequence-parallel") ? "true" : "false";
   k["micro_batch"] = str(micro);
@@ -204,6 +205,8 @@ Knobs star_knobs(const json& star, std::int64_t gpus, const std::string& method,
   for (const char* d : {"tp", "pp", "cp", "ep"}) k[d] = str(p.at(d).get<std::int64_t>());
   if (p.at("pp").get<std::int64_t>() > 1) k["vpp"] = str(p.at("vpp").get<std::int64_t>());
   if (p.at("tp").get<std::int64_t>() > 1) k["sp"] = p.at("sequence_parallel").get<bool>() ? "true" : "false";
+  // MoE parallel folding: experts at a tensor-parallel degree of their own.
+  if (p.at("etp") != p.at("tp")) k["etp"] = str(p.at("etp").get<std::int64_t>());
   // Sharding over one data-parallel rank shards nothing: any stage is the same run.
   if (p.at("dp").get<std::int64_t>() * p.at("cp").get<std::int64_t>() > 1) k["sharding"] = p.at("sharding").get<std::string>();
   k["offload"] = t.at("offload").get<std::string>();

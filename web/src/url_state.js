@@ -81,7 +81,7 @@
     const p = candidate.parallel;
     const t = candidate.training;
     return {
-      parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep,
+      parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep, ...(p.etp && p.etp !== p.tp ? { etp: p.etp } : {}),
         sequence_parallel: p.sequence_parallel, sharding: p.sharding, schedule: p.schedule },
       training: { micro_batch: t.micro_batch, grad_accum: t.grad_accum,
         activation_checkpointing: t.activation_checkpointing, offload: t.offload },
