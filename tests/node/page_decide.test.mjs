@@ -420,7 +420,8 @@ test('a host memory per node set: layouts whose offload needs more are "host OOM
   assert.ok(firstOver > 0, 'some layouts need more host memory');
   for (const r of rows.slice(firstOver)) assert.ok(over(r) || r.verdict === 'OOM', `${r.method} (${r.verdict}, ${r.host}) after a host OOM row`);
   for (const r of rows.filter(over)) assert.equal(r.verdict, 'host OOM', r.method);
-  assert.ok(rows[0].star && rows[0].shown && !over(rows[0]) && rows[0].verdict === 'fits', JSON.stringify(rows.slice(0, 3)));
+  // The ★ is the core's recommendation: the fastest that fits under 80 %, else the fastest tight one.
+  assert.ok(rows[0].star && rows[0].shown && !over(rows[0]) && ['fits', 'tight'].includes(rows[0].verdict), JSON.stringify(rows.slice(0, 3)));
   assert.notEqual(rows[0].method, starBefore.method);
   const { result } = await assertMatchesCli(page);
   assert.ok(result.host_bytes_per_node <= capacity * 2 ** 30);
