@@ -31,8 +31,17 @@
 //   torchtune: recipes/full_finetune_distributed.py and lora_finetune_distributed.py config keys
 //     @ v0.6.1 (batch_size, gradient_accumulation_steps, enable_activation_checkpointing,
 //     enable_activation_offloading, dtype, fsdp_cpu_offload, compile, optimizer_in_bwd (full recipes
-//     only), tensor_parallel_dim (full recipe, with a tensor_parallel_plan)) and `tune run` with
-//     torchrun's --nnodes / --nproc_per_node. The distributed recipes always shard with FSDP.
+//     only), tensor_parallel_dim (full recipe, with a tensor_parallel_plan), model.lora_attn_modules,
+//     apply_lora_to_mlp, apply_lora_to_output, lora_rank, quantize_base, use_dora (models/llama3_1
+//     _model_builders.py), optimizer._component_ (CPUOffloadOptimizer, memory_optimizations.rst)) and
+//     `tune run` with torchrun's --nnodes / --nproc_per_node. The distributed recipes always shard with FSDP.
+//   Python script: transformers v5.15.0 TrainingArguments (per_device_train_batch_size,
+//     gradient_accumulation_steps, gradient_checkpointing, bf16, fp16), BitsAndBytesConfig; peft @
+//     5d602fdb LoraConfig, get_peft_model, prepare_model_for_kbit_training; deepspeed.initialize and
+//     the `deepspeed` launcher's --num_nodes / --num_gpus; `accelerate launch --num_processes`.
+//   fsdp_qlora: train.py @ 05ed9f2 (--train_type, --world_size, --batch_size,
+//     --gradient_accumulation_steps, --context_length, --precision, --sharding_strategy,
+//     --use_gradient_checkpointing, --use_cpu_offload, --lora_rank, --lora_target_modules).
 #include "export/launch.h"
 
 #include <algorithm>

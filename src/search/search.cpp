@@ -177,6 +177,7 @@ class Searcher {
 
  private:
   const SearchInput& in_;
+  const bool runs_everything_ = runs_everything(in_.capabilities);  // no capability rule to check
   PerfBasis basis_;
   std::vector<ClusterSpec> clusters_;  // the cluster as each of its GPU kinds (one unless mixed)
   std::vector<PerfConstants> perfs_;   // in_.perf with the matmul and attention efficiencies of each kind
@@ -357,7 +358,9 @@ class Searcher {
     t.micro_batch = in_.training.micro_batch;
     t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
     if (const char* code = broken_layout_rule(l, *in_.arch, t)) return reject(code, n_mb);
-    if (const char* code = capability_rule(in_.capabilities, l, t, in_.cluster.gpus_per_node, in_.arch->is_moe())) return reject(code, n_mb);
+    if (!runs_everything_) {
+      if (const char* code = capability_rule(in_.capabilities, l, t, in_.cluster.gpus_per_node, in_.arch->is_moe())) return reject(code, n_mb);
+    }
     const std::size_t family = family_of(l, off);
     Structure s{std::move(l), ck, off, family};
     const auto index = static_cast<std::uint32_t>(structures_.size());
@@ -617,6 +620,7 @@ class Searcher {
         for (const ModelStates& m : *states) per_rank = std::max(per_rank, m.host_bytes);
       }
     }
+    if (per_rank == 0) return HostFit{0, in_.cluster.host_memory_bytes_per_node, false};
     return host_fit(per_rank, in_.cluster.gpus, in_.cluster.gpus_per_node, in_.cluster.host_memory_bytes_per_node);
   }
 

@@ -176,6 +176,15 @@ FrameworkCapabilities framework_capabilities(Framework f, std::int64_t yyyymm) {
   return c;
 }
 
+bool runs_everything(const FrameworkCapabilities& c) {
+  bool all = c.optimizer_offload && c.params_offload && c.tp && c.sequence_parallel && c.tp_with_zero3 && c.tp_with_adapters &&
+             c.pp && c.vpp && c.cp && c.ep && c.replicate_with_model_parallel && c.selective_checkpointing &&
+             c.qlora_with_zero3 && c.multi_node && !c.optimizer_offload_single_gpu_only && !c.moe_tp_needs_sequence_parallel;
+  for (int s = 0; s < 4; ++s) all = all && c.sharding[s] && c.optimizer_offload_with[s];
+  for (bool m : c.methods) all = all && m;
+  return all;
+}
+
 const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout& l, const TrainingSetup& t,
                             std::int64_t gpus_per_node, bool moe) {
   if (!c.methods[static_cast<int>(t.method)]) return "framework_method";

@@ -59,6 +59,10 @@ struct DatedCapability {
   void (*revoke)(FrameworkCapabilities&);
 };
 
+/// Whether `c` limits nothing a layout can use (plain PyTorch, measurement harnesses): the search
+/// then skips capability_rule.
+bool runs_everything(const FrameworkCapabilities& c);
+
 /// The capabilities of `f` as of `yyyymm` (0: the current code).
 FrameworkCapabilities framework_capabilities(Framework f, std::int64_t yyyymm = 0);
 /// The dated capabilities of `f` (docs and tests list them).

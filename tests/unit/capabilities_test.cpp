@@ -305,3 +305,27 @@ TEST_CASE("every ★ exports launch files of its framework that express every kn
     }
   }
 }
+
+TEST_CASE("capabilities by version: a dated capability is missing before its month", "[capabilities]") {
+  CHECK(framework_capabilities(Framework::kDeepspeed).tp);
+  CHECK_FALSE(framework_capabilities(Framework::kDeepspeed, 202406).tp);  // AutoTP training from 0.16.4
+  CHECK(framework_capabilities(Framework::kHfTrainer, 202406).qlora_with_zero3);
+  CHECK_FALSE(framework_capabilities(Framework::kHfTrainer, 202401).qlora_with_zero3);
+  // Plain PyTorch and the harnesses limit nothing; every launchable framework limits something.
+  CHECK(runs_everything(framework_capabilities(Framework::kOther)));
+  for (Framework f : {Framework::kHfTrainer, Framework::kDeepspeed, Framework::kMegatron, Framework::kTorchtitan,
+                      Framework::kTorchtune, Framework::kFsdpQlora, Framework::kLitgpt}) {
+    CHECK_FALSE(runs_everything(framework_capabilities(f)));
+  }
+  // A ZeRO-3 layout with tp 2 is what DeepSpeed's AutoTP rejects; plain DDP is what torchtune never runs.
+  ParallelLayout l;
+  l.dp = 4;
+  l.tp = 2;
+  l.sharding = Sharding::kZero3;
+  TrainingSetup t;
+  CHECK(std::string(capability_rule(framework_capabilities(Framework::kDeepspeed), l, t, 8, false)) == "framework_tp_not_with_zero3");
+  l.tp = 1;
+  l.sharding = Sharding::kNone;
+  CHECK(std::string(capability_rule(framework_capabilities(Framework::kTorchtune), l, t, 8, false)) == "framework_no_ddp");
+  CHECK(capability_rule(framework_capabilities(Framework::kHfTrainer), l, t, 8, false) == nullptr);
+}
