@@ -147,6 +147,7 @@ std::string presets() {
                       {"dense_tflops_bf16", g.dense_tflops_bf16},
                       {"memory_bandwidth_gb_per_s", g.memory_bandwidth_gb_per_s},
                       {"intra_node_bandwidth_gb_per_s", g.intra_node_bandwidth_gb_per_s},
+                      {"host_memory_bytes_per_node", g.host_memory_bytes_per_node > 0 ? Json(g.host_memory_bytes_per_node) : Json(nullptr)},
                       {"sources", g.sources}});
     }
     Json networks = Json::array();
@@ -229,7 +230,10 @@ Json estimate_result(const EstimateRequest& r) {
   result["ranks"] = ranks_to_json(d, rt, r.include_timeline && d.ranks.size() > 1);
   result["parallel"] = layout_to_json(d.layout);
   // Offload: host memory of one node (its GPUs' shards, most-loaded kind as the bound).
-  result["host_bytes_per_node"] = checked_mul(e.states.host_bytes, std::min(r.gpus, r.gpus_per_node), "host bytes");
+  std::int64_t host_per_rank = 0;  // the most any rank kind offloads (as the search counts it)
+  for (const RankEstimate& k : d.ranks) host_per_rank = std::max(host_per_rank, k.estimate.states.host_bytes);
+  const HostFit host = host_fit(host_per_rank, r.gpus, r.gpus_per_node, r.host_memory_bytes_per_node);
+  result["host_bytes_per_node"] = host.bytes_per_node;
   result["model"] = {{"id", r.model.id},
                      {"source", r.model.source},
                      {"model_type", r.model.arch.model_type},
@@ -239,6 +243,10 @@ Json estimate_result(const EstimateRequest& r) {
   result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
   result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
   result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
+  result["fit"]["verdict"] = verdict_name(fit.verdict, host.oom);
+  result["fit"]["gpu_verdict"] = verdict_name(fit.verdict);
+  result["fit"]["host_bytes_per_node"] = host.bytes_per_node;
+  result["fit"]["host_memory_bytes_per_node"] = host.memory_bytes_per_node > 0 ? Json(host.memory_bytes_per_node) : Json(nullptr);
   if (placed) {
     // The most-used stage is the one compared with its GPUs' memory.
     const StagePlacement* worst = &placed->kinds.front();
@@ -269,6 +277,9 @@ Json estimate_result(const EstimateRequest& r) {
   result["perf"]["assumptions"] = perf_assumptions(k, cluster);
   if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
   result["warnings"] = r.warnings;
+  if (const char* code = capability_rule(framework_capabilities(r.framework->id, r.framework_yyyymm), d.layout, d.setup, r.gpus_per_node, r.model.arch.is_moe())) {
+    result["warnings"].push_back(r.framework->name + ": " + capability_message(code) + " (" + code + "); the search does not offer this layout");
+  }
   return result;
 }
 
@@ -348,6 +359,7 @@ LaunchInput launch_input(const EstimateRequest& r, const ParallelLayout& l, cons
   in.layout = l;
   in.setup = t;
   in.gpus_per_node = r.gpus_per_node;
+  in.framework = r.framework->id;
   return in;
 }
 
@@ -370,6 +382,9 @@ std::string search(std::string_view request_text) {
     result["gpu"] = {{"id", s.base.gpu.id}, {"name", s.base.gpu.name}, {"memory_total_bytes", s.base.gpu.memory_total_bytes}};
     result["cluster"] = {{"gpus", s.input.cluster.gpus},
                          {"gpus_per_node", s.input.cluster.gpus_per_node},
+                         {"host_memory_bytes_per_node", s.input.cluster.host_memory_bytes_per_node > 0
+                                                            ? Json(s.input.cluster.host_memory_bytes_per_node)
+                                                            : Json(nullptr)},
                          {"inter_node_bandwidth_gb_per_s", s.input.cluster.inter_node_bandwidth_gb_per_s}};
     if (!s.input.gpu_mix.empty()) result["cluster"]["gpu_mix"] = gpu_mix_to_json(s.input.gpu_mix);
     result["global_batch"] = s.input.global_batch > 0 ? Json(s.input.global_batch) : Json(nullptr);

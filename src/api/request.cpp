@@ -27,6 +27,7 @@ constexpr std::int64_t kMaxLoraRank = 1 << 16;
 constexpr std::int64_t kMaxGpus = 1 << 20;
 constexpr std::int64_t kMaxDegree = 1 << 16;
 constexpr double kMaxGpuMemoryGib = 1 << 20;  // 1 PiB: far above any accelerator, well inside 2^53 bytes
+constexpr double kMaxHostMemoryGib = 1 << 20;  // per node, as bounded as a GPU
 
 // The value of a string enum field, or `fallback` when absent.
 template <typename E, std::size_t N>
@@ -190,6 +191,15 @@ GpuSpec read_gpu(const Json& j, const std::string& path) {
   return g;
 }
 
+// A node's CPU memory from the GPU presets' reference nodes: the least of a mix's kinds, 0 when
+// any kind has none.
+std::int64_t host_memory_of(const GpuSpec& gpu, const std::vector<GpuGroup>& mix) {
+  if (mix.empty()) return gpu.host_memory_bytes_per_node;
+  std::int64_t least = mix.front().gpu.host_memory_bytes_per_node;
+  for (const GpuGroup& g : mix) least = std::min(least, g.gpu.host_memory_bytes_per_node);
+  return least;
+}
+
 // cluster.gpu_mix: [{"gpu": {...}, "count": n}, ...], 2 to 16 groups in rank order.
 std::vector<GpuGroup> read_gpu_mix(const Json& j, const std::string& path) {
   constexpr std::size_t kMaxGroups = 16;
@@ -248,7 +258,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
   const std::string where = path.empty() ? "/parallel" : path;
   if (j) {
     const FieldReader f(*j, path);
-    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "sequence_parallel", "sharding",
+    reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "etp", "sequence_parallel", "sharding",
                             "shard_degree", "schedule", "stage_layers", "reshard_after_forward", "backend",
                             "fsdp_version"});
     dp_given = f.has({"dp"});
@@ -259,6 +269,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     p.cp = f.int_or({"cp"}, 1, kMaxDegree, 1);
     p.ep = f.int_or({"ep"}, 1, kMaxDegree, 1);
     p.cp_kind = enum_or(f, "cp_kind", kCpKindNames, p.cp_kind);
+    p.etp = f.int_or({"etp"}, 1, kMaxDegree, 0);
     // A framework whose tensor-parallel plan always shards the sequence runs tp > 1 with it.
     p.sequence_parallel = f.bool_or({"sequence_parallel"}, p.tp > 1 && p.behaviour.tp_sequence_parallel_only);
     p.sharding = enum_or(f, "sharding", kShardingNames, p.sharding);
@@ -479,7 +490,7 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (!cluster->is_object()) throw Error(ErrorCode::kInvalidType, "/cluster", "cluster must be an object");
   const FieldReader c(*cluster, "/cluster");
   reject_unknown_keys(c, {"gpu", "gpu_mix", "gpus", "gpus_per_node", "network", "inter_node_bandwidth_gb_per_s",
-                          "host_memory_bandwidth_gb_per_s"});
+                          "host_memory_bandwidth_gb_per_s", "host_memory_gib_per_node"});
   const NetworkPreset* network = read_network(c);
   const Json* gpu = c.find({"gpu"});
   const Json* mix = c.find({"gpu_mix"});
@@ -517,6 +528,11 @@ EstimateRequest read_estimate_request(const Json& req) {
   if (network) r.inter_node_bandwidth_gb_per_s = network->gb_per_s_per_gpu();
   r.inter_node_bandwidth_gb_per_s = bandwidth_or(c, "inter_node_bandwidth_gb_per_s", r.inter_node_bandwidth_gb_per_s);
   r.host_memory_bandwidth_gb_per_s = bandwidth_or(c, "host_memory_bandwidth_gb_per_s", r.host_memory_bandwidth_gb_per_s);
+  r.host_memory_bytes_per_node = host_memory_of(r.gpu, r.gpu_mix);
+  if (const auto gib = c.get_number({"host_memory_gib_per_node"}, 1.0 / 1024, kMaxHostMemoryGib)) {
+    r.host_memory_bytes_per_node = static_cast<std::int64_t>(std::llround(*gib * static_cast<double>(kGiB)));
+  }
+  r.framework_yyyymm = framework_yyyymm;
 
   const Json* parallel = f.find({"parallel"});
   if (parallel && !parallel->is_object()) throw Error(ErrorCode::kInvalidType, "/parallel", "parallel must be an object");
@@ -562,6 +578,7 @@ ClusterSpec cluster_of(const EstimateRequest& r) {
   c.gpus_per_node = r.gpus_per_node;
   c.inter_node_bandwidth_gb_per_s = r.inter_node_bandwidth_gb_per_s;
   c.host_memory_bandwidth_gb_per_s = r.host_memory_bandwidth_gb_per_s;
+  c.host_memory_bytes_per_node = r.host_memory_bytes_per_node;
   return c;
 }
 
@@ -589,6 +606,7 @@ SearchRequest read_search_request(const Json& req) {
   in.cluster = cluster_of(s.base);
   in.runtime = runtime_for(s.base.gpu);
   in.gpu_mix = s.base.gpu_mix;
+  in.capabilities = framework_capabilities(s.base.framework->id, s.base.framework_yyyymm);
   // Training fields the user gave fix their dimension.
   if (const Json* t = f.find({"training"})) {
     if (t->contains("micro_batch")) in.space.micro_batch = {s.base.training.micro_batch};

@@ -62,6 +62,10 @@ struct EstimateRequest {
   std::int64_t gpus_per_node = 8;
   double inter_node_bandwidth_gb_per_s = kDefaultInterNodeBandwidthGbPerS;
   double host_memory_bandwidth_gb_per_s = kDefaultHostMemoryBandwidthGbPerS;
+  /// CPU memory of one node: cluster.host_memory_gib_per_node, else the GPU preset's reference
+  /// node (the least of a mix's); 0: unknown, not checked.
+  std::int64_t host_memory_bytes_per_node = 0;
+  std::int64_t framework_yyyymm = 0;  // training.framework_version (0: the current code)
   ParallelLayout parallel;   // degrees from the request, behaviours from the framework profile
   bool include_timeline = true;
   bool search_max_micro_batch = true;

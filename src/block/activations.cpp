@@ -175,8 +175,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // transformers' NewGELUActivation ("gelu_new") is built from elementwise ops; compiled, or
   // Megatron's bias-gelu fusion (fused_elementwise), it is one kernel that saves its input.
   const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile && !t.fused_elementwise;
-  auto mlp_bytes = [&](std::int64_t full_width, bool merged = false) {
-    const std::int64_t width = ceil_div(full_width, tp);
+  auto mlp_bytes = [&](std::int64_t full_width, std::int64_t split_by, bool merged = false) {
+    const std::int64_t width = ceil_div(full_width, split_by);
     const bool gate_up = targeted("gate") || targeted("up");
     MlpBytes out_bytes;
     if (input_saved(gate_up) || merged) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
@@ -197,16 +197,19 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     seq += 8 * a.moe.num_experts;                      // router logits and fp32 probabilities
     // Per routed copy of the token: routed tokens are exchanged between expert-parallel ranks,
     // not removed (balanced routing: each rank receives top_k copies per local token). The
-    // permuted copy is full width: Megatron's dispatcher gathers the tp group's tokens first.
-    const MlpBytes expert = mlp_bytes(a.moe.expert_intermediate_size, merged_experts);
-    s += k * (expert.input + expert.split + e * h);
+    // permuted copy is full width: Megatron's dispatcher gathers its expert-tp group's tokens
+    // (token_dispatcher.py dispatch_postprocess), etp / tp of the sequence per rank (tp > 1 runs
+    // MoE with sequence parallelism), each split etp ways.
+    const std::int64_t etp = split.expert_tp > 0 ? split.expert_tp : tp;
+    const MlpBytes expert = mlp_bytes(a.moe.expert_intermediate_size, etp, merged_experts);
+    s += ceil_div(k * (expert.input + expert.split + e * h) * etp, tp);
     if (a.moe.shared_intermediate_size > 0) {
-      const MlpBytes shared = mlp_bytes(a.moe.shared_intermediate_size);
+      const MlpBytes shared = mlp_bytes(a.moe.shared_intermediate_size, tp);
       linear_inputs += shared.input;
       s += shared.split;
     }
   } else {
-    const MlpBytes dense = mlp_bytes(f);
+    const MlpBytes dense = mlp_bytes(f, tp);
     linear_inputs += dense.input;
     s += dense.split;
   }

@@ -36,6 +36,8 @@ struct ActivationSplit {
   /// tensor parallelism: the matmul saves its redistributed input) instead of the local shard
   /// (Megatron saves the shard and gathers again in backward).
   bool gathered_linear_inputs = false;
+  /// Expert layers' tensor parallelism (MoE parallel folding's etp); 0: tp.
+  std::int64_t expert_tp = 0;
 };
 
 /// Whether the checkpointing policy starts from the layer's activations without checkpointing

@@ -125,7 +125,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
 
 Json layout_to_json(const ParallelLayout& l) {
   const DistributedBehaviour& b = l.behaviour;
-  Json j{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep},
+  Json j{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.expert_tp()},
          {"cp_kind", name_of(l.cp_kind, kCpKindNames)},
          {"sequence_parallel", l.sequence_parallel},
          {"sharding", name_of(l.sharding, kShardingNames)},

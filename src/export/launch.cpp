@@ -31,8 +31,17 @@
 //   torchtune: recipes/full_finetune_distributed.py and lora_finetune_distributed.py config keys
 //     @ v0.6.1 (batch_size, gradient_accumulation_steps, enable_activation_checkpointing,
 //     enable_activation_offloading, dtype, fsdp_cpu_offload, compile, optimizer_in_bwd (full recipes
-//     only), tensor_parallel_dim (full recipe, with a tensor_parallel_plan)) and `tune run` with
-//     torchrun's --nnodes / --nproc_per_node. The distributed recipes always shard with FSDP.
+//     only), tensor_parallel_dim (full recipe, with a tensor_parallel_plan), model.lora_attn_modules,
+//     apply_lora_to_mlp, apply_lora_to_output, lora_rank, quantize_base, use_dora (models/llama3_1
+//     _model_builders.py), optimizer._component_ (CPUOffloadOptimizer, memory_optimizations.rst)) and
+//     `tune run` with torchrun's --nnodes / --nproc_per_node. The distributed recipes always shard with FSDP.
+//   Python script: transformers v5.15.0 TrainingArguments (per_device_train_batch_size,
+//     gradient_accumulation_steps, gradient_checkpointing, bf16, fp16), BitsAndBytesConfig; peft @
+//     5d602fdb LoraConfig, get_peft_model, prepare_model_for_kbit_training; deepspeed.initialize and
+//     the `deepspeed` launcher's --num_nodes / --num_gpus; `accelerate launch --num_processes`.
+//   fsdp_qlora: train.py @ 05ed9f2 (--train_type, --world_size, --batch_size,
+//     --gradient_accumulation_steps, --context_length, --precision, --sharding_strategy,
+//     --use_gradient_checkpointing, --use_cpu_offload, --lora_rank, --lora_target_modules).
 //   TRL: `trl sft --config` YAML, fields of SFTConfig / TrainingArguments and ModelConfig @ f2cd5771
 //     (trl/trainer/sft_config.py, base_config.py, model_config.py: model_name_or_path, dtype,
 //     attn_implementation, use_peft, lora_r, lora_dropout, lora_target_modules, use_dora, load_in_4bit,
@@ -44,14 +53,24 @@
 //     lora_dropout, use_gradient_checkpointing) and TRL's SFTConfig.
 #include "export/launch.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <sstream>
 #include <utility>
 
 #include "hf_config/json_input.h"
+#include "training/capabilities.h"
 
 namespace memfit {
 
 namespace {
+
+LaunchFormat named(const char* format, const char* file_name) {
+  LaunchFormat f;
+  f.format = format;
+  f.file_name = file_name;
+  return f;
+}
 
 std::string dtype_name(Precision p) {
   switch (p) {
@@ -83,14 +102,21 @@ int zero_stage(Sharding s) {
 // (config-json.md @ v0.16.4); at other stages the offload entries are ignored without a word.
 constexpr const char* kDeepSpeedOffloadStages =
     "DeepSpeed offloads the optimizer from ZeRO stage 1 and parameters at stage 3 only; other stages ignore the offload";
+bool one_data_rank(const ParallelLayout& l) { return l.dp * l.cp == 1; }
+// The ZeRO stage that runs the layout: on one data-parallel rank a stage shards nothing, so an
+// optimizer offload there runs as stage 1 (the same memory as no sharding).
+int deepspeed_stage(const LaunchInput& in) {
+  if (in.setup.offload == Offload::kOptimizer && in.layout.sharding == Sharding::kNone && one_data_rank(in.layout)) return 1;
+  return zero_stage(in.layout.sharding);
+}
 bool deepspeed_ignores_offload(const LaunchInput& in) {
-  const Sharding sh = in.layout.sharding;
-  if (in.setup.offload == Offload::kParamsOptimizer) return sh != Sharding::kZero3;
-  return in.setup.offload == Offload::kOptimizer && sh == Sharding::kNone;
+  const int stage = deepspeed_stage(in);
+  if (in.setup.offload == Offload::kParamsOptimizer) return stage != 3;
+  return in.setup.offload == Offload::kOptimizer && stage == 0;
 }
 
 LaunchFormat deepspeed(const LaunchInput& in) {
-  LaunchFormat f{"deepspeed_json", "ds_config.json", "", true, {}};
+  LaunchFormat f = named("deepspeed_json", "ds_config.json");
   const ParallelLayout& l = in.layout;
   if (l.pp > 1 || l.cp > 1 || l.ep > 1) {
     f.supported = false;
@@ -117,7 +143,7 @@ LaunchFormat deepspeed(const LaunchInput& in) {
   const std::string dt = dtype_name(in.setup.precision);
   j["bf16"] = {{"enabled", dt == "bf16"}};
   j["fp16"] = {{"enabled", dt == "fp16"}};
-  Json zero{{"stage", zero_stage(l.sharding)}, {"overlap_comm", true}, {"contiguous_gradients", true}};
+  Json zero{{"stage", deepspeed_stage(in)}, {"overlap_comm", true}, {"contiguous_gradients", true}};
   if (offload_opt) zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
   if (in.setup.offload == Offload::kParamsOptimizer) zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   j["zero_optimization"] = zero;
@@ -128,13 +154,13 @@ LaunchFormat deepspeed(const LaunchInput& in) {
     f.notes.emplace_back("AutoTP: train_batch_size is left out (DeepSpeed would count every rank); in DeepSpeed 0.16 shard the model with deepspeed.tp_model_init before deepspeed.initialize");
   }
   if (in.setup.checkpointing != Checkpointing::kNone) {
-    f.notes.emplace_back("activation checkpointing is switched on in the model (model.gradient_checkpointing_enable()), not in this file");
+    f.notes.emplace_back("activation checkpointing is switched on in the model (model.gradient_checkpointing_enable(), train.py), not in this file");
   }
   return f;
 }
 
 LaunchFormat accelerate(const LaunchInput& in) {
-  LaunchFormat f{"accelerate_yaml", "accelerate_config.yaml", "", true, {}};
+  LaunchFormat f = named("accelerate_yaml", "accelerate_config.yaml");
   const ParallelLayout& l = in.layout;
   if (model_parallel(l)) {
     f.supported = false;
@@ -170,7 +196,7 @@ LaunchFormat accelerate(const LaunchInput& in) {
   y << "main_training_function: main\n";
   if (ds) {
     y << "deepspeed_config:\n";
-    y << "  zero_stage: " << zero_stage(l.sharding) << "\n";
+    y << "  zero_stage: " << deepspeed_stage(in) << "\n";
     y << "  gradient_accumulation_steps: " << in.setup.grad_accum << "\n";
     y << "  offload_optimizer_device: " << (in.setup.offload == Offload::kNone ? "none" : "cpu") << "\n";
     y << "  offload_param_device: " << (in.setup.offload == Offload::kParamsOptimizer ? "cpu" : "none") << "\n";
@@ -209,7 +235,7 @@ constexpr const char* kUlyssesNotRing =
 bool ulysses_layout(const ParallelLayout& l) { return l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses; }
 
 LaunchFormat megatron(const LaunchInput& in) {
-  LaunchFormat f{"megatron_args", "megatron_args.sh", "", true, {}};
+  LaunchFormat f = named("megatron_args", "megatron_args.sh");
   const ParallelLayout& l = in.layout;
   if (ulysses_layout(l)) {
     f.supported = false;
@@ -255,6 +281,7 @@ LaunchFormat megatron(const LaunchInput& in) {
   if (l.vpp > 1) arg("num-layers-per-virtual-pipeline-stage", str(a.num_layers / (l.pp * l.vpp)));
   if (l.cp > 1) arg("context-parallel-size", str(l.cp));
   if (l.ep > 1) arg("expert-model-parallel-size", str(l.ep));
+  if (a.is_moe() && l.expert_tp() != l.tp) arg("expert-tensor-parallel-size", str(l.expert_tp()));
   if (l.sequence_parallel) arg("sequence-parallel");
   // The optimizer offload runs on the distributed optimizer's precision-aware path (asserted).
   const bool distributed_optimizer = l.sharding != Sharding::kNone || in.setup.offload == Offload::kOptimizer;
@@ -300,7 +327,7 @@ LaunchFormat megatron(const LaunchInput& in) {
 }
 
 LaunchFormat torchtitan(const LaunchInput& in) {
-  LaunchFormat f{"torchtitan_toml", "torchtitan.toml", "", true, {}};
+  LaunchFormat f = named("torchtitan_toml", "torchtitan.toml");
   const ParallelLayout& l = in.layout;
   if (ulysses_layout(l)) {
     f.supported = false;
@@ -331,7 +358,10 @@ LaunchFormat torchtitan(const LaunchInput& in) {
   t << "global_batch_size = " << global_batch(in) << "\n";
   t << "seq_len = " << in.setup.seq_len << "\n";
   t << "mixed_precision_param = \"" << (dtype_name(in.setup.precision) == "fp16" ? "float16" : "bfloat16") << "\"\n";
-  t << "mixed_precision_reduce = \"float32\"\n\n";
+  t << "mixed_precision_reduce = \"float32\"\n";
+  // FSDP2's CPUOffloadPolicy: parameter, gradient and optimizer-state shards on the host.
+  if (in.setup.offload == Offload::kParamsOptimizer) t << "enable_cpu_offload = true\n";
+  t << "\n";
   t << "[parallelism]\n";
   t << "data_parallel_replicate_degree = " << replicate << "\n";
   t << "data_parallel_shard_degree = " << shard << "\n";
@@ -357,14 +387,44 @@ LaunchFormat torchtitan(const LaunchInput& in) {
   if (in.setup.checkpointing == Checkpointing::kSelective) t << "selective_ac_option = \"op\"\n";
   t << "\n[compile]\nenable = " << (in.setup.compile ? "true" : "false") << "\n";
   f.text = t.str();
-  if (in.setup.offload == Offload::kParamsOptimizer) f.notes.emplace_back("set [training] enable_cpu_offload = true for FSDP parameter offload");
   if (!l.sequence_parallel && l.tp > 1) f.notes.emplace_back("torchtitan's tensor parallelism always shards the sequence between blocks (sequence parallel)");
   f.notes.emplace_back("model name and flavor: pick the torchtitan flavor matching " + in.model_id);
   return f;
 }
 
+// LoRA target roles (request names) as Hugging Face module names (Llama-style models).
+std::vector<std::string> hf_modules(const std::vector<std::string>& roles) {
+  static constexpr std::pair<const char*, const char*> kNames[] = {{"q", "q_proj"},       {"k", "k_proj"},   {"v", "v_proj"},
+                                                                   {"o", "o_proj"},       {"gate", "gate_proj"},
+                                                                   {"up", "up_proj"},     {"down", "down_proj"},
+                                                                   {"head", "lm_head"}};
+  std::vector<std::string> out;
+  for (const std::string& r : roles) {
+    std::string name = r;
+    for (const auto& [role, module] : kNames) {
+      if (r == role) name = module;
+    }
+    out.push_back(name);
+  }
+  return out;
+}
+bool targets_any(const std::vector<std::string>& roles, std::initializer_list<const char*> wanted) {
+  for (const std::string& r : roles) {
+    if (r == "all-linear") return true;
+    for (const char* w : wanted) {
+      if (r == w) return true;
+    }
+  }
+  return false;
+}
+std::string python_list(const std::vector<std::string>& items) {
+  std::string s = "[";
+  for (const std::string& i : items) s += (s.size() > 1 ? ", " : "") + ("'" + i + "'");
+  return s + "]";
+}
+
 LaunchFormat torchtune(const LaunchInput& in) {
-  LaunchFormat f{"torchtune_command", "torchtune.sh", "", true, {}};
+  LaunchFormat f = named("torchtune_command", "torchtune.sh");
   const ParallelLayout& l = in.layout;
   if (l.pp > 1 || l.cp > 1 || l.ep > 1 || l.sharding == Sharding::kZero1 || l.sharding == Sharding::kZero2) {
     f.supported = false;
@@ -373,7 +433,12 @@ LaunchFormat torchtune(const LaunchInput& in) {
   }
   const bool lora = is_lora_like(in.setup.method);
   const bool distributed = l.gpus() > 1;
-  if (distributed && l.sharding == Sharding::kNone) {
+  if (in.setup.method == Method::kFreeze) {
+    f.supported = false;
+    f.notes.emplace_back("torchtune's recipes train all weights or LoRA/DoRA adapters; freezing all but the last blocks is not an option");
+    return f;
+  }
+  if (distributed && l.sharding == Sharding::kNone && !one_data_rank(l)) {
     f.supported = false;
     f.notes.emplace_back("torchtune's distributed recipes always shard with FSDP; a replicated (DDP) layout is not an option");
     return f;
@@ -381,6 +446,11 @@ LaunchFormat torchtune(const LaunchInput& in) {
   if (lora && l.tp > 1) {
     f.supported = false;
     f.notes.emplace_back("torchtune's LoRA recipe (v0.6.1) has no tensor parallelism");
+    return f;
+  }
+  if (distributed && in.setup.offload == Offload::kOptimizer) {
+    f.supported = false;
+    f.notes.emplace_back("torchtune offloads the optimizer alone only on one GPU (torchao CPUOffloadOptimizer); distributed recipes offload with fsdp_cpu_offload");
     return f;
   }
   std::string recipe = std::string(lora ? "lora" : "full") + "_finetune_" + (distributed ? "distributed" : "single_device");
@@ -395,13 +465,30 @@ LaunchFormat torchtune(const LaunchInput& in) {
   c << " dtype=" << (dtype_name(in.setup.precision) == "fp32" ? "fp32" : "bf16");
   c << " compile=" << (in.setup.compile ? "True" : "False");
   if (distributed && in.setup.offload == Offload::kParamsOptimizer) c << " fsdp_cpu_offload=True";
+  // memory_optimizations.rst: torchao's CPUOffloadOptimizer wraps AdamW, its states and step on the CPU.
+  if (in.setup.offload == Offload::kOptimizer) c << " optimizer._component_=torchao.prototype.low_bit_optim.CPUOffloadOptimizer";
   if (distributed && l.tp > 1) c << " tensor_parallel_dim=" << l.tp;
   if (in.setup.offload == Offload::kActivations) c << " enable_activation_offloading=True";
   if (in.setup.optimizer_in_backward && !lora) c << " optimizer_in_bwd=True clip_grad_norm=null";
-  if (lora) c << " model.lora_rank=" << in.setup.lora_rank;
+  if (lora) {
+    // The llama3 LoRA builders (_model_builders.py): adapted attention projections, MLP and
+    // output flags, rank; quantize_base (QLoRA's NF4 base) and use_dora.
+    std::vector<std::string> attn;
+    for (const char* r : {"q", "k", "v", "o"}) {
+      if (targets_any(in.setup.lora_targets, {r})) attn.push_back(std::string(r) + "_proj");
+    }
+    for (std::string& a : attn) {
+      if (a == "o_proj") a = "output_proj";
+    }
+    c << " model.lora_attn_modules=\"" << python_list(attn) << "\"";
+    c << " model.apply_lora_to_mlp=" << (targets_any(in.setup.lora_targets, {"gate", "up", "down"}) ? "True" : "False");
+    c << " model.apply_lora_to_output=" << (targets_any(in.setup.lora_targets, {"head"}) ? "True" : "False");
+    c << " model.lora_rank=" << in.setup.lora_rank;
+    if (in.setup.method == Method::kQlora) c << " model.quantize_base=True";
+    if (in.setup.method == Method::kDora) c << " model.use_dora=True";
+  }
   c << "\n";
   f.text = c.str();
-  if (in.setup.offload == Offload::kOptimizer) f.notes.emplace_back("torchtune offloads optimizer states only on one GPU (optimizer=torchao.optim.CPUOffloadOptimizer)");
   if (distributed && l.tp > 1) f.notes.emplace_back("tensor_parallel_dim needs a tensor_parallel_plan in the config (torchtune ships one for the Llama 3 70B configs)");
   if (in.setup.optimizer_in_backward && lora) f.notes.emplace_back("optimizer_in_bwd is a full-finetune option; the LoRA recipes step the optimizer after backward");
   if (in.setup.checkpointing == Checkpointing::kSelective) f.notes.emplace_back("enable_activation_checkpointing checkpoints whole blocks (full); selective is ac_mode/ac_option in the full distributed recipe");
@@ -493,6 +580,100 @@ LaunchFormat trl_sft(const LaunchInput& in) {
   return f;
 }
 
+// The training script's model setup: the 4-bit base (bitsandbytes), the adapters (PEFT) or the
+// frozen blocks, and activation checkpointing. transformers v5.15.0 BitsAndBytesConfig
+// (load_in_4bit, bnb_4bit_quant_type, bnb_4bit_use_double_quant, bnb_4bit_compute_dtype,
+// bnb_4bit_quant_storage); peft @ 5d602fdb LoraConfig (r, lora_alpha, lora_dropout,
+// target_modules, use_dora), prepare_model_for_kbit_training, get_peft_model.
+void python_model_setup(std::ostringstream& p, const LaunchInput& in, const char* torch_dtype) {
+  const TrainingSetup& t = in.setup;
+  const bool lora = is_lora_like(t.method);
+  if (t.method == Method::kQlora) {
+    p << "quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True,\n"
+      << "                                  bnb_4bit_compute_dtype=" << torch_dtype << ", bnb_4bit_quant_storage=" << torch_dtype << ")\n";
+  }
+  p << "model = AutoModelForCausalLM.from_pretrained(MODEL, dtype=" << torch_dtype
+    << (t.method == Method::kQlora ? ", quantization_config=quantization" : "") << ")\n";
+  const bool ckpt = t.checkpointing != Checkpointing::kNone;
+  if (t.method == Method::kQlora) p << "model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=" << (ckpt ? "True" : "False") << ")\n";
+  if (lora) {
+    std::vector<std::string> targets = hf_modules(t.lora_targets);
+    const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
+    p << "model = get_peft_model(model, LoraConfig(r=" << t.lora_rank << ", lora_alpha=" << 2 * t.lora_rank
+      << ", lora_dropout=" << t.lora_dropout << ", target_modules=" << target_text << ", use_dora="
+      << (t.method == Method::kDora ? "True" : "False") << ", task_type=\"CAUSAL_LM\"))\n";
+  }
+  if (t.method == Method::kFreeze) {
+    p << "TRAINABLE_BLOCKS = " << t.freeze_trainable_layers << "  # the last blocks train, everything else is frozen\n"
+      << "for p in model.parameters():\n    p.requires_grad_(False)\n"
+      << "for block in model.model.layers[-TRAINABLE_BLOCKS:]:\n    block.requires_grad_(True)\n";
+  }
+}
+
+const char* torch_dtype_of(Precision p) {
+  switch (p) {
+    case Precision::kFp16: return "torch.float16";
+    case Precision::kBf16:
+    case Precision::kFp8: return "torch.bfloat16";
+    default: return "torch.float32";  // fp32 and AMP: fp32 weights
+  }
+}
+
+// A Python training script: the Hugging Face Trainer (launched by accelerate with
+// accelerate_config.yaml) or, for the deepspeed framework, a DeepSpeed engine loop over the same
+// model (launched by the deepspeed launcher with ds_config.json).
+LaunchFormat python_script(const LaunchInput& in) {
+  LaunchFormat f = named("python_script", "train.py");
+  const ParallelLayout& l = in.layout;
+  const TrainingSetup& t = in.setup;
+  if (model_parallel(l) && in.framework != Framework::kDeepspeed) {
+    f.supported = false;
+    f.notes.emplace_back("the Trainer script runs data parallelism (DDP, FSDP, DeepSpeed ZeRO); for tp/pp/cp/ep use Megatron-LM or torchtitan");
+    return f;
+  }
+  const bool deepspeed_loop = in.framework == Framework::kDeepspeed;
+  if (deepspeed_loop && (l.pp > 1 || l.cp > 1 || l.ep > 1)) {
+    f.supported = false;
+    f.notes.emplace_back("a DeepSpeed engine loop sets tensor parallelism (AutoTP) in ds_config.json; pipeline, context and expert parallelism need model code");
+    return f;
+  }
+  const char* dtype = torch_dtype_of(t.precision);
+  const std::string mixed = dtype_name(t.precision);
+  std::ostringstream p;
+  if (deepspeed_loop) {
+    p << "# deepspeed --num_nodes " << nodes(in) << " --num_gpus " << std::min(in.gpus_per_node, l.gpus()) << " train.py\n";
+  } else {
+    p << "# accelerate launch --config_file accelerate_config.yaml --num_processes " << l.gpus() << " train.py\n";
+  }
+  p << "import torch\n";
+  p << (deepspeed_loop ? "import deepspeed\nfrom transformers import AutoModelForCausalLM\n"
+                       : "from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments\n");
+  if (is_lora_like(t.method)) p << "from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training\n";
+  p << "\nMODEL = \"" << in.model_id << "\"\n";
+  python_model_setup(p, in, dtype);
+  const bool ckpt = t.checkpointing != Checkpointing::kNone;
+  if (deepspeed_loop) {
+    if (ckpt) p << "model.gradient_checkpointing_enable()\n";
+    p << "engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=[p for p in model.parameters() if p.requires_grad],\n"
+      << "                                             config=\"ds_config.json\")  # micro-batch " << t.micro_batch
+      << ", accumulation " << t.grad_accum << "\n";
+    p << "for batch in loader:  # sequences of " << t.seq_len << " tokens, " << t.micro_batch << " per GPU\n"
+      << "    loss = engine(**batch).loss\n    engine.backward(loss)\n    engine.step()\n";
+  } else {
+    p << "args = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=" << t.micro_batch
+      << ", gradient_accumulation_steps=" << t.grad_accum << ",\n"
+      << "                         gradient_checkpointing=" << (ckpt ? "True" : "False") << ", bf16=" << (mixed == "bf16" ? "True" : "False")
+      << ", fp16=" << (mixed == "fp16" ? "True" : "False") << ", max_steps=1000)\n";
+    p << "trainer = Trainer(model=model, args=args, train_dataset=dataset)  # your dataset: sequences of " << t.seq_len << " tokens\n"
+      << "trainer.train()\n";
+  }
+  f.text = p.str();
+  if (t.checkpointing == Checkpointing::kSelective) {
+    f.notes.emplace_back("gradient_checkpointing recomputes whole decoder layers (full); selective recompute is not a Trainer option");
+  }
+  return f;
+}
+
 LaunchFormat unsloth_script(const LaunchInput& in) {
   LaunchFormat f{"unsloth_python", "train_unsloth.py", "", true, {}};
   const TrainingSetup& t = in.setup;
@@ -546,10 +727,52 @@ LaunchFormat unsloth_script(const LaunchInput& in) {
   return f;
 }
 
+// Answer.AI fsdp_qlora train.py @ 05ed9f2 (fsdp_main's arguments): one node, mp.spawn over
+// world_size GPUs.
+LaunchFormat fsdp_qlora(const LaunchInput& in) {
+  LaunchFormat f = named("fsdp_qlora_command", "fsdp_qlora.sh");
+  const ParallelLayout& l = in.layout;
+  const TrainingSetup& t = in.setup;
+  std::string why;
+  if (model_parallel(l)) why = "fsdp_qlora runs FSDP data parallelism only (no tp, pp, cp or ep)";
+  else if (nodes(in) > 1) why = "fsdp_qlora's train.py spawns its ranks on one node";
+  else if (l.sharding == Sharding::kZero1) why = "fsdp_qlora's sharding strategies are full_shard, shard_grad_op and ddp (no ZeRO-1)";
+  else if (t.offload == Offload::kOptimizer) why = "fsdp_qlora offloads parameters with their optimizer states (use_cpu_offload), not the optimizer alone";
+  else if (t.method != Method::kFull && t.method != Method::kLora && t.method != Method::kQlora) why = "fsdp_qlora trains full, lora or qlora";
+  if (!why.empty()) {
+    f.supported = false;
+    f.notes.push_back(why);
+    return f;
+  }
+  const char* strategy = l.sharding == Sharding::kZero3 ? "full_shard" : l.sharding == Sharding::kZero2 ? "shard_grad_op" : "ddp";
+  const char* precision = t.precision == Precision::kFp32      ? "fp32"
+                          : t.precision == Precision::kAmpBf16 ? "bf16_autocast"
+                          : t.precision == Precision::kAmpFp16 ? "fp16_autocast"
+                                                               : "bf16";
+  std::ostringstream c;
+  c << "python train.py --model_name " << in.model_id << " --train_type " << (t.method == Method::kFull ? "full" : t.method == Method::kLora ? "lora" : "qlora")
+    << " --world_size " << l.gpus() << " --batch_size " << t.micro_batch << " --gradient_accumulation_steps " << t.grad_accum
+    << " --context_length " << t.seq_len << " --precision " << precision << " --sharding_strategy " << strategy
+    << " --use_gradient_checkpointing " << (t.checkpointing != Checkpointing::kNone ? "true" : "false")
+    << " --use_cpu_offload " << (t.offload == Offload::kParamsOptimizer ? "true" : "false");
+  if (is_lora_like(t.method)) {
+    const bool all = t.lora_targets.size() == 1 && t.lora_targets[0] == "all-linear";
+    c << " --lora_rank " << t.lora_rank << " --lora_target_modules " << (all ? "all" : "default");
+    if (!all) f.notes.emplace_back("--lora_target_modules default adapts k, q, v, up and down projections; other target sets need code");
+  }
+  c << " --dataset <yours>\n";
+  f.text = c.str();
+  if (t.checkpointing == Checkpointing::kSelective) f.notes.emplace_back("use_gradient_checkpointing checkpoints whole blocks (full)");
+  return f;
+}
+
 }  // namespace
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
-  return {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), trl_sft(in), unsloth_script(in)};
+  std::vector<LaunchFormat> all = {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), python_script(in), fsdp_qlora(in), trl_sft(in), unsloth_script(in)};
+  const std::vector<std::string> own = framework_capabilities(in.framework).launch_formats;
+  for (LaunchFormat& f : all) f.for_framework = std::find(own.begin(), own.end(), f.format) != own.end();
+  return all;
 }
 
 }  // namespace memfit

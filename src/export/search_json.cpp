@@ -57,6 +57,7 @@ Json candidate_to_json(const Candidate& c) {
   parallel.emplace("vpp", l.vpp);
   parallel.emplace("cp", l.cp);
   parallel.emplace("ep", l.ep);
+  parallel.emplace("etp", l.expert_tp());
   parallel.emplace("sequence_parallel", l.sequence_parallel);
   parallel.emplace("sharding", name_of(l.sharding, kShardingNames));
   parallel.emplace("schedule", name_of(l.schedule, kScheduleNames));
@@ -73,7 +74,8 @@ Json candidate_to_json(const Candidate& c) {
     memory.emplace("peak_allocated_bytes", c.peak_allocated_bytes);
     memory.emplace("peak_reserved_bytes", c.peak_reserved_bytes);
     memory.emplace("usage_fraction", c.usage_fraction);
-    memory.emplace("verdict", verdict_name(c.verdict));
+    memory.emplace("verdict", verdict_name(c.verdict, c.host_oom));
+    memory.emplace("host_bytes_per_node", c.host_bytes_per_node);
     memory.emplace("rank_kind", c.rank_kind);
     if (!c.placement.empty()) memory.emplace("placement", placement_to_json(c.placement));
   } else {
@@ -108,7 +110,7 @@ Json search_to_json(const SearchResult& r, Objective objective) {
   return Json{{"objective", objective_name(objective)},
               {"counts",
                {{"enumerated", r.enumerated}, {"valid", r.valid}, {"rejected", std::move(rejected)}, {"bounded", r.bounded},
-                {"timed", r.timed}, {"memory_estimated", r.memory_estimated}, {"settled_by_floor", r.settled_by_floor}, {"settled_by_activations", r.settled_by_activations}, {"fit", r.fit}, {"oom", r.oom}, {"not_needed", r.not_needed},
+                {"timed", r.timed}, {"memory_estimated", r.memory_estimated}, {"settled_by_floor", r.settled_by_floor}, {"settled_by_host", r.settled_by_host}, {"settled_by_activations", r.settled_by_activations}, {"fit", r.fit}, {"oom", r.oom}, {"not_needed", r.not_needed},
                 {"unexplored", r.unexplored}}},
               {"complete", r.complete},
               {"suggestions_complete", r.suggestions_complete},
@@ -124,7 +126,7 @@ Json launch_to_json(const std::vector<LaunchFormat>& formats) {
   Json out = Json::array();
   for (const LaunchFormat& f : formats) {
     out.push_back({{"format", f.format}, {"file_name", f.file_name}, {"supported", f.supported},
-                   {"text", f.text}, {"notes", f.notes}});
+                   {"for_framework", f.for_framework}, {"text", f.text}, {"notes", f.notes}});
   }
   return out;
 }

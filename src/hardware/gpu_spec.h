@@ -24,6 +24,9 @@ struct GpuSpec {
   double pcie_bandwidth_gb_per_s = 0;      // host link, per direction
   double tdp_w = 0;
   std::int64_t sm_count = 0;               // streaming multiprocessors (AMD: compute units); 0: not stated
+  /// CPU memory of the node the preset names as its reference system (a DGX, a cloud instance of
+  /// 8 GPUs); 0: none given. Requests override it (cluster.host_memory_gib_per_node).
+  std::int64_t host_memory_bytes_per_node = 0;
   std::vector<std::string> sources;
 };
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <optional>
 
+#include "common/units.h"
+
 namespace memfit {
 
 const char* verdict_name(Verdict v) {
@@ -14,6 +16,19 @@ const char* verdict_name(Verdict v) {
     case Verdict::kOom: return "oom";
   }
   return "oom";
+}
+
+const char* verdict_name(Verdict v, bool host_oom) { return host_oom ? "host_oom" : verdict_name(v); }
+
+HostFit host_fit(std::int64_t host_bytes_per_rank, std::int64_t gpus, std::int64_t gpus_per_node,
+                 std::int64_t memory_bytes_per_node) {
+  HostFit h;
+  // Saturated at 2^53 rather than thrown: the search calls this where no exception may cross.
+  const std::int64_t ranks = std::max<std::int64_t>(1, std::min(gpus, gpus_per_node));
+  h.bytes_per_node = host_bytes_per_rank > kMaxExactInteger / ranks ? kMaxExactInteger : host_bytes_per_rank * ranks;
+  h.memory_bytes_per_node = memory_bytes_per_node;
+  h.oom = memory_bytes_per_node > 0 && h.bytes_per_node > memory_bytes_per_node;
+  return h;
 }
 
 Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes) {

@@ -30,6 +30,19 @@ struct FitReport {
 
 Verdict verdict_for(std::int64_t device_total_bytes, std::int64_t gpu_memory_bytes);
 
+/// Host (CPU) memory of one node: what offload keeps there against what the node has. A layout
+/// past it is out of memory on the host whatever its GPUs hold.
+struct HostFit {
+  std::int64_t bytes_per_node = 0;         // a rank's host bytes x the node's ranks
+  std::int64_t memory_bytes_per_node = 0;  // the node's CPU memory (0: unknown, not checked)
+  bool oom = false;
+};
+/// `host_bytes_per_rank`: the most-loaded rank's offloaded states (ModelStates::host_bytes).
+HostFit host_fit(std::int64_t host_bytes_per_rank, std::int64_t gpus, std::int64_t gpus_per_node,
+                 std::int64_t memory_bytes_per_node);
+/// The verdict as results print it: "host_oom" when the host is out of memory, else the GPU's.
+const char* verdict_name(Verdict v, bool host_oom);
+
 /// A cluster that mixes GPU kinds (GpuGroup, in rank order). Ranks follow Megatron's order (tp
 /// innermost, then cp, dp, pp outermost), so pipeline stage blocks are gpus / pp consecutive
 /// ranks, each with the memory of the smallest kind it spans (pp = 1: one block spans them all).

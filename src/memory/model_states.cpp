@@ -44,14 +44,15 @@ bool on_embedding_side(const TensorSpec& s) {
 }
 
 // Elements of one copy of `s` on a rank: Megatron splits column/row/vocab tensors over tp (a
-// vocabulary padded to `padded_vocab` rows), experts over tp as well (expert tensor parallel =
-// tp, the Megatron-Core default) and their copies over ep.
+// vocabulary padded to `padded_vocab` rows), experts over the expert tensor-parallel degree
+// (tp, the Megatron-Core default, unless MoE parallel folding sets etp) and their copies over ep.
 std::int64_t rank_numel(const TensorSpec& s, const RankShard& r, std::int64_t vocab) {
   std::int64_t n = s.numel();
   if (s.tp_split == TpSplit::kVocab && r.padded_vocab > vocab && !s.shape.empty() && s.shape[0] == vocab) {
     n = n / vocab * r.padded_vocab;
   }
-  return s.tp_split == TpSplit::kReplicated ? n : ceil_div(n, r.tp);
+  if (s.tp_split == TpSplit::kReplicated) return n;
+  return ceil_div(n, s.kind == ModuleKind::kExpert && r.etp > 0 ? r.etp : r.tp);
 }
 
 // Totals of one class of parameters (dense or expert), before data-parallel sharding.
@@ -214,6 +215,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const Sharding z = shard.sharding;
   const std::int64_t unsharded_gradients = cls[0].gradients + cls[1].gradients;
   if (z == Sharding::kZero3) m.loaded_weights_bytes = checked_add(cls[0].weights, cls[1].weights, "weight bytes");
+  std::int64_t stepped_params = 0;  // trainable parameters of this rank's optimizer-state shard
+  for (int c = 0; c < 2; ++c) {
+    std::int64_t elems = 0;
+    for (std::int64_t b = 1; b <= 4; ++b) elems += trainable_elems[c][b];
+    stepped_params += z != Sharding::kNone ? ceil_div(elems, div[c]) : elems;
+  }
   for (int c = 0; c < 2; ++c) {
     m.weights_bytes += z == Sharding::kZero3 ? ceil_div(cls[c].weights, div[c]) : cls[c].weights;
     m.gradients_bytes += z == Sharding::kZero2 || z == Sharding::kZero3 ? ceil_div(cls[c].gradients, div[c]) : cls[c].gradients;
@@ -282,6 +289,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     // CPU optimizer (DeepSpeedCPUAdam / torchao CPUOffloadOptimizer): fp32 states and the step
     // live in host memory; the GPU keeps the model-dtype weights and gradients.
     m.host_bytes = m.optimizer_states_bytes + m.unmanaged_optimizer_states_bytes;
+    // The CPU optimizer steps on an fp32 gradient partition in (pinned) host memory (DeepSpeed
+    // stage_1_and_2.py: single_partition_of_fp32_groups[i].grad on the offload device).
+    if (t.offload == Offload::kOptimizer) m.host_bytes += checked_mul(stepped_params, 4, "host bytes");
     m.optimizer_states_bytes = 0;
     m.unmanaged_optimizer_states_bytes = 0;
     m.optimizer_step_temp_bytes = 0;
@@ -310,7 +320,7 @@ const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const Ten
                                         const RankShard& shard) {
   const DistributedBehaviour& b = shard.behaviour;
   key_.assign({static_cast<std::int64_t>(t.offload), static_cast<std::int64_t>(t.amp_weights), static_cast<std::int64_t>(t.method),
-               shard.embedding, shard.head, shard.tp, shard.ep, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
+               shard.embedding, shard.head, shard.tp, shard.ep, shard.etp, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
                shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
                b.pp_defers_grad_sync, b.reduce_in_fp32});
   if (t.method == Method::kFreeze) {

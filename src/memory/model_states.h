@@ -71,6 +71,7 @@ struct RankShard {
   bool embedding = true;            // token/position embeddings (first stage)
   bool head = true;                 // final norm + output layer (last stage); tied: a copy of the embedding
   std::int64_t tp = 1, ep = 1;
+  std::int64_t etp = 0;             // experts' tensor parallelism (0: tp)
   Sharding sharding = Sharding::kNone;
   std::int64_t dense_shard = 1;     // ranks sharing one copy of dense parameters' states
   std::int64_t expert_shard = 1;    // ... of expert parameters' states

@@ -52,6 +52,7 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
     c.shard.head = c.kind.head;
     c.shard.tp = l.tp;
     c.shard.ep = l.ep;
+    c.shard.etp = l.expert_tp();
     c.shard.sharding = l.sharding;
     c.shard.dense_shard = l.dense_shard();
     c.shard.expert_shard = l.expert_shard();

@@ -6,8 +6,8 @@
 namespace memfit {
 
 std::int64_t ParallelLayout::expert_shard() const {
-  const std::int64_t group = dense_shard();
-  return std::max<std::int64_t>(1, group / std::max<std::int64_t>(1, std::min(ep, group)));
+  const std::int64_t ranks = dense_shard() * tp;
+  return std::max<std::int64_t>(1, ranks / std::max<std::int64_t>(1, std::min(ep * expert_tp(), ranks)));
 }
 
 namespace {
@@ -113,12 +113,34 @@ Result first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, co
       return "seq_len = " + str(t.seq_len) + " must divide into 2 x cp = " + str(2 * l.cp) + " equal chunks";
     });
   }
+  if (l.etp > 0 && l.etp != l.tp) {
+    if (!a.is_moe()) return make("etp", "ep_needs_moe", false, text("expert tensor parallelism needs a mixture-of-experts model"));
+    if (!l.behaviour.moe_parallel_folding) {
+      return make("etp", "etp_needs_folding", true,
+                  text("an expert tensor-parallel degree other than tp needs MoE parallel folding (Megatron-Core from 2024-11)"));
+    }
+    if (a.moe.expert_intermediate_size % l.etp != 0) {
+      return make("etp", "etp_divides_expert_width", false, [&] {
+        return "etp = " + str(l.etp) + " must divide the experts' width (" + str(a.moe.expert_intermediate_size) + ")";
+      });
+    }
+  }
   if (l.ep > 1) {
     if (!a.is_moe()) return make("ep", "ep_needs_moe", false, text("expert parallelism needs a mixture-of-experts model"));
     if (a.moe.num_experts % l.ep != 0) {
       return make("ep", "ep_divides_experts", false,
                   [&] { return "ep = " + str(l.ep) + " must divide the " + str(a.moe.num_experts) + " experts"; });
     }
+  }
+  if (l.ep > 1 && l.behaviour.moe_parallel_folding) {
+    // Megatron parallel_state.py: etp x ep x pp must divide the world (expert_data_parallel_size).
+    if ((l.tp * l.dp * l.cp) % (l.ep * l.expert_tp()) != 0) {
+      return make("ep", "ep_etp_divide_tp_dp_cp", false, [&] {
+        return "expert layers fold ep x etp = " + str(l.ep * l.expert_tp()) + " into the tp x dp x cp = " +
+               str(l.tp * l.dp * l.cp) + " ranks of a stage: it must divide them";
+      });
+    }
+  } else if (l.ep > 1) {
     if ((l.dp * l.cp) % l.ep != 0) {
       return make("ep", "ep_divides_dp_cp", false, [&] {
         return "expert-parallel ranks come from the data- and context-parallel ranks: ep = " + str(l.ep) +
@@ -158,7 +180,7 @@ const char* broken_layout_rule(const ParallelLayout& l, const ModelArchitecture&
 
 ActivationSplit activation_split(const ParallelLayout& l) {
   return {l.behaviour.tp_row_linears ? 1 : l.tp, l.sequence_parallel,
-          l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs};
+          l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs, l.behaviour.tp_row_linears ? 1 : l.expert_tp()};
 }
 
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers) {

@@ -133,11 +133,18 @@ struct DistributedBehaviour {
   /// v1.7.0, 2025-05, utils/fsdp_utils.py fsdp2_prepare_model; axolotl @ 904c6051e
   /// monkeypatch/accelerate/fsdp2.py, the same).
   bool fsdp2_wraps_loaded_4bit_model = false;
+  /// Megatron-Core MoE parallel folding: expert layers form their own etp x ep x edp grid over a
+  /// stage's tp x cp x dp ranks (parallel_state.py expert rank generator), so ep need not divide
+  /// dp x cp and the experts' tensor parallelism (etp) may differ from tp. Without it experts take
+  /// tp and ep divides dp x cp.
+  bool moe_parallel_folding = false;
 };
 
 struct ParallelLayout {
   std::int64_t dp = 1, tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
   ContextParallelKind cp_kind = ContextParallelKind::kRing;
+  /// Expert tensor parallelism (Megatron --expert-tensor-parallel-size); 0: tp, Megatron's default.
+  std::int64_t etp = 0;
   bool sequence_parallel = false;
   Sharding sharding = Sharding::kNone;
   /// HSDP: parameters and states are sharded over this many ranks and replicated across the
@@ -153,7 +160,9 @@ struct ParallelLayout {
   std::int64_t gpus() const { return dp * tp * pp * cp; }
   /// Ranks over which dense parameters' sharded states are split.
   std::int64_t dense_shard() const { return shard_degree > 0 ? shard_degree : dp * cp; }
-  /// Expert parameters are replicated over dp x cp / ep ranks (expert data parallel).
+  std::int64_t expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Expert parameters are replicated over the expert data-parallel ranks, tp x dp x cp / (ep x
+  /// etp) of a stage (dp x cp / ep when etp = tp; HSDP: shard_degree in place of dp x cp).
   std::int64_t expert_shard() const;
   bool distributed() const { return gpus() > 1; }
 };

@@ -519,7 +519,10 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
   const Link tp_link = link_for(1, l.tp, c, k);
   const Link cp_link = link_for(l.tp, l.cp, c, k, Traffic::kPointToPoint);
-  const Link ep_link = link_for(l.tp, std::max<std::int64_t>(l.ep, 1), c, k, Traffic::kPointToPoint);
+  // Expert parallel groups sit just outside the experts' tensor parallelism (Megatron's expert
+  // order tp-ep-dp-pp, with etp in place of tp under MoE parallel folding).
+  const Link ep_link = link_for(l.expert_tp(), std::max<std::int64_t>(l.ep, 1), c, k, Traffic::kPointToPoint);
+  const double expert_split = static_cast<double>(std::max<std::int64_t>(1, l.ep) * l.expert_tp());
 
   // Recomputation multipliers on the forward of a block. torchtitan's op-level policy keeps the
   // attention kernel's outputs and every other matmul output and recomputes everything else:
@@ -543,7 +546,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     LayerCost lc;
     const double mm_fwd_flops = tokens * pl.matmul_flops_fwd / tp;
     // The layer's weights on this rank (local experts only).
-    const double weights = (pl.dense_params + pl.expert_params / static_cast<double>(std::max<std::int64_t>(1, l.ep))) / tp;
+    const double weights = pl.dense_params / tp + pl.expert_params / expert_split;
     // Small micro-batches are bound by reading the weights (16-bit compute copies) instead.
     const double mm_weight_bytes = weights * act_bytes;
     // Matmuls too thin to keep the tensor cores busy (a GQA key/value projection split by tp)
@@ -770,7 +773,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       sc.sp_gather_copy_s += n * lc.sp_gather_copy_s;
       sc.wave_excess_s += n * lc.wave_excess_s;
       sc.trainable += n * pl.trainable_params;
-      const double block = n * (pl.dense_params / tp + pl.expert_params / (tp * static_cast<double>(std::max<std::int64_t>(1, l.ep))));
+      const double block = n * (pl.dense_params / tp + pl.expert_params / expert_split);
       sc.params += block;
       sc.block_params += block;
     }

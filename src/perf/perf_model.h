@@ -33,6 +33,7 @@ struct ClusterSpec {
   std::int64_t gpus_per_node = 8;
   double inter_node_bandwidth_gb_per_s = kDefaultInterNodeBandwidthGbPerS;  // per GPU, per direction
   double host_memory_bandwidth_gb_per_s = kDefaultHostMemoryBandwidthGbPerS;  // per node
+  std::int64_t host_memory_bytes_per_node = 0;  // CPU memory of one node (0: unknown, not checked)
 };
 
 /// Achievable fractions and overheads; each is a documented property of kernels or libraries.

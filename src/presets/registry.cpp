@@ -3,8 +3,10 @@
 #include "presets/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
+#include "common/units.h"
 #include "presets/embedded.h"
 
 namespace memfit::presets {
@@ -59,7 +61,7 @@ GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
       "id", "name", "vendor", "architecture", "memory_nominal_gb", "memory_total_bytes",
       "memory_total_source", "memory_type", "memory_bandwidth_gb_per_s", "dense_tflops",
       "intra_node_bandwidth_gb_per_s", "intra_node_link", "pcie_bandwidth_gb_per_s", "tdp_w",
-      "sm_count", "sources", "notes"};
+      "sm_count", "host_memory_gib_per_node", "host_memory_source", "sources", "notes"};
   const FieldReader f(j, base);
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKeys.count(it.key())) {
@@ -89,6 +91,9 @@ GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
   g.pcie_bandwidth_gb_per_s = f.get_number({"pcie_bandwidth_gb_per_s"}, 0, 1e6).value_or(0);
   g.tdp_w = f.get_number({"tdp_w"}, 0, 1e5).value_or(0);
   g.sm_count = f.int_or({"sm_count"}, 0, 100000, 0);
+  if (const auto gib = f.get_number({"host_memory_gib_per_node"}, 1, 1 << 20)) {
+    g.host_memory_bytes_per_node = static_cast<std::int64_t>(std::llround(*gib * static_cast<double>(kGiB)));
+  }
   if (const Json* s = f.find({"sources"}); s && s->is_array()) {
     for (const Json& e : *s) {
       if (e.is_string()) g.sources.push_back(e.get<std::string>());

@@ -2,6 +2,7 @@
 #include "search/search.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -65,6 +66,12 @@ std::vector<T> allowed(const std::vector<T>& natural, const std::vector<T>& spac
     if (std::find(space.begin(), space.end(), v) != space.end()) out.push_back(v);
   }
   return out;
+}
+
+std::string gib_text(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", to_gib(bytes));
+  return text;
 }
 
 std::string candidate_bound_message(std::int64_t bound) {
@@ -152,6 +159,12 @@ class Searcher {
           "slowest kind sets the pace (step time on each kind, the longest kept); link and matmul figures above are the first kind's");
     }
     r_.assumptions.emplace_back("memory per rank grows with the micro-batch: a layout out of memory at micro-batch b is out of memory above b");
+    r_.assumptions.push_back(
+        in_.cluster.host_memory_bytes_per_node > 0
+            ? "host memory per node: " + gib_text(in_.cluster.host_memory_bytes_per_node) +
+                  "; a layout whose offloaded states (optimizer states, the CPU optimizer's fp32 gradient partition, parameter "
+                  "shards) of the node's ranks exceed it is out of memory on the host"
+            : std::string("host memory per node unknown: offloaded states are reported, not checked"));
     r_.complete = r_.unexplored == 0;
     if (!r_.complete) {
       r_.assumptions.emplace_back(
@@ -164,6 +177,7 @@ class Searcher {
 
  private:
   const SearchInput& in_;
+  const bool runs_everything_ = runs_everything(in_.capabilities);  // no capability rule to check
   PerfBasis basis_;
   std::vector<ClusterSpec> clusters_;  // the cluster as each of its GPU kinds (one unless mixed)
   std::vector<PerfConstants> perfs_;   // in_.perf with the matmul and attention efficiencies of each kind
@@ -279,10 +293,17 @@ class Searcher {
             }
           }
           vpps = allowed(vpps, in_.space.vpp);
-          const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(dp * cp) : std::vector<std::int64_t>{1}, in_.space.ep);
+          // MoE parallel folding: experts at tp, or at etp 1 (Megatron's MoE README: "Use ETP=1 for
+          // MoE"), with ep drawn from the tp x dp x cp ranks etp leaves.
+          const bool folding = a.is_moe() && in_.behaviour.moe_parallel_folding;
+          std::vector<std::int64_t> etps = {tp};
+          if (folding && tp > 1) etps.push_back(1);
           std::vector<bool> sps = tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false};
           if (!in_.space.sequence_parallel.empty()) sps = allowed<bool>(sps, in_.space.sequence_parallel);
           for (std::int64_t vpp : vpps) {
+           for (std::int64_t etp : etps) {
+            const std::int64_t expert_ranks = folding ? tp * dp * cp / etp : dp * cp;
+            const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(expert_ranks) : std::vector<std::int64_t>{1}, in_.space.ep);
             for (std::int64_t ep : eps) {
               bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
               for (std::vector<StageCosts>& costs : bound_costs_) costs.clear();
@@ -294,7 +315,7 @@ class Searcher {
                 for (bool sp : sps) {
                   for (Checkpointing ck : ckpts) {
                     for (Offload off : offloads) {
-                      add_structure(tp, pp, cp, dp, vpp, ep, sh, sp, ck, off, n_mb);
+                      add_structure(tp, pp, cp, dp, vpp, ep, etp == tp ? 0 : etp, sh, sp, ck, off, n_mb);
                       if (r_.enumerated > in_.max_candidates) {
                         beyond_candidate_bound_ = true;
                         return;
@@ -304,6 +325,7 @@ class Searcher {
                 }
               }
             }
+           }
           }
         }
       }
@@ -313,7 +335,7 @@ class Searcher {
   }
 
   void add_structure(std::int64_t tp, std::int64_t pp, std::int64_t cp, std::int64_t dp, std::int64_t vpp, std::int64_t ep,
-                     Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
+                     std::int64_t etp, Sharding sh, bool sp, Checkpointing ck, Offload off, std::int64_t n_mb) {
     if (in_.space.tp_within_node && tp > in_.cluster.gpus_per_node) return reject("tp_within_node", n_mb);
     if (tp > 1 && !sp && in_.behaviour.tp_sequence_parallel_only) return reject("framework_tp_needs_sequence_parallel", n_mb);
     ParallelLayout l;
@@ -324,6 +346,7 @@ class Searcher {
     l.dp = dp;
     l.vpp = vpp;
     l.ep = ep;
+    l.etp = etp;
     l.sharding = sh;
     l.sequence_parallel = sp;
     l.schedule = vpp > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
@@ -336,6 +359,9 @@ class Searcher {
     t.micro_batch = in_.training.micro_batch;
     t.grad_accum = pp;  // the interleaving rule is checked per micro-batch below
     if (const char* code = broken_layout_rule(l, *in_.arch, t)) return reject(code, n_mb);
+    if (!runs_everything_) {
+      if (const char* code = capability_rule(in_.capabilities, l, t, in_.cluster.gpus_per_node, in_.arch->is_moe())) return reject(code, n_mb);
+    }
     const std::size_t family = family_of(l, off);
     Structure s{std::move(l), ck, off, family};
     const auto index = static_cast<std::uint32_t>(structures_.size());
@@ -439,7 +465,8 @@ class Searcher {
       ++r_.memory_estimated;
       a = assess(s, scratch_setup(c), acts);
     }
-    const Verdict verdict = a ? a->verdict : Verdict::kOom;
+    const HostFit host = host_of(s);
+    const Verdict verdict = a && !host.oom ? a->verdict : Verdict::kOom;
     if (a && c.micro_batch == timed_[s.first].micro_batch) s.least_bytes = a->peak.device_total_bytes;
     if (verdict != Verdict::kFits) s.tight_from = std::min<std::int64_t>(s.tight_from, c.micro_batch);
     auto& closest = family_closest_[s.family];
@@ -459,6 +486,8 @@ class Searcher {
     cand.verdict = verdict;
     cand.usage_fraction = a->usage_fraction;
     cand.placement = a->placement;
+    cand.host_bytes_per_node = host.bytes_per_node;
+    cand.host_oom = host.oom;
     if (verdict == Verdict::kOom) {
       closest = std::move(cand);
       return std::nullopt;
@@ -583,13 +612,28 @@ class Searcher {
     return floor;
   }
 
-  // Persistent state alone past the GPU's memory settles every micro-batch of the structure at
-  // once (its probe included); the caller counts its candidates.
+  // The structure's offloaded states on one node's host (any micro-batch), from its model
+  // states: the most-loaded rank kind's times the node's ranks.
+  HostFit host_of(const Structure& s) {
+    std::int64_t per_rank = 0;
+    if (s.offload == Offload::kOptimizer || s.offload == Offload::kParamsOptimizer) {
+      if (const std::vector<ModelStates>* states = states_of(s)) {
+        for (const ModelStates& m : *states) per_rank = std::max(per_rank, m.host_bytes);
+      }
+    }
+    if (per_rank == 0) return HostFit{0, in_.cluster.host_memory_bytes_per_node, false};
+    return host_fit(per_rank, in_.cluster.gpus, in_.cluster.gpus_per_node, in_.cluster.host_memory_bytes_per_node);
+  }
+
+  // Persistent state alone past the GPU's memory, or offloaded states past the host's, settles
+  // every micro-batch of the structure at once (its probe included); the caller counts its
+  // candidates.
   bool settle_by_floor(Structure& s) {
-    if (floor_of(s) <= largest_memory(s)) return false;
+    const bool host_oom = host_of(s).oom;
+    if (!host_oom && floor_of(s) <= largest_memory(s)) return false;
     s.probed = true;
     s.oom_from = timed_[s.first].micro_batch;
-    ++r_.settled_by_floor;
+    ++(host_oom ? r_.settled_by_host : r_.settled_by_floor);
     return true;
   }
 

@@ -23,6 +23,7 @@
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
+#include "training/capabilities.h"
 
 namespace memfit {
 
@@ -55,6 +56,8 @@ struct SearchInput {
   const TensorInventory* inv = nullptr;
   TrainingSetup training;            // everything but the searched dimensions
   DistributedBehaviour behaviour;    // the framework's
+  /// What the framework runs: layouts outside it are rejected by capability rule (default: all).
+  FrameworkCapabilities capabilities;
   ClusterSpec cluster;
   /// A cluster of several GPU kinds in rank order (cluster.gpus in all); empty: every GPU is
   /// cluster.gpu. Pipeline stages take blocks of consecutive ranks and are placed on them by
@@ -81,8 +84,10 @@ struct Candidate {
   std::int64_t peak_allocated_bytes = 0;
   std::int64_t peak_reserved_bytes = 0;
   std::string rank_kind;             // the most-loaded rank kind
-  Verdict verdict = Verdict::kOom;
+  Verdict verdict = Verdict::kOom;   // kOom also when the host is out of memory (host_oom)
   double usage_fraction = 0;         // mixed clusters: the largest over the placed stages
+  std::int64_t host_bytes_per_node = 0;  // offloaded states of the node's ranks
+  bool host_oom = false;             // past the cluster's host_memory_bytes_per_node
   std::string method;                // "ZeRO-3 + TP + PP"
   /// Mixed clusters: each rank kind on the GPUs its stages were placed on (place_stages).
   std::vector<StagePlacement> placement;
@@ -116,6 +121,7 @@ struct SearchResult {
   std::int64_t timed = 0;            // candidates whose step time was computed (the walk reached their structure)
   std::int64_t memory_estimated = 0; // full per-rank memory estimates run
   std::int64_t settled_by_floor = 0; // structures out of memory by their persistent state alone (no estimate)
+  std::int64_t settled_by_host = 0;  // structures whose offloaded states exceed the node's host memory
   /// candidates out of memory by their model states plus the activations that another sharding
   /// or offload of the same layout and micro-batch was estimated to keep (no estimate)
   std::int64_t settled_by_activations = 0;

@@ -263,6 +263,7 @@ FrameworkProfile megatron() {
   p.dist.cp_gather_kv = false;                   // ring attention: K/V chunks passed by p2p
   p.dist.tp_backward_overlap = true;             // async dgrad all-reduce / reduce-scatter, input re-gather
   p.dist.param_gather_overlaps_forward = true;   // --overlap-param-gather (the launch command sets it)
+  p.dist.moe_parallel_folding = true;            // --expert-tensor-parallel-size, expert rank generator
   p.history = {{202109, "the input gradient's tensor-parallel all-reduce waits for its GEMM (no asynchronous backward collectives)",
                 "NVIDIA/Megatron-LM cf7efd4f (2021-08-30, \"allreduce overlap with wgrad gemm\"): the all-reduce launched "
                 "async beside the weight-gradient GEMM; before it mpu/layers.py reduced in the autograd function's backward",
@@ -272,7 +273,11 @@ FrameworkProfile megatron() {
                 "NVIDIA/Megatron-LM 27fc4689 (2021-01-20), on by default from 72e4230b (2021-02-16, "
                 "--no-scatter-gather-tensors-in-pipeline turns it off); dropped when 3c92fa93 (2023-03-23) moved "
                 "p2p_communication.py into megatron/core",
-                nullptr, [](DistributedBehaviour& d) { d.pp_scatter_gather = true; }, 202102}};
+                nullptr, [](DistributedBehaviour& d) { d.pp_scatter_gather = true; }, 202102},
+               {202411, "experts take tp and ep divides dp x cp (no MoE parallel folding)",
+                "NVIDIA/Megatron-LM 7f22e210 (2024-11-23, \"MoE parallel folding: separate MoE parallel states from dense\"); "
+                "megatron/core/parallel_state.py @ d98e8a64 (expert rank generator: etp x ep x pp divides the world)",
+                nullptr, [](DistributedBehaviour& d) { d.moe_parallel_folding = false; }}};
   p.sources = {"NVIDIA/Megatron-LM @ d98e8a64: megatron/training/arguments.py (bf16, fp32 main_grad, recompute)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/core/distributed/param_and_grad_buffer.py (grad_data at init)",
                "NVIDIA/Megatron-LM @ 1afee592: megatron/core/pipeline_parallel/schedules.py (warm-up micro-batches)",

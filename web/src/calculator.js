@@ -16,15 +16,10 @@
   ];
   // Resolved training fields shown as the "default" choice of a select.
   const RESOLVED = { precision: 'precision', optimizer: 'optimizer', attention: 'attention', loss: 'loss', compile: 'compile' };
-  // The estimate of a table row, for its host memory only.
-  const ROW_OPTIONS = { options: { timeline: false, max_micro_batch: false } };
-  const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', host: 'host OOM', error: 'error' };
+  const VERDICT_TEXT = { fits: 'fits', tight: 'tight', oom: 'OOM', host_oom: 'host OOM', error: 'error' };
   // The rows of "Pinned and now": a label and the summary cell it copies.
   const COMPARED = [['Setup', 'sum-setup'], ['Method', 'sum-method'], ['Verdict', 'sum-badge'], ['Peak per GPU', 'sum-peak'],
     ['Host memory per node', 'sum-host'], ['Largest micro-batch', 'sum-mb'], ['Step time', 'sum-step'], ['Throughput', 'throughput']];
-  // The launch format a framework reads (the others start from the first supported one).
-  const FRAMEWORK_FORMAT = { megatron: 'megatron_args', torchtitan: 'torchtitan_toml', torchtune: 'torchtune_command', deepspeed: 'deepspeed_json',
-    trl: 'trl_sft_yaml', unsloth: 'unsloth_python' };
   // Each part of the peak: what it is, and the setting that shrinks it (the field's id).
   const PARTS = {
     weights_bytes: ['The parameters, in the training dtype.', 'QLoRA stores the base in 4 bits; ZeRO-3/FSDP, TP or PP rows split it', 'method'],
@@ -83,7 +78,6 @@
       this.launch = null;
       this.requestText = '';
       this.failed = false;
-      this.hostBytes = new Map();  // row candidate -> host bytes per node, for the current search
       this.$ = (id) => root.querySelector(`#${id}`);
       this.presets = api.presets();
       this.breakdownChart = new charts.Chart(this.$('breakdown-chart'), 220);
@@ -443,7 +437,6 @@
       if (!this.failed) {
         try {
           this.search = this.api.search(urlState.requestText(this.state, this.configText, { search: { top: 5, launch: false } }));
-          this.hostBytes = new Map();
           const picked = this.pick();
           if (!this.estimate || JSON.stringify(picked) !== JSON.stringify(this.picked)) this.show(picked);
           this.picked = picked;
@@ -495,18 +488,24 @@
 
     setBadge(badge, verdict) {
       badge.textContent = VERDICT_TEXT[verdict];
-      badge.className = `badge ${verdict === 'host' ? 'oom' : verdict}`;
+      badge.className = `badge ${verdict === 'host_oom' ? 'oom' : verdict}`;
     }
 
-    /// The GPU verdict, or "host" when offload needs more host memory per node than was set.
+    /// The core's verdict: fits, tight, oom, or host_oom when offload needs more host memory
+    /// per node than the node has.
     shownVerdict(e) {
-      return this.overHost(e.host_bytes_per_node) ? 'host' : e.fit.verdict;
+      return e.fit.verdict;
     }
 
-    /// Host memory per node as shown: none, or the amount (and whether it exceeds what was set).
-    hostText(bytes) {
+    /// Host memory per node as shown: none, or the amount (and, when the core found it out of
+    /// memory on the host, the node's memory it exceeds).
+    hostText(bytes, hostOom = false, capacity = null) {
       if (!(bytes > 0)) return 'none';
-      return this.overHost(bytes) ? `${format.memory(bytes)}, more than the ${format.memory(this.hostCapacityBytes())} set` : format.memory(bytes);
+      return hostOom && capacity ? `${format.memory(bytes)}, more than the ${format.memory(capacity)} per node` : format.memory(bytes);
+    }
+
+    estimateHostText(e) {
+      return this.hostText(e.host_bytes_per_node, e.fit.verdict === 'host_oom', e.fit.host_memory_bytes_per_node);
     }
 
     /// The sticky summary: verdict, peak against capacity, host memory, largest micro-batch, step time.
@@ -521,9 +520,9 @@
       const fit = e.fit, t = e.training;
       $('sum-setup').textContent = `${e.model.id || this.state.hf || 'pasted config'} · ${t.method} · ${e.cluster.gpus} × ${e.gpu.name} · sequence ${t.seq_len} · micro-batch ${t.micro_batch} × accumulation ${t.grad_accum} · ${e.framework.name}`;
       $('sum-peak').textContent = `${format.memory(fit.compared_bytes ?? e.device_total_bytes)} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
-      $('sum-host').textContent = this.hostText(e.host_bytes_per_node);
+      $('sum-host').textContent = this.estimateHostText(e);
       $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
-      $('sum-step').textContent = ['oom', 'host'].includes(this.shownVerdict(e)) ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
+      $('sum-step').textContent = ['oom', 'host_oom'].includes(this.shownVerdict(e)) ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
     }
 
     comparedCells() {
@@ -548,7 +547,7 @@
     announce() {
       const e = this.estimate;
       const text = e
-        ? `${VERDICT_TEXT[this.shownVerdict(e)]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, host memory per node ${this.hostText(e.host_bytes_per_node)}` : ''}`
+        ? `${VERDICT_TEXT[this.shownVerdict(e)]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, host memory per node ${this.estimateHostText(e)}` : ''}`
         : `error: ${this.$('error-text').textContent}`;
       if (this.$('sum-live').textContent !== text) this.$('sum-live').textContent = text;
     }
@@ -562,10 +561,8 @@
       return row ? { method: row.method, candidate: row.best || row.closest } : null;
     }
 
-    /// The core's recommendation; with a host memory set, the first row when it fits (the fastest
-    /// that fits with margin, else the fastest tight one), as the core's may need more host memory.
+    /// The core's recommendation (never a layout out of memory on the GPUs or the host).
     starRow(rows) {
-      if (this.hostCapacityBytes()) return rows[0] && this.rowGroup(rows[0]) < 2 ? rows[0] : null;
       const star = this.search.recommended;
       return star ? rows.find((m) => m.method === star.method) : null;
     }
@@ -594,38 +591,10 @@
         || (group(a) < 2 ? b.best.perf.tokens_per_s - a.best.perf.tokens_per_s : bytes(a) - bytes(b)));
     }
 
-    /// 0 fits with margin, 1 tight, 2 does not fit (on the GPUs, or in the host memory set).
+    /// 0 fits with margin, 1 tight, 2 does not fit (on the GPUs, or in the host's memory).
     rowGroup(m) {
-      if (!m.best || this.overHost(m.best)) return 2;
+      if (!m.best) return 2;
       return m.best.memory?.verdict === 'fits' ? 0 : 1;
-    }
-
-    /// The host memory per node the user set, in bytes (0: not set, nothing is checked).
-    hostCapacityBytes() {
-      const gib = Number(this.state.host_mem);
-      return this.state.host_mem !== '' && gib > 0 ? gib * format.GIB : 0;
-    }
-
-    /// Whether a candidate (or an estimate's host bytes) needs more host memory than was set;
-    /// estimated only when a capacity is set.
-    overHost(candidateOrBytes) {
-      const capacity = this.hostCapacityBytes();
-      if (!capacity) return false;
-      const bytes = typeof candidateOrBytes === 'number' ? candidateOrBytes : this.rowHostBytes(candidateOrBytes);
-      return bytes > capacity;
-    }
-
-    /// Host memory per node of a row's layout (what CPU offload keeps in RAM), from its estimate;
-    /// without offload the core keeps nothing on the host (src/memory/model_states.cpp), so those
-    /// rows cost no estimate (~2.5 ms each for a 70B model).
-    rowHostBytes(candidate) {
-      if (candidate.training.offload === 'none') return 0;
-      const key = JSON.stringify(candidate.parallel) + JSON.stringify(candidate.training);
-      if (!this.hostBytes.has(key)) {
-        const request = urlState.requestText(this.state, this.configText, { ...urlState.candidateExtra(candidate), ...ROW_OPTIONS });
-        this.hostBytes.set(key, this.api.estimate(request).host_bytes_per_node);
-      }
-      return this.hostBytes.get(key);
     }
 
     renderMethods(picked = this.picked) {
@@ -730,15 +699,15 @@
       const layout = c ? `${format.layout(c.parallel)} · mb ${c.training.micro_batch}${c.training.activation_checkpointing !== 'none' ? ` · ${c.training.activation_checkpointing} ckpt` : ''}` : '–';
       th.append(el('div', layout, 'narrow-only small muted'));
       const verdict = c ? c.memory.verdict : 'oom';
-      const host = c ? this.rowHostBytes(c) : 0;
-      const badge = this.overHost(host) ? el('span', 'host OOM', 'badge oom') : el('span', verdict === 'oom' ? 'OOM' : verdict, `badge ${verdict}`);
+      const host = c ? c.memory.host_bytes_per_node : 0;
+      const badge = el('span', VERDICT_TEXT[verdict], `badge ${verdict === 'host_oom' ? 'oom' : verdict}`);
       if (host > 0) th.lastElementChild.textContent += ` · host ${format.memory(host)} per node`;
       const cells = [
         el('td', layout, 'wide-only'),
         el('td', c ? format.memory(c.memory.device_total_bytes) : '–', 'num'),
         el('td'),
         el('td', m.best ? format.rate(m.best.perf.tokens_per_s) : '–', 'num'),
-        el('td', this.hostText(host).replace(/, more than .*/, ' (too much)'), 'num wide-only'),
+        el('td', verdict === 'host_oom' ? `${this.hostText(host)} (too much)` : this.hostText(host), 'num wide-only'),
         el('td', m.best ? String(m.max_micro_batch) : '0', 'num wide-only'),
       ];
       cells[2].append(badge);
@@ -763,11 +732,11 @@
         (placed.length ? ` · placed: ${placed.map((p) => `${p.rank_kind} on ${p.gpu} (${format.percent(p.usage_fraction)})`).join(', ')}` : '');
       this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
       // No speed for a run that cannot start.
-      const oom = ['oom', 'host'].includes(this.shownVerdict(e));
+      const oom = ['oom', 'host_oom'].includes(this.shownVerdict(e));
       this.$('throughput').textContent = oom ? '– (does not fit)' : `${format.rate(e.perf.tokens_per_s)} tokens/s · MFU ${format.percent(e.perf.mfu)}`;
       this.$('step-time').textContent = oom ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
       this.$('host-mem').textContent = e.host_bytes_per_node > 0
-        ? `${this.hostText(e.host_bytes_per_node)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
+        ? `${this.estimateHostText(e)} (${e.training.offload.replace(/_/g, ' ')} offload to CPU RAM)`
         : 'none (nothing offloaded)';
       this.$('peak-at').textContent = `${e.peak.phase}: ${e.peak.label}`;
       const tokens = Number(this.state.train_tokens);
@@ -828,15 +797,17 @@
       const select = this.$('launch-format');
       const previous = select.value;
       select.replaceChildren(...this.launch.formats.map((f) => {
-        const o = el('option', `${f.file_name}${f.supported ? '' : ' (cannot express this layout)'}`);
+        const o = el('option', `${f.file_name}${f.for_framework ? ` (${this.state.framework})` : ''}${f.supported ? '' : ' (cannot express this layout)'}`);
         o.value = f.format;
         return o;
       }));
-      // The chosen framework's own format when the framework changed; else the one shown before.
-      const wanted = this.launchFramework === this.state.framework ? previous : FRAMEWORK_FORMAT[this.state.framework];
+      // The chosen framework's first own format (the core marks them) when the framework changed;
+      // else the one shown before.
+      const own = this.launch.formats.find((f) => f.for_framework);
+      const wanted = this.launchFramework === this.state.framework ? previous : own?.format;
       this.launchFramework = this.state.framework;
       const keep = this.launch.formats.find((f) => f.format === wanted);
-      const first = this.launch.formats.find((f) => f.supported) || this.launch.formats[0];
+      const first = own || this.launch.formats.find((f) => f.supported) || this.launch.formats[0];
       select.value = (keep || first).format;
       this.renderLaunchText();
     }

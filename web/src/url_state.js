@@ -64,6 +64,8 @@
       ? { gpu_mix: [{ gpu, count: number(state.gpus) }, { gpu: { preset: state.gpu2 }, count: number(state.gpus2) }],
         gpus_per_node: number(state.per_node) }
       : { gpu, gpus: number(state.gpus), gpus_per_node: number(state.per_node) };
+    // The node's CPU memory, when set (else the GPU preset's reference node); the core decides host OOM.
+    if (state.host_mem !== '' && Number(state.host_mem) > 0) cluster.host_memory_gib_per_node = number(state.host_mem);
     const request = {
       model: configText ? { config: '@CONFIG@' } : { preset: state.model },
       training,
@@ -79,7 +81,7 @@
     const p = candidate.parallel;
     const t = candidate.training;
     return {
-      parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep,
+      parallel: { dp: p.dp, tp: p.tp, pp: p.pp, vpp: p.vpp, cp: p.cp, ep: p.ep, ...(p.etp && p.etp !== p.tp ? { etp: p.etp } : {}),
         sequence_parallel: p.sequence_parallel, sharding: p.sharding, schedule: p.schedule },
       training: { micro_batch: t.micro_batch, grad_accum: t.grad_accum,
         activation_checkpointing: t.activation_checkpointing, offload: t.offload },

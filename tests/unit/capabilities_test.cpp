@@ -1,0 +1,331 @@
+// The framework capability matrix: the search offers only what a framework runs, and every ★
+// layout's launch files (the formats of its framework) express every knob of the layout. The
+// launch texts are read back here with small per-format readers, independent of the exporter.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "api/api.h"
+#include "search/search.h"
+#include "test_support.h"
+#include "training/capabilities.h"
+#include "training/setup_names.h"
+
+using nlohmann::json;
+using namespace memfit;
+using namespace memfit_test;
+
+namespace {
+
+using Knobs = std::map<std::string, std::string>;
+
+// The value after the first match of `pattern`'s group 1, if any.
+std::optional<std::string> find(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex(pattern))) return m[1].str();
+  return std::nullopt;
+}
+std::int64_t num(const std::optional<std::string>& v, std::int64_t fallback = -1) { return v ? std::stoll(*v) : fallback; }
+std::string str(std::int64_t v) { return std::to_string(v); }
+const char* stage_name(std::int64_t stage) {
+  static const char* kNames[] = {"none", "zero1", "zero2", "zero3"};
+  return kNames[stage];
+}
+Method find_method(const std::string& name) {
+  for (const EnumName<Method>& e : kMethodNames) {
+    if (name == e.name) return e.value;
+  }
+  FAIL("unknown method " << name);
+  return Method::kFull;
+}
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+void no_model_parallel(Knobs& k) {
+  k["tp"] = k["pp"] = k["cp"] = k["ep"] = "1";
+  k["sp"] = "false";
+}
+
+Knobs read_deepspeed(const std::string& text) {
+  const json j = json::parse(text);
+  Knobs k;
+  k["micro_batch"] = str(j.at("train_micro_batch_size_per_gpu").get<std::int64_t>());
+  k["grad_accum"] = str(j.at("gradient_accumulation_steps").get<std::int64_t>());
+  const json& z = j.at("zero_optimization");
+  k["sharding"] = stage_name(z.at("stage").get<std::int64_t>());
+  k["offload"] = z.contains("offload_param") ? "params_optimizer" : z.contains("offload_optimizer") ? "optimizer" : "none";
+  no_model_parallel(k);
+  if (j.contains("tensor_parallel")) k["tp"] = str(j["tensor_parallel"].at("autotp_size").get<std::int64_t>());
+  return k;
+}
+
+Knobs read_python(const std::string& text) {
+  Knobs k;
+  if (auto n = find(text, R"(--num_processes (\d+))")) k["gpus"] = *n;
+  if (auto nodes = find(text, R"(--num_nodes (\d+))")) k["gpus"] = str(std::stoll(*nodes) * num(find(text, R"(--num_gpus (\d+))")));
+  if (auto mb = find(text, R"(per_device_train_batch_size=(\d+))")) k["micro_batch"] = *mb;
+  if (auto ga = find(text, R"(gradient_accumulation_steps=(\d+))")) k["grad_accum"] = *ga;
+  k["checkpointing"] = has(text, "gradient_checkpointing=True") || has(text, "gradient_checkpointing_enable()") ? "full" : "none";
+  k["method"] = has(text, "load_in_4bit=True")                      ? "qlora"
+                : has(text, "use_dora=True")                        ? "dora"
+                : has(text, "LoraConfig(")                          ? "lora"
+                : has(text, "requires_grad_(False)")                ? "freeze"
+                                                                    : "full";
+  if (auto r = find(text, R"(LoraConfig\(r=(\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
+Knobs read_accelerate(const std::string& text) {
+  Knobs k;
+  k["gpus"] = *find(text, R"(num_processes: (\d+))");
+  const std::string type = *find(text, R"(distributed_type: (\w+))");
+  no_model_parallel(k);
+  if (type == "DEEPSPEED") {
+    k["sharding"] = stage_name(num(find(text, R"(zero_stage: (\d))")));
+    k["offload"] = has(text, "offload_param_device: cpu") ? "params_optimizer" : has(text, "offload_optimizer_device: cpu") ? "optimizer" : "none";
+  } else if (type == "FSDP") {
+    const std::string strategy = *find(text, R"(fsdp_sharding_strategy: (\w+))");
+    k["sharding"] = strategy == "FULL_SHARD" || strategy == "HYBRID_SHARD" ? "zero3" : "zero2";
+    k["offload"] = has(text, "fsdp_offload_params: true") ? "params_optimizer" : "none";
+  } else {
+    k["sharding"] = "none";
+    k["offload"] = "none";
+  }
+  return k;
+}
+
+Knobs read_megatron(const std::string& text, std::int64_t layers) {
+  Knobs k;
+  const std::int64_t gpus = num(find(text, R"(--nnodes (\d+))")) * num(find(text, R"(--nproc-per-node (\d+))"));
+  const std::int64_t tp = num(find(text, R"(--tensor-model-parallel-size (\d+))"));
+  const std::int64_t pp = num(find(text, R"(--pipeline-model-parallel-size (\d+))"));
+  const std::int64_t cp = num(find(text, R"(--context-parallel-size (\d+))"), 1);
+  const std::int64_t micro = num(find(text, R"(--micro-batch-size (\d+))"));
+  const std::int64_t global = num(find(text, R"(--global-batch-size (\d+))"));
+  const std::int64_t dp = gpus / (tp * pp * cp);
+  k["gpus"] = str(gpus);
+  k["tp"] = str(tp);
+  k["pp"] = str(pp);
+  k["cp"] = str(cp);
+  k["ep"] = str(num(find(text, R"(--expert-model-parallel-size (\d+))"), 1));
+  k["etp"] = str(num(find(text, R"(--expert-tensor-parallel-size (\d+))"), tp));
+  k["vpp"] = str(has(text, "--num-layers-per-virtual-pipeline-stage") ? layers / (pp * num(find(text, R"(--num-layers-per-virtual-pipeline-stage (\d+))"))) : 1);
+  k["sp"] = has(text, "--sequence-parallel") ? "true" : "false";
+  k["micro_batch"] = str(micro);
+  k["grad_accum"] = str(global / (micro * dp));
+  const auto fsdp = find(text, R"(--data-parallel-sharding-strategy (\w+))");
+  k["sharding"] = fsdp ? (*fsdp == "optim_grads" ? "zero2" : "zero3") : has(text, "--use-distributed-optimizer") ? "zero1" : "none";
+  k["offload"] = has(text, "--optimizer-cpu-offload") ? "optimizer" : "none";
+  k["checkpointing"] = has(text, "--recompute-granularity full") ? "full" : has(text, "--recompute-activations") ? "selective" : "none";
+  k["method"] = "full";
+  return k;
+}
+
+Knobs read_torchtitan(const std::string& text, std::int64_t layers) {
+  Knobs k;
+  auto degree = [&](const char* key) { return num(find(text, std::string(key) + R"( = (\d+))")); };
+  const std::int64_t replicate = degree("data_parallel_replicate_degree"), shard = degree("data_parallel_shard_degree");
+  const std::int64_t tp = degree("tensor_parallel_degree"), pp = degree("pipeline_parallel_degree"), cp = degree("context_parallel_degree");
+  const std::int64_t dp = replicate * shard * cp / cp;
+  k["gpus"] = str(replicate * shard * tp * pp * cp);
+  k["tp"] = str(tp);
+  k["pp"] = str(pp);
+  k["cp"] = str(cp);
+  k["ep"] = str(degree("expert_parallel_degree"));
+  k["sp"] = tp > 1 ? "true" : "false";
+  const std::int64_t per_stage = num(find(text, R"(pipeline_parallel_layers_per_stage = (\d+))"), 0);
+  k["vpp"] = str(per_stage > 0 ? layers / (pp * per_stage) : 1);
+  const std::int64_t local = degree("local_batch_size"), global = degree("global_batch_size");
+  const std::int64_t micro = pp > 1 ? degree("pipeline_parallel_microbatch_size") : local;
+  k["micro_batch"] = str(micro);
+  k["grad_accum"] = str(pp > 1 ? local / micro : global / (local * dp));
+  // FSDP2 shards over dp_shard x cp whenever either is > 1 (torchtitan ParallelDims.fsdp_enabled).
+  k["sharding"] = shard > 1 || cp > 1 ? "zero3" : "none";
+  k["offload"] = has(text, "enable_cpu_offload = true") ? "params_optimizer" : "none";
+  k["checkpointing"] = *find(text, R"re(mode = "(\w+)")re");
+  k["method"] = "full";
+  return k;
+}
+
+Knobs read_torchtune(const std::string& text) {
+  Knobs k;
+  const bool distributed = has(text, "_distributed");
+  const std::int64_t tp = num(find(text, R"(tensor_parallel_dim=(\d+))"), 1);
+  k["gpus"] = distributed ? str(num(find(text, R"(--nnodes (\d+))")) * num(find(text, R"(--nproc_per_node (\d+))"))) : "1";
+  k["tp"] = str(tp);
+  k["pp"] = k["cp"] = k["ep"] = "1";
+  k["sp"] = tp > 1 ? "true" : "false";
+  k["micro_batch"] = *find(text, R"( batch_size=(\d+))");
+  k["grad_accum"] = *find(text, R"(gradient_accumulation_steps=(\d+))");
+  k["checkpointing"] = has(text, "enable_activation_checkpointing=True") ? "full" : "none";
+  k["sharding"] = distributed ? "zero3" : "none";
+  k["offload"] = has(text, "fsdp_cpu_offload=True") ? "params_optimizer" : has(text, "CPUOffloadOptimizer") ? "optimizer" : "none";
+  const bool lora = has(text, "tune run lora_") || has(text, " lora_finetune_");
+  k["method"] = !lora ? "full" : has(text, "model.quantize_base=True") ? "qlora" : has(text, "model.use_dora=True") ? "dora" : "lora";
+  if (auto r = find(text, R"(model\.lora_rank=(\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
+Knobs read_fsdp_qlora(const std::string& text) {
+  Knobs k;
+  no_model_parallel(k);
+  k["gpus"] = *find(text, R"(--world_size (\d+))");
+  k["micro_batch"] = *find(text, R"(--batch_size (\d+))");
+  k["grad_accum"] = *find(text, R"(--gradient_accumulation_steps (\d+))");
+  const std::string strategy = *find(text, R"(--sharding_strategy (\w+))");
+  k["sharding"] = strategy == "full_shard" ? "zero3" : strategy == "shard_grad_op" ? "zero2" : "none";
+  k["offload"] = has(text, "--use_cpu_offload true") ? "params_optimizer" : "none";
+  k["checkpointing"] = has(text, "--use_gradient_checkpointing true") ? "full" : "none";
+  k["method"] = *find(text, R"(--train_type (\w+))");
+  if (auto r = find(text, R"(--lora_rank (\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
+Knobs read_back(const std::string& format, const std::string& text, std::int64_t layers) {
+  if (format == "deepspeed_json") return read_deepspeed(text);
+  if (format == "python_script") return read_python(text);
+  if (format == "accelerate_yaml") return read_accelerate(text);
+  if (format == "megatron_args") return read_megatron(text, layers);
+  if (format == "torchtitan_toml") return read_torchtitan(text, layers);
+  if (format == "torchtune_command") return read_torchtune(text);
+  if (format == "fsdp_qlora_command") return read_fsdp_qlora(text);
+  FAIL("no reader for launch format " << format);
+  return {};
+}
+
+// The knobs of a ★ as the search reports it.
+Knobs star_knobs(const json& star, std::int64_t gpus, const std::string& method, std::int64_t lora_rank) {
+  const json& p = star.at("parallel");
+  const json& t = star.at("training");
+  Knobs k;
+  k["gpus"] = str(gpus);
+  for (const char* d : {"tp", "pp", "cp", "ep"}) k[d] = str(p.at(d).get<std::int64_t>());
+  if (p.at("pp").get<std::int64_t>() > 1) k["vpp"] = str(p.at("vpp").get<std::int64_t>());
+  if (p.at("tp").get<std::int64_t>() > 1) k["sp"] = p.at("sequence_parallel").get<bool>() ? "true" : "false";
+  // MoE parallel folding: experts at a tensor-parallel degree of their own.
+  if (p.at("etp") != p.at("tp")) k["etp"] = str(p.at("etp").get<std::int64_t>());
+  // Sharding over one data-parallel rank shards nothing: any stage is the same run.
+  if (p.at("dp").get<std::int64_t>() * p.at("cp").get<std::int64_t>() > 1) k["sharding"] = p.at("sharding").get<std::string>();
+  k["offload"] = t.at("offload").get<std::string>();
+  k["micro_batch"] = str(t.at("micro_batch").get<std::int64_t>());
+  k["grad_accum"] = str(t.at("grad_accum").get<std::int64_t>());
+  k["checkpointing"] = t.at("activation_checkpointing").get<std::string>();
+  k["method"] = method;
+  if (method != "full") k["lora_rank"] = str(lora_rank);
+  return k;
+}
+
+constexpr std::int64_t kLoraRank = 16;
+
+struct Case {
+  const char* framework;
+  const char* model;
+  std::int64_t layers;
+  const char* method;
+  std::int64_t gpus;
+};
+
+json search(const Case& c, std::int64_t seq_len) {
+  json training = {{"framework", c.framework}, {"method", c.method}, {"seq_len", seq_len}};
+  if (std::string(c.method) != "full") training["lora"] = {{"rank", kLoraRank}};
+  const json request = {{"model", {{"preset", c.model}}},
+                        {"training", training},
+                        {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", c.gpus}}},
+                        {"search", {{"top", 3}, {"global_batch", 64 * c.gpus / std::min<std::int64_t>(c.gpus, 8)}}}};
+  const json out = json::parse(api::search(request.dump()));
+  REQUIRE(out.at("ok").get<bool>());
+  return out.at("result");
+}
+
+}  // namespace
+
+TEST_CASE("every ★ exports launch files of its framework that express every knob of the layout", "[capabilities][launch]") {
+  const char* frameworks[] = {"hf_trainer", "deepspeed", "megatron", "torchtitan", "torchtune", "fsdp_qlora"};
+  const char* methods[] = {"full", "lora", "qlora"};
+  struct Model {
+    const char* id;
+    std::int64_t layers;
+  };
+  const Model models[] = {{"meta-llama/Llama-3.1-8B", 32}, {"meta-llama/Llama-3.1-70B-Instruct", 80}, {"Qwen/Qwen3-30B-A3B", 48}};
+  const std::int64_t sizes[] = {1, 8, 64};
+  std::map<std::string, int> stars;  // by framework / method
+  for (const char* fw : frameworks) {
+    const Framework id = find_framework(fw)->id;
+    const FrameworkCapabilities caps = framework_capabilities(id);
+    for (const char* method : methods) {
+      for (const Model& m : models) {
+        for (std::int64_t gpus : sizes) {
+          const Case c{fw, m.id, m.layers, method, gpus};
+          INFO(fw << " " << method << " " << m.id << " on " << gpus << " GPUs");
+          const json r = search(c, 4096);
+          const bool trains = caps.methods[static_cast<int>(find_method(method))];
+          if (!trains) {
+            // Every layout is rejected for the method, counted by that reason.
+            CHECK(r.at("recommended").is_null());
+            CHECK(r.at("counts").at("valid") == 0);
+            CHECK(r.at("counts").at("rejected").value("framework_method", 0) > 0);
+            continue;
+          }
+          if (r.at("recommended").is_null()) continue;
+          const json& star = r.at("recommended");
+          INFO("★ " << star.dump());
+          Knobs expressed;
+          int own = 0;
+          for (const json& f : r.at("launch")) {
+            if (!f.at("for_framework").get<bool>()) continue;
+            ++own;
+            INFO(f.at("format").get<std::string>() << ": " << f.at("notes").dump() << "\n" << f.at("text").get<std::string>());
+            REQUIRE(f.at("supported").get<bool>());
+            REQUIRE(!f.at("text").get<std::string>().empty());
+            for (const auto& [knob, value] : read_back(f.at("format"), f.at("text"), m.layers)) {
+              auto [it, fresh] = expressed.emplace(knob, value);
+              CHECK((fresh || it->second == value));  // two files of one launch agree
+            }
+          }
+          REQUIRE(own == static_cast<int>(caps.launch_formats.size()));
+          for (const auto& [knob, value] : star_knobs(star, gpus, method, kLoraRank)) {
+            INFO("knob " << knob);
+            REQUIRE(expressed.count(knob) == 1);
+            CHECK(expressed[knob] == value);
+          }
+          ++stars[std::string(fw) + "/" + method];
+        }
+      }
+    }
+  }
+  // The sweep checked a ★ for every method each framework trains.
+  for (const char* fw : frameworks) {
+    const FrameworkCapabilities caps = framework_capabilities(find_framework(fw)->id);
+    for (const char* method : methods) {
+      INFO(fw << " " << method);
+      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[std::string(fw) + "/" + method] >= 2);
+    }
+  }
+}
+
+TEST_CASE("capabilities by version: a dated capability is missing before its month", "[capabilities]") {
+  CHECK(framework_capabilities(Framework::kDeepspeed).tp);
+  CHECK_FALSE(framework_capabilities(Framework::kDeepspeed, 202406).tp);  // AutoTP training from 0.16.4
+  CHECK(framework_capabilities(Framework::kHfTrainer, 202406).qlora_with_zero3);
+  CHECK_FALSE(framework_capabilities(Framework::kHfTrainer, 202401).qlora_with_zero3);
+  // Plain PyTorch and the harnesses limit nothing; every launchable framework limits something.
+  CHECK(runs_everything(framework_capabilities(Framework::kOther)));
+  for (Framework f : {Framework::kHfTrainer, Framework::kDeepspeed, Framework::kMegatron, Framework::kTorchtitan,
+                      Framework::kTorchtune, Framework::kFsdpQlora, Framework::kLitgpt}) {
+    CHECK_FALSE(runs_everything(framework_capabilities(f)));
+  }
+  // A ZeRO-3 layout with tp 2 is what DeepSpeed's AutoTP rejects; plain DDP is what torchtune never runs.
+  ParallelLayout l;
+  l.dp = 4;
+  l.tp = 2;
+  l.sharding = Sharding::kZero3;
+  TrainingSetup t;
+  CHECK(std::string(capability_rule(framework_capabilities(Framework::kDeepspeed), l, t, 8, false)) == "framework_tp_not_with_zero3");
+  l.tp = 1;
+  l.sharding = Sharding::kNone;
+  CHECK(std::string(capability_rule(framework_capabilities(Framework::kTorchtune), l, t, 8, false)) == "framework_no_ddp");
+  CHECK(capability_rule(framework_capabilities(Framework::kHfTrainer), l, t, 8, false) == nullptr);
+}
