@@ -769,7 +769,7 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
 }  // namespace
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
-  std::vector<LaunchFormat> all = {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), python_script(in), fsdp_qlora(in), trl_sft(in), unsloth_script(in)};
+  std::vector<LaunchFormat> all = {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), trl_sft(in), unsloth_script(in), python_script(in), fsdp_qlora(in)};
   const std::vector<std::string> own = framework_capabilities(in.framework).launch_formats;
   for (LaunchFormat& f : all) f.for_framework = std::find(own.begin(), own.end(), f.format) != own.end();
   return all;

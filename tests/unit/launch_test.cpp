@@ -24,7 +24,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.setup = bf16(2, 8192, 4);
   in.setup.checkpointing = Checkpointing::kFull;
   const std::vector<LaunchFormat> f = launch_configs(in);
-  REQUIRE(f.size() == 7);
+  REQUIRE(f.size() == 9);
   // DeepSpeed (deepspeed.ai/docs/config-json): batch identity train = micro x accumulation x dp.
   const json ds = json::parse(f[0].text);
   CHECK(ds["train_batch_size"] == 2 * 4 * 8);
@@ -197,7 +197,7 @@ TEST_CASE("the TRL file holds SFTConfig / ModelConfig fields; the Unsloth script
   in.setup.checkpointing = Checkpointing::kFull;
   in.setup.loss = LossKernel::kChunkedNll;
   const std::vector<LaunchFormat> one = launch_configs(in);
-  REQUIRE(one.size() == 7);
+  REQUIRE(one.size() == 9);
   const LaunchFormat& trl = one[5];
   REQUIRE(trl.format == "trl_sft_yaml");
   REQUIRE(trl.supported);

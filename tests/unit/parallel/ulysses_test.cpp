@@ -105,7 +105,7 @@ TEST_CASE("Ulysses pays four waited all-to-alls per pass, each (cp - 1) / cp of 
   CHECK(ulysses_all_to_all_s(s, bw, latency) == 0);
 
   // In the step (the API's exposed cp time): the 4B at 32k on 16 H100s, every pass over NVLink
-  // (360 GB/s with the 0.8 collective efficiency, 10 µs a call), three passes per layer under full
+  // (360 GB/s with the 0.8 collective efficiency, NCCL's point-to-point latency a call), three passes per layer under full
   // checkpointing: cp 2 sends 1/2 of 16,384 tokens, cp 8 sends 7/8 of 4,096, of q, k, v (8 heads
   // each, no repetition) and the output, 10,240 elements a token in bf16.
   const auto exposed_cp = [](std::int64_t cp) {
@@ -117,7 +117,9 @@ TEST_CASE("Ulysses pays four waited all-to-alls per pass, each (cp - 1) / cp of 
                       {"parallel", {{"cp", cp}, {"cp_kind", "ulysses"}, {"sharding", "zero3"}}}};
     return json::parse(api::estimate(req.dump()))["result"]["perf"]["exposed_communication_s"]["cp"].get<double>();
   };
-  const auto pass_s = [](double tokens, double share) { return tokens * 2 * share * 10240 / 360e9 + 4 * 10e-6; };
+  const PerfConstants k;
+  const double call_s = k.nccl_base_latency_s + k.nccl_ring_hop_nvlink_s;  // nccl_p2p_latency_s within a node
+  const auto pass_s = [&](double tokens, double share) { return tokens * 2 * share * 10240 / 360e9 + 4 * call_s; };
   CHECK(exposed_cp(2) == Approx(36 * 3 * pass_s(16384, 0.5)).epsilon(1e-6));
   CHECK(exposed_cp(8) == Approx(36 * 3 * pass_s(4096, 0.875)).epsilon(1e-6));
 }
