@@ -327,7 +327,10 @@ void add_unknown_ranges(const Json& request, const EstimateRequest& r, Json& res
   const std::int64_t high = bytes(ranges["device_total_bytes"], "high");
   if (high > bytes(result["fit"], "compared_bytes")) {
     const std::int64_t memory = bytes(result["fit"], "gpu_memory_bytes");
-    result["fit"]["verdict"] = verdict_name(verdict_for(high, memory));
+    const std::string gpu_verdict = verdict_name(verdict_for(high, memory));
+    if (result["fit"].contains("gpu_verdict")) result["fit"]["gpu_verdict"] = gpu_verdict;
+    // A node without the host memory the offload needs stays host_oom whatever the GPU range says.
+    if (result["fit"]["verdict"] != "host_oom") result["fit"]["verdict"] = gpu_verdict;
     result["fit"]["compared_bytes"] = high;
     result["fit"]["headroom_bytes"] = memory - high;
     result["fit"]["usage_fraction"] = static_cast<double>(high) / static_cast<double>(memory);
