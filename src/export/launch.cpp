@@ -531,7 +531,7 @@ std::string lora_modules(const TrainingSetup& t) {
 }
 
 LaunchFormat trl_sft(const LaunchInput& in) {
-  LaunchFormat f{"trl_sft_yaml", "sft_config.yaml", "", true, {}};
+  LaunchFormat f = named("trl_sft_yaml", "sft_config.yaml");
   if (model_parallel(in.layout)) {
     f.supported = false;
     f.notes.emplace_back("TRL's SFTTrainer runs data parallelism through accelerate (DDP, FSDP, DeepSpeed ZeRO); for tp/pp/cp/ep use Megatron-LM or torchtitan");
@@ -675,7 +675,7 @@ LaunchFormat python_script(const LaunchInput& in) {
 }
 
 LaunchFormat unsloth_script(const LaunchInput& in) {
-  LaunchFormat f{"unsloth_python", "train_unsloth.py", "", true, {}};
+  LaunchFormat f = named("unsloth_python", "train_unsloth.py");
   const TrainingSetup& t = in.setup;
   if (in.layout.gpus() > 1) {
     f.supported = false;
@@ -771,8 +771,21 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
   std::vector<LaunchFormat> all = {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), trl_sft(in), unsloth_script(in), python_script(in), fsdp_qlora(in)};
   const std::vector<std::string> own = framework_capabilities(in.framework).launch_formats;
-  for (LaunchFormat& f : all) f.for_framework = std::find(own.begin(), own.end(), f.format) != own.end();
-  return all;
+  // The framework's own formats first, in the order its capabilities list them (its main file first).
+  std::vector<LaunchFormat> ordered;
+  ordered.reserve(all.size());
+  for (const std::string& name : own) {
+    for (LaunchFormat& f : all) {
+      if (f.format == name && !f.for_framework) {
+        f.for_framework = true;
+        ordered.push_back(f);
+      }
+    }
+  }
+  for (LaunchFormat& f : all) {
+    if (!f.for_framework) ordered.push_back(std::move(f));
+  }
+  return ordered;
 }
 
 }  // namespace memfit

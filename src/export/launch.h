@@ -28,7 +28,7 @@ struct LaunchInput {
 
 struct LaunchFormat {
   std::string format;          // deepspeed_json, accelerate_yaml, megatron_args, torchtitan_toml, torchtune_command,
-                               // python_script, fsdp_qlora_command
+                               // trl_sft_yaml, unsloth_python, python_script, fsdp_qlora_command
   std::string file_name;       // suggested file name
   std::string text;            // the configuration ("" when the format cannot express the layout)
   bool supported = true;

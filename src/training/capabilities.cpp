@@ -42,7 +42,7 @@ FrameworkCapabilities hf_trainer() {
 // `trl sft --config` file carries the training knobs, accelerate's file the sharding.
 FrameworkCapabilities trl() {
   FrameworkCapabilities c = hf_trainer();
-  c.launch_formats = {"trl_sft_yaml"};  // several GPUs: under `accelerate launch` (the format's note)
+  c.launch_formats = {"trl_sft_yaml", "accelerate_yaml"};
   c.sources.emplace_back("huggingface/trl @ f2cd5771: trl/trainer/sft_trainer.py (SFTTrainer subclasses transformers.Trainer)");
   return c;
 }
