@@ -10,7 +10,8 @@ foreach(f ${core})
   endif()
 endforeach()
 file(GLOB_RECURSE formula ${ROOT}/src/model/* ${ROOT}/src/block/* ${ROOT}/src/memory/* ${ROOT}/src/parallel/*
-     ${ROOT}/src/search/* ${ROOT}/src/perf/* ${ROOT}/src/training/* ${ROOT}/src/reference/* ${ROOT}/src/hardware/*)
+     ${ROOT}/src/search/* ${ROOT}/src/perf/* ${ROOT}/src/training/* ${ROOT}/src/reference/* ${ROOT}/src/hardware/*
+     ${ROOT}/src/pipeline/*)
 foreach(f ${formula})
   file(READ ${f} text)
   if(text MATCHES "nlohmann|json_input\\.h|[^A-Za-z_]Json[^A-Za-z_]")

@@ -15,6 +15,7 @@
 #include "hardware/network.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
+#include "pipeline/evaluate.h"
 #include "presets/registry.h"
 
 namespace memfit::api {
@@ -184,56 +185,18 @@ std::string inspect(std::string_view request_text) {
 
 namespace {
 
-// The verdict and largest micro-batch of a mixed cluster, as assess_fit gives them for one kind
-// of GPU.
-FitReport assess_mixed_fit(const EstimateRequest& r, const DistributedEstimate& d, const MixedFit& placed, const RuntimeProfile& rt) {
-  FitReport fit;
-  fit.verdict = placed.verdict;
-  fit.usage_fraction = placed.usage_fraction;
-  if (!r.search_max_micro_batch) return fit;
-  TrainingSetup probe = r.training;
-  fit.max_micro_batch = largest_fitting_micro_batch(
-      [&](std::int64_t mb) {
-        probe.micro_batch = mb;
-        const auto kinds = try_estimate_rank_peaks(r.model.arch, *r.model.inventory, probe, d.layout, rt, nullptr);
-        if (!kinds) return false;  // sizes past the 2^53 bound
-        return place_stages(*kinds, d.layout, r.gpus, r.gpu_mix).verdict != Verdict::kOom;
-      },
-      fit.max_micro_batch_capped);
-  return fit;
-}
-
-// The estimate of a read request (api::estimate).
-Json estimate_result(const EstimateRequest& r) {
+// The estimate of a read request (api::estimate), from its evaluation.
+Json estimate_result(const EstimateRequest& r, const Evaluation& ev) {
   const TensorInventory& inv = *r.model.inventory;
-  const RuntimeProfile rt = runtime_for(r.gpu);
-  const DistributedEstimate d = estimate_distributed(r.model.arch, inv, r.training, r.parallel, rt);
-  const Estimate& e = d.peak();
-  std::optional<MixedFit> placed;
-  if (!r.gpu_mix.empty()) {
-    // Every stage of the layout on its own GPUs, placed by memory.
-    std::vector<RankPeak> kinds;
-    for (const RankEstimate& k : d.ranks) {
-      const Estimate& ke = k.estimate;
-      kinds.push_back({ke.peak_allocated_bytes, ke.peak_reserved_bytes, ke.device_total_bytes, k.context.kind.ranks, k.context.kind.name});
-    }
-    placed = place_stages(kinds, d.layout, r.gpus, r.gpu_mix);
-  }
-  const FitReport fit = placed ? assess_mixed_fit(r, d, *placed, rt)
-                               : assess_fit(r.model.arch, inv, r.training, r.parallel, r.gpu, e.device_total_bytes, rt,
-                                            r.search_max_micro_batch);
+  const DistributedEstimate& d = ev.distributed;
+  const Estimate& e = ev.peak();
   // The headline is the most-loaded rank kind; every kind is listed under "ranks".
-  Json result = estimate_to_json(e, rt, r.include_timeline);
+  Json result = estimate_to_json(e, ev.runtime, r.include_timeline);
   result["rank_kind"] = d.ranks[d.peak_rank].context.kind.name;
-  result["layer_model_states_bytes"] =
-      block_model_states_bytes(r.model.arch, inv, d.setup, d.ranks[d.peak_rank].context.shard);
-  result["ranks"] = ranks_to_json(d, rt, r.include_timeline && d.ranks.size() > 1);
+  result["layer_model_states_bytes"] = ev.layer_model_states_bytes;
+  result["ranks"] = ranks_to_json(d, ev.runtime, r.include_timeline && d.ranks.size() > 1);
   result["parallel"] = layout_to_json(d.layout);
-  // Offload: host memory of one node (its GPUs' shards, most-loaded kind as the bound).
-  std::int64_t host_per_rank = 0;  // the most any rank kind offloads (as the search counts it)
-  for (const RankEstimate& k : d.ranks) host_per_rank = std::max(host_per_rank, k.estimate.states.host_bytes);
-  const HostFit host = host_fit(host_per_rank, r.gpus, r.gpus_per_node, r.host_memory_bytes_per_node);
-  result["host_bytes_per_node"] = host.bytes_per_node;
+  result["host_bytes_per_node"] = ev.host.bytes_per_node;
   result["model"] = {{"id", r.model.id},
                      {"source", r.model.source},
                      {"model_type", r.model.arch.model_type},
@@ -242,43 +205,25 @@ Json estimate_result(const EstimateRequest& r) {
   result["training"] = training_to_json(d.setup);
   result["gpu"] = {{"id", r.gpu.id}, {"name", r.gpu.name}, {"memory_total_bytes", r.gpu.memory_total_bytes}};
   result["cluster"] = {{"gpus", r.gpus}, {"gpus_per_node", r.gpus_per_node}};
-  result["fit"] = fit_to_json(fit, r.gpu, e, r.search_max_micro_batch);
-  result["fit"]["verdict"] = verdict_name(fit.verdict, host.oom);
-  result["fit"]["gpu_verdict"] = verdict_name(fit.verdict);
-  result["fit"]["host_bytes_per_node"] = host.bytes_per_node;
-  result["fit"]["host_memory_bytes_per_node"] = host.memory_bytes_per_node > 0 ? Json(host.memory_bytes_per_node) : Json(nullptr);
-  if (placed) {
-    // The most-used stage is the one compared with its GPUs' memory.
-    const StagePlacement* worst = &placed->kinds.front();
-    for (const StagePlacement& p : placed->kinds) {
-      if (p.usage_fraction > worst->usage_fraction) worst = &p;
-    }
-    result["fit"]["compared_bytes"] = worst->device_total_bytes;
-    result["fit"]["gpu_memory_bytes"] = worst->gpu_memory_bytes;
-    result["fit"]["headroom_bytes"] = worst->gpu_memory_bytes - worst->device_total_bytes;
-    result["fit"]["placement"] = placement_to_json(placed->kinds);
+  result["fit"] = fit_to_json(ev.fit, r.gpu, e, r.search_max_micro_batch);
+  result["fit"]["verdict"] = verdict_name(ev.fit.verdict, ev.host.oom);
+  result["fit"]["gpu_verdict"] = verdict_name(ev.fit.verdict);
+  result["fit"]["host_bytes_per_node"] = ev.host.bytes_per_node;
+  result["fit"]["host_memory_bytes_per_node"] = ev.host.memory_bytes_per_node > 0 ? Json(ev.host.memory_bytes_per_node) : Json(nullptr);
+  if (ev.placement) {
+    result["fit"]["compared_bytes"] = ev.compared_bytes;
+    result["fit"]["gpu_memory_bytes"] = ev.gpu_memory_bytes;
+    result["fit"]["headroom_bytes"] = ev.gpu_memory_bytes - ev.compared_bytes;
+    result["fit"]["placement"] = placement_to_json(ev.placement->kinds);
     result["cluster"]["gpu_mix"] = gpu_mix_to_json(r.gpu_mix);
   }
-  // Every rank waits for the slowest kind of GPU: the longest step time of the cluster's kinds.
-  ClusterSpec cluster = cluster_of(r);
-  const PerfConstants k;
-  const PerfBasis basis = build_perf_basis(r.model.arch, inv, d.setup);
-  StepTime step = estimate_step_time(basis, d.setup, d.layout, cluster, k);
-  for (std::size_t i = 1; i < r.gpu_mix.size(); ++i) {
-    ClusterSpec other = cluster;
-    other.gpu = r.gpu_mix[i].gpu;
-    StepTime st = estimate_step_time(basis, d.setup, d.layout, other, k);
-    if (st.tokens_per_s < step.tokens_per_s) {
-      step = st;
-      cluster = other;
-    }
-  }
-  result["perf"] = step_time_to_json(step);
-  result["perf"]["assumptions"] = perf_assumptions(k, cluster);
+  result["perf"] = step_time_to_json(ev.step);
+  result["perf"]["assumptions"] = perf_assumptions(ev.perf_constants, ev.step_cluster);
   if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
   result["warnings"] = r.warnings;
-  if (const char* code = capability_rule(framework_capabilities(r.framework->id, r.framework_yyyymm), d.layout, d.setup, r.gpus_per_node, r.model.arch.is_moe())) {
-    result["warnings"].push_back(r.framework->name + ": " + capability_message(code) + " (" + code + "); the search does not offer this layout");
+  if (ev.capability_rule) {
+    result["warnings"].push_back(r.framework->name + ": " + capability_message(ev.capability_rule) + " (" +
+                                 ev.capability_rule + "); the search does not offer this layout");
   }
   return result;
 }
@@ -303,40 +248,36 @@ std::string month_text(std::int64_t yyyymm) {
 // A setting the request leaves unknown that moves memory (issue 32): a framework named without
 // framework_version runs the current code, but its dated behaviours are as plausible. The range
 // spans the estimate under each; the verdict is judged by the high end.
-void add_unknown_ranges(const Json& request, const EstimateRequest& r, Json& result) {
+void add_unknown_ranges(const Json& request, const EstimateRequest& r, const Evaluation& ev, Json& result) {
   const Json* training = request.contains("training") ? &request["training"] : nullptr;
   if (!training || !training->contains("framework") || training->contains("framework_version")) return;
   const std::vector<std::int64_t> months = dated_variants(*r.framework);
   if (months.empty()) return;
-  const auto bytes = [](const Json& res, const char* key) { return res[key].get<std::int64_t>(); };
-  const char* keys[] = {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes"};
-  Json ranges = {{"unknown", Json::array({"/training/framework_version"})}, {"variants", Json::array()}};
-  for (const char* key : keys) ranges[key] = {{"low", bytes(result, key)}, {"high", bytes(result, key)}};
-  ranges["variants"].push_back({{"framework_version", "current"}, {"device_total_bytes", bytes(result, "device_total_bytes")}});
+  std::vector<Evaluation> variants;
+  Json listed = Json::array({{{"framework_version", "current"}, {"device_total_bytes", ev.peak().device_total_bytes}}});
   for (const std::int64_t month : months) {
     Json variant = request;
     variant["training"]["framework_version"] = month_text(month);
-    variant["options"]["timeline"] = false;
-    const Json v = estimate_result(read_estimate_request(variant));
-    for (const char* key : keys) {
-      ranges[key]["low"] = std::min(bytes(ranges[key], "low"), bytes(v, key));
-      ranges[key]["high"] = std::max(bytes(ranges[key], "high"), bytes(v, key));
-    }
-    ranges["variants"].push_back({{"framework_version", month_text(month)}, {"device_total_bytes", bytes(v, "device_total_bytes")}});
+    const EstimateRequest variant_request = read_estimate_request(variant);
+    variants.push_back(evaluate(problem_of(variant_request), Detail::kMemory));
+    listed.push_back({{"framework_version", month_text(month)}, {"device_total_bytes", variants.back().peak().device_total_bytes}});
   }
-  const std::int64_t high = bytes(ranges["device_total_bytes"], "high");
-  if (high > bytes(result["fit"], "compared_bytes")) {
-    const std::int64_t memory = bytes(result["fit"], "gpu_memory_bytes");
-    const std::string gpu_verdict = verdict_name(verdict_for(high, memory));
-    if (result["fit"].contains("gpu_verdict")) result["fit"]["gpu_verdict"] = gpu_verdict;
-    // A node without the host memory the offload needs stays host_oom whatever the GPU range says.
-    if (result["fit"]["verdict"] != "host_oom") result["fit"]["verdict"] = gpu_verdict;
-    result["fit"]["compared_bytes"] = high;
-    result["fit"]["headroom_bytes"] = memory - high;
-    result["fit"]["usage_fraction"] = static_cast<double>(high) / static_cast<double>(memory);
-    result["fit"]["judged_on"] = "range_high";
-  }
-  result["ranges"] = std::move(ranges);
+  const RangeJudgement range = judge_range(ev, variants);
+  const auto to_json = [](const ByteRange& b) { return Json{{"low", b.low}, {"high", b.high}}; };
+  result["ranges"] = {{"unknown", Json::array({"/training/framework_version"})},
+                      {"variants", listed},
+                      {"peak_allocated_bytes", to_json(range.allocated)},
+                      {"peak_reserved_bytes", to_json(range.reserved)},
+                      {"device_total_bytes", to_json(range.device_total)}};
+  if (!range.judged_on_high) return;
+  Json& fit = result["fit"];
+  fit["gpu_verdict"] = verdict_name(range.gpu_verdict);
+  // A node without the host memory the offload needs stays host_oom whatever the GPU range says.
+  fit["verdict"] = verdict_name(range.gpu_verdict, ev.host.oom);
+  fit["compared_bytes"] = range.compared_bytes;
+  fit["headroom_bytes"] = ev.gpu_memory_bytes - range.compared_bytes;
+  fit["usage_fraction"] = range.usage_fraction;
+  fit["judged_on"] = "range_high";
 }
 
 }  // namespace
@@ -346,8 +287,9 @@ std::string estimate(std::string_view request_text) {
     const Json request = parse_json_text(request_text);
     const EstimateRequest r = read_estimate_request(request);
     return at_pointer("/training", [&] {
-      Json result = estimate_result(r);
-      if (r.gpu_mix.empty()) add_unknown_ranges(request, r, result);
+      const Evaluation ev = evaluate(problem_of(r));
+      Json result = estimate_result(r, ev);
+      if (r.gpu_mix.empty()) add_unknown_ranges(request, r, ev, result);
       return result;
     });
   });

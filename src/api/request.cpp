@@ -582,6 +582,20 @@ ClusterSpec cluster_of(const EstimateRequest& r) {
   return c;
 }
 
+Problem problem_of(const EstimateRequest& r) {
+  Problem p;
+  p.arch = &r.model.arch;
+  p.inv = r.model.inventory.get();
+  p.framework = r.framework->id;
+  p.framework_yyyymm = r.framework_yyyymm;
+  p.training = r.training;
+  p.parallel = r.parallel;
+  p.cluster = cluster_of(r);
+  p.gpu_mix = r.gpu_mix;
+  p.search_max_micro_batch = r.search_max_micro_batch;
+  return p;
+}
+
 SearchRequest read_search_request(const Json& req) {
   if (!req.is_object()) throw Error(ErrorCode::kInvalidType, "", "the request must be a JSON object");
   const FieldReader f(req, "");

@@ -15,6 +15,7 @@
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
+#include "pipeline/evaluate.h"
 #include "search/search.h"
 #include "reference/reference.h"
 #include "training/framework_profile.h"
@@ -79,6 +80,8 @@ EstimateRequest read_estimate_request(const Json& request);
 
 /// The cluster of a request as the performance model sees it.
 ClusterSpec cluster_of(const EstimateRequest& r);
+/// The request as the pipeline evaluates it (pointers into `r`, which must outlive it).
+Problem problem_of(const EstimateRequest& r);
 
 struct SearchRequest {
   EstimateRequest base;       // model, framework, training, cluster (no layout)

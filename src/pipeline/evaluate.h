@@ -1,0 +1,76 @@
+// One estimate from a problem to its answer, between the api facade and the engines: the memory
+// replay of every rank kind, the verdict (one GPU kind, a mixed cluster by stage placement, the
+// host), the step time on the slowest GPU kind and the framework's capability check. The api
+// maps JSON to a Problem and an Evaluation back to JSON; nothing here sees JSON.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "hardware/gpu_spec.h"
+#include "memory/fit.h"
+#include "memory/timeline.h"
+#include "model/architecture.h"
+#include "model/tensor_inventory.h"
+#include "parallel/layout.h"
+#include "perf/perf_model.h"
+#include "training/framework_profile.h"
+
+namespace memfit {
+
+struct Problem {
+  const ModelArchitecture* arch = nullptr;
+  const TensorInventory* inv = nullptr;
+  Framework framework = Framework::kHfTrainer;
+  std::int64_t framework_yyyymm = 0;  // 0: the framework's current code
+  TrainingSetup training;
+  ParallelLayout parallel;
+  ClusterSpec cluster;              // with gpu_mix: the first group's GPU
+  std::vector<GpuGroup> gpu_mix;    // several GPU kinds in rank order; empty: every GPU is cluster.gpu
+  bool search_max_micro_batch = true;
+};
+
+/// How much of the answer to compute: the memory verdict alone (a range's variants) or all of it.
+enum class Detail { kMemory, kFull };
+
+struct Evaluation {
+  RuntimeProfile runtime;
+  DistributedEstimate distributed;
+  FitReport fit;                        // the GPU verdict (the mixed placement's with gpu_mix)
+  std::optional<MixedFit> placement;    // with gpu_mix: every stage placed by memory
+  HostFit host;                         // offloaded bytes of one node against its CPU memory
+  std::int64_t layer_model_states_bytes = 0;  // one block's states on the peak rank
+  // kFull only:
+  StepTime step;                        // on the slowest GPU kind of the cluster
+  ClusterSpec step_cluster;             // that GPU kind's cluster
+  PerfConstants perf_constants;
+  const char* capability_rule = nullptr;  // the framework cannot run this layout (capabilities.h)
+
+  /// The device total the verdict compares and the GPU memory it is compared with (a mixed
+  /// cluster's most-used stage and its GPUs').
+  std::int64_t compared_bytes = 0;
+  std::int64_t gpu_memory_bytes = 0;
+
+  const Estimate& peak() const { return distributed.peak(); }
+};
+
+Evaluation evaluate(const Problem& p, Detail detail = Detail::kFull);
+
+/// One counter over the dated behaviours of a setting the request leaves unknown.
+struct ByteRange {
+  std::int64_t low = 0;
+  std::int64_t high = 0;
+};
+struct RangeJudgement {
+  ByteRange allocated, reserved, device_total;
+  /// The high end of the device total decides the verdict (it is above the estimate's own).
+  bool judged_on_high = false;
+  Verdict gpu_verdict = Verdict::kFits;  // of the high end when judged_on_high
+  std::int64_t compared_bytes = 0;
+  double usage_fraction = 0;
+};
+/// The range of `base` and its `variants` (same request under each dated behaviour), judged by
+/// its high end: the dangerous direction decides (issue 32).
+RangeJudgement judge_range(const Evaluation& base, const std::vector<Evaluation>& variants);
+
+}  // namespace memfit
