@@ -85,6 +85,42 @@ test('an OOM headline and OOM rows show no speed; the summary says it does not f
   await page.close();
 });
 
+test('an unknown framework version: the range in the headline, summary and verdict, judged by the high end', { skip }, async () => {
+  const page = await open(at({ framework: 'torchtune', method: 'lora', gpus: '1', per_node: '1', micro_batch: '1', ckpt: 'none' }));
+  await settled(page);
+  const first = cli('estimate', JSON.parse(await page.textContent('#request-json'))).ranges.device_total_bytes;
+  assert.ok(first.high > first.low, "torchtune's dated behaviours move the peak");
+  // A GPU between the two ends: room for the low end, not for the high end.
+  await page.fill('#gpu_mem', ((first.low + first.high) / 2 / 2 ** 30).toFixed(2));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  const { low, high } = result.ranges.device_total_bytes;
+  const memory = result.fit.gpu_memory_bytes;
+  assert.ok(low <= memory && high > memory, `${low} ${high} ${memory}`);
+  assert.equal(result.fit.judged_on, 'range_high');
+  assert.equal(result.fit.verdict, 'oom');
+  assert.equal(await page.textContent('#sum-badge'), 'OOM');
+  assert.equal(await page.textContent('#sum-peak'), `${gib(low)}–${gib(high)} of ${gib(memory)} (${percent(result.fit.usage_fraction)} at the high end)`);
+  const lowEnd = low > result.fit.tight_fraction * memory ? 'Tight' : 'Fits';
+  assert.equal(await page.isVisible('#range-note'), true);
+  assert.match(await page.textContent('#range-text'),
+    new RegExp(`^torchtune's version is not set: ${gib(low)} to ${gib(high)} per GPU .*\\. ${lowEnd} at the low end, OOM at the high end; judged by the high end\\.$`));
+  assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory at the high end of the range/);
+  await checkAxeAndShoot(page, 'range');
+  // Naming the version ends the range: one number, no note.
+  await page.click('#range-goto');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'fw_version');
+  await page.keyboard.type(result.ranges.variants.at(-1).framework_version);
+  await settled(page);
+  const narrowed = (await assertMatchesCli(page)).result;
+  assert.equal(narrowed.ranges, undefined);
+  assert.equal(await page.isVisible('#range-note'), false);
+  assert.doesNotMatch(await page.textContent('#sum-peak'), /–/);
+  assert.match(page.url(), /fw_version=/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('one recommendation: ★ is the first row and the search\'s; a chosen row is "your choice", keeps focus, and one click goes back', { skip }, async () => {
   const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
   await settled(page);
@@ -256,6 +292,16 @@ test('presets: popular families first, each by size; the filter never switches t
   await page.close();
 });
 
+/// google/gemma-3-4b-it's config.json as copies quoted in public test suites give it (not fetched
+/// from the Hub here): its text_config names no vocab_size, heads or head_dim.
+const GEMMA3_4B = { architectures: ['Gemma3ForConditionalGeneration'], boi_token_index: 255999, eoi_token_index: 256000,
+  eos_token_id: [1, 106], image_token_index: 262144, initializer_range: 0.02, mm_tokens_per_image: 256, model_type: 'gemma3',
+  text_config: { hidden_size: 2560, intermediate_size: 10240, model_type: 'gemma3_text', num_hidden_layers: 34,
+    rope_scaling: { factor: 8.0, rope_type: 'linear' }, sliding_window: 1024 },
+  torch_dtype: 'bfloat16', transformers_version: '4.50.0.dev0',
+  vision_config: { hidden_size: 1152, image_size: 896, intermediate_size: 4304, model_type: 'siglip_vision_model',
+    num_attention_heads: 16, num_hidden_layers: 27, patch_size: 14, vision_use_head: false } };
+
 test('load from Hugging Face: full URLs, a token kept only in memory, failures that say so and leave no stale "loaded" result', { skip }, async () => {
   const hub = (u) => u.startsWith('https://huggingface.co/');
   const page = await open(`${env.baseUrl}/index.html`, { allow: (u) => u.startsWith(env.baseUrl) || hub(u) });
@@ -265,6 +311,7 @@ test('load from Hugging Face: full URLs, a token kept only in memory, failures t
     asked.push([r.url().replace('https://huggingface.co/', ''), r.headers().authorization]);
     if (r.url().includes('/gated/')) return route.fulfill({ status: 401, body: 'gated' });
     if (r.url().includes('/broken/')) return route.fulfill({ status: 200, contentType: 'application/json', body: '{"model_type": "llama", "hidden_size": 64}' });
+    if (r.url().includes('/gemma-3-4b-it/')) return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(GEMMA3_4B) });
     return route.fulfill({ status: 200, contentType: 'application/json', headers: { 'access-control-allow-origin': '*' },
       body: JSON.stringify({ model_type: 'gpt2', vocab_size: 50257, n_embd: 768, n_layer: 12, n_head: 12 }) });
   });
@@ -302,7 +349,18 @@ test('load from Hugging Face: full URLs, a token kept only in memory, failures t
     await page.click('#hf-load');
     assert.match(await page.textContent('#hf-status'), pattern);
   }
-  assert.equal(asked.length, 3);
+  // google/gemma-3-4b-it's text_config leaves out vocab_size and the heads: the core fills them
+  // with transformers' Gemma3TextConfig defaults and says so; the count is the CLI's.
+  await page.fill('#hf-repo', 'https://huggingface.co/google/gemma-3-4b-it');
+  await page.click('#hf-load');
+  await page.waitForFunction(() => /^Loaded google\/gemma-3-4b-it/.test(document.querySelector('#hf-status').textContent));
+  await settled(page);
+  const params = cli('params', GEMMA3_4B);
+  assert.equal(await page.textContent('#hf-status'), `Loaded google/gemma-3-4b-it: ${params.total_params.toLocaleString('en-US')} parameters.`);
+  assert.match(await page.textContent('#model-name'), /^google\/gemma-3-4b-it · gemma3_text/);
+  assert.match(await page.textContent('#warnings'), /text_config leaves out .*vocab_size 262208.*transformers' defaults \(Gemma3TextConfig/);
+  assert.equal(await page.textContent('#err-config'), '');
+  assert.equal(asked.length, 4);
   assert.deepEqual(page.unexpected, []);
   await page.close();
 });
@@ -467,6 +525,16 @@ test('charts: the GPU\'s memory drawn on the timeline, each chart saved as PNG; 
   const legend = await page.$$eval('#timeline-chart .u-legend th', (ths) => ths.map((th) => th.textContent));
   assert.ok(legend.includes('GPU memory'), legend.join());
   assert.ok(await page.$eval('#timeline-chart .u-legend', (l) => l.textContent.includes('79.6')), `capacity ${gib(result.fit.gpu_memory_bytes)}`);
+  // The core's peak event is marked: the marker's event and its legend value (the stack's top there).
+  const peakAt = result.timeline.findIndex((t) => t.phase === result.peak.phase && t.label === result.peak.label && t.layer === result.peak.layer);
+  assert.ok(peakAt >= 0, JSON.stringify(result.peak));
+  assert.ok(legend.includes('peak'), legend.join());
+  assert.equal(await page.getAttribute('#timeline-chart', 'data-peak'), `${result.peak.phase}: ${result.peak.label}`);
+  const top = ['weights', 'gradients', 'optimizer_states', 'activations', 'logits_loss', 'temporaries', 'communication']
+    .reduce((sum, k) => sum + result.timeline[peakAt][`${k}_bytes`], 0);
+  const peakValue = await page.$eval('#timeline-chart .u-legend', (l) => [...l.querySelectorAll('tr')].find((tr) => tr.querySelector('th')?.textContent === 'peak')?.querySelector('td')?.textContent);
+  assert.equal(peakValue, `${(top / 2 ** 30).toFixed(2)} GiB`);
+  assert.match(await page.textContent('#timeline-note'), new RegExp(`the dot marks the peak \\(${result.peak.phase}: ${result.peak.label}\\)`));
   for (const chart of ['breakdown', 'timeline']) {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#${chart}-chart-png`)]);
     assert.equal(download.suggestedFilename(), `memfit-${chart}.png`);
