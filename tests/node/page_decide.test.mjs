@@ -6,13 +6,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, skip, SHOTS } from './browser.mjs';
+import { env, useBrowser, open, settled, cli, searchRequest, assertMatchesCli, axeViolations, gib, headlinePeak, skip, SHOTS } from './browser.mjs';
 
 useBrowser();
 
 const at = (hash) => `${env.baseUrl}/index.html#${new URLSearchParams(hash)}`;
 const hostText = (bytes) => (bytes > 0 ? gib(bytes) : 'none');
 const percent = (fraction) => `${(100 * fraction).toFixed(0)} %`;
+
+/// The summary's peak: the device total against the GPU's memory, or the core's range of it when
+/// the framework's version is unknown (the share then the high end's).
+function sumPeak(result, unit = gib) {
+  const r = result.ranges?.device_total_bytes;
+  const memory = `of ${unit(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)}`;
+  return r && r.low !== r.high ? `${unit(r.low)}–${unit(r.high)} ${memory} at the high end)` : `${unit(result.fit.compared_bytes)} ${memory})`;
+}
+
 
 /// The method table as shown: name, verdict, tokens/s and host memory per node of each row.
 const tableRows = (page) => page.$$eval('#methods tbody tr', (trs) => trs.map((tr) => ({
@@ -49,7 +58,7 @@ test('honest verdict: host memory per node for every layout, in the headline and
   const { request, result } = await assertMatchesCli(page);
   assert.equal(await page.textContent('#sum-host'), hostText(result.host_bytes_per_node));
   assert.ok((await page.textContent('#host-mem')).startsWith(hostText(result.host_bytes_per_node)));
-  assert.equal(await page.textContent('#sum-peak'), `${gib(result.fit.compared_bytes)} of ${gib(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
+  assert.equal(await page.textContent('#sum-peak'), sumPeak(result));
   assert.equal(await page.textContent('#sum-mb'), String(result.fit.max_micro_batch));
   // Every row's host memory is the core's, equal to its own estimate's; offload layouts need hundreds of GiB.
   const search = cli('search', searchRequest(request));
@@ -100,7 +109,8 @@ test('an unknown framework version: the range in the headline, summary and verdi
   assert.equal(result.fit.judged_on, 'range_high');
   assert.equal(result.fit.verdict, 'oom');
   assert.equal(await page.textContent('#sum-badge'), 'OOM');
-  assert.equal(await page.textContent('#sum-peak'), `${gib(low)}–${gib(high)} of ${gib(memory)} (${percent(result.fit.usage_fraction)} at the high end)`);
+  assert.equal(await page.textContent('#sum-peak'), sumPeak(result));
+  assert.equal(sumPeak(result), `${gib(low)}–${gib(high)} of ${gib(memory)} (${percent(result.fit.usage_fraction)} at the high end)`);
   const lowEnd = low > result.fit.tight_fraction * memory ? 'Tight' : 'Fits';
   assert.equal(await page.isVisible('#range-note'), true);
   assert.match(await page.textContent('#range-text'),
@@ -393,8 +403,8 @@ test('GB or GiB for every amount of memory, kept in the link; "Copy link" copies
   await settled(page);
   const result = cli('estimate', JSON.parse(await page.textContent('#request-json')));
   const gb = (bytes, digits = 1) => `${(bytes / 1e9).toFixed(digits)} GB`;
-  assert.equal(await page.textContent('#peak'), gb(result.device_total_bytes));
-  assert.equal(await page.textContent('#sum-peak'), `${gb(result.fit.compared_bytes)} of ${gb(result.fit.gpu_memory_bytes)} (${percent(result.fit.usage_fraction)})`);
+  assert.equal(await page.textContent('#peak'), headlinePeak(result, gb));
+  assert.equal(await page.textContent('#sum-peak'), sumPeak(result, gb));
   assert.equal(await page.textContent('#sum-host'), result.host_bytes_per_node > 0 ? gb(result.host_bytes_per_node) : 'none');
   assert.equal(await page.textContent('#breakdown tr:last-child td'), gb(result.device_total_bytes, 2));
   const cells = await page.$$eval('#methods tbody td.num', (tds) => tds.map((td) => td.textContent).filter((t) => /B$/.test(t)));
@@ -407,7 +417,7 @@ test('GB or GiB for every amount of memory, kept in the link; "Copy link" copies
   const again = await open(page.url());
   await settled(again);
   assert.equal(await again.inputValue('#units'), 'GB');
-  assert.equal(await again.textContent('#peak'), gb(result.device_total_bytes));
+  assert.equal(await again.textContent('#peak'), headlinePeak(result, gb));
   assert.deepEqual([...page.errors, ...again.errors], []);
   await page.close();
   await again.close();
