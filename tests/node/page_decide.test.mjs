@@ -116,6 +116,8 @@ test('an unknown framework version: the range in the headline, summary and verdi
   assert.match(await page.textContent('#range-text'),
     new RegExp(`^torchtune's version is not set: ${gib(low)} to ${gib(high)} per GPU .*\\. ${lowEnd} at the low end, OOM at the high end; judged by the high end\\.$`));
   assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory at the high end of the range/);
+  // The search's rows are judged on the current code: the table says so.
+  assert.equal(await page.isVisible('#methods-range'), true);
   await checkAxeAndShoot(page, 'range');
   // Naming the version ends the range: one number, no note.
   await page.click('#range-goto');
@@ -125,6 +127,7 @@ test('an unknown framework version: the range in the headline, summary and verdi
   const narrowed = (await assertMatchesCli(page)).result;
   assert.equal(narrowed.ranges, undefined);
   assert.equal(await page.isVisible('#range-note'), false);
+  assert.equal(await page.isVisible('#methods-range'), false);
   assert.doesNotMatch(await page.textContent('#sum-peak'), /–/);
   assert.match(page.url(), /fw_version=/);
   assert.deepEqual(page.errors, []);

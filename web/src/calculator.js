@@ -478,6 +478,7 @@
       this.$('stale-note').hidden = false;
       this.$('pick-note').hidden = true;
       this.$('range-note').hidden = true;
+      this.$('methods-range').hidden = true;
       this.$('pick-name').textContent = '';
       for (const id of ['peak', 'verdict-detail', 'max-mb', 'throughput', 'step-time', 'host-mem', 'peak-at', 'train-time']) this.$(id).textContent = '–';
       this.$('breakdown').replaceChildren();
@@ -777,6 +778,7 @@
     renderRange(e) {
       const range = this.rangeOf(e);
       this.$('range-note').hidden = !range;
+      this.$('methods-range').hidden = !range;
       if (!range) return;
       const [low, high] = [VERDICT_TEXT[range.lowVerdict], VERDICT_TEXT[range.highVerdict]];
       const ends = low === high ? `${low} at both ends` : `${low} at the low end, ${high} at the high end`;
