@@ -6,9 +6,10 @@
 //   memfit-import.js                 the config importer and its YAML parser, loaded by the page
 //                                    only when a config is imported (the first load stays small)
 // Usage: node web/assemble.mjs <web dir> <site dir>
-import { readFileSync, writeFileSync, readdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { gzipSync, constants } from 'node:zlib';
+import { createHash } from 'node:crypto';
+import { gzipAsync } from '@gfx/zopfli';
 
 const [webDir, siteDir] = process.argv.slice(2);
 const read = (p) => readFileSync(p, 'utf8');
@@ -35,8 +36,21 @@ const library = [`/* uPlot 1.6.32, MIT licence, (c) Leon Sorokin: https://github
   ...SOURCES.map(compact)].join('\n');
 const boot = compact('boot.js');
 const glue = read(join(siteDir, 'memfit_web.js'));
-const wasm = gzipSync(readFileSync(join(siteDir, 'memfit_web.wasm')), { level: constants.Z_BEST_COMPRESSION });
-const wasmBase64 = wasm.toString('base64');
+
+/// The wasm as gzip from Zopfli (a standard deflate stream, ~5 % smaller than zlib's level 9;
+/// DecompressionStream('gzip') reads it), cached outside the site with the module's hash: Zopfli
+/// takes ~20 s, and a change to the page alone reuses it.
+async function packedWasm() {
+  const wasm = readFileSync(join(siteDir, 'memfit_web.wasm'));
+  const hash = createHash('sha256').update(wasm).digest('hex');
+  const cached = join(siteDir, '..', 'memfit_web.wasm.zopfli.gz');
+  if (existsSync(cached) && existsSync(`${cached}.sha256`) && read(`${cached}.sha256`) === hash) return readFileSync(cached);
+  const packed = Buffer.from(await gzipAsync(wasm, { numiterations: 5 }));
+  writeFileSync(cached, packed);
+  writeFileSync(`${cached}.sha256`, hash);
+  return packed;
+}
+const wasmBase64 = (await packedWasm()).toString('base64');
 
 // Inline <script> text must not contain "</script" (it would end the element early); a function
 // replacement keeps "$&"-style patterns in the inlined code literal.

@@ -444,6 +444,50 @@ void parse_bert(const FieldReader& f, ModelArchitecture& a) {
   a.pooler = true;
 }
 
+// transformers builds a wrapper's text_config as its text config class (Gemma3Config: Gemma3TextConfig(**text_config)),
+// so a key the nested dict omits takes that class's default. Published wrappers rely on it
+// (google/gemma-3-4b-it's text_config names no vocab_size, heads or head_dim). The defaults that
+// shape the model, per inner model_type, each from its class's __init__ in transformers:
+struct TextConfigDefaults {
+  const char* model_type;
+  const char* wrapper;  // the wrapper whose text_config class this is (model_type when the dict omits it)
+  const char* source;
+  const char* keys;     // JSON object of defaults
+};
+const TextConfigDefaults kTextConfigDefaults[] = {
+    {"gemma3_text", "gemma3", "Gemma3TextConfig, transformers models/gemma3/configuration_gemma3.py@008f5c8c",
+     R"({"vocab_size":262208,"hidden_size":2304,"intermediate_size":9216,"num_hidden_layers":26,"num_attention_heads":8,
+         "num_key_value_heads":4,"head_dim":256,"max_position_embeddings":131072,"sliding_window":4096,"tie_word_embeddings":true})"},
+    {"llama4_text", "llama4", "Llama4TextConfig, transformers models/llama4/configuration_llama4.py@008e5743",
+     R"({"vocab_size":202048,"hidden_size":5120,"intermediate_size":8192,"intermediate_size_mlp":16384,"num_hidden_layers":48,
+         "num_attention_heads":40,"num_key_value_heads":8,"head_dim":128,"max_position_embeddings":131072,
+         "num_experts_per_tok":1,"num_local_experts":16,"interleave_moe_layer_step":1,"tie_word_embeddings":false})"},
+    {"mistral", "mistral3", "MistralConfig, transformers models/mistral/configuration_mistral.py@001f85b3",
+     R"({"vocab_size":32000,"hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,
+         "num_key_value_heads":8,"max_position_embeddings":131072,"sliding_window":4096})"},
+};
+
+// A nested text_config with the omitted keys filled from its class's defaults, and a warning
+// naming them; unchanged when memfit knows no defaults for it.
+Json with_text_config_defaults(const Json& text, const std::string& wrapper_type, std::vector<std::string>& warnings) {
+  Json filled = text;
+  const std::string inner = text.contains("model_type") && text["model_type"].is_string() ? text["model_type"].get<std::string>() : "";
+  for (const TextConfigDefaults& d : kTextConfigDefaults) {
+    if (inner != d.model_type && !(inner.empty() && wrapper_type == d.wrapper)) continue;
+    if (inner.empty()) filled["model_type"] = d.model_type;
+    std::string used;
+    const Json defaults = parse_json_text(d.keys);
+    for (const auto& [key, value] : defaults.items()) {
+      if (filled.contains(key)) continue;
+      filled[key] = value;
+      used += (used.empty() ? "" : ", ") + key + " " + value.dump();
+    }
+    if (!used.empty()) warnings.push_back("text_config leaves out " + used + ": transformers' defaults (" + d.source + ")");
+    break;
+  }
+  return filled;
+}
+
 bool looks_llama_like(const Json& j) {
   for (const char* k : {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"}) {
     if (!j.contains(k)) return false;
@@ -471,7 +515,10 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
   const bool known = type == "falcon" || std::find(kSupported.begin(), kSupported.end(), type) != kSupported.end();
   const Json* text = f.find({"text_config"});
   if (top_level && !known && text != nullptr && text->is_object() && !looks_llama_like(config)) {
-    ModelArchitecture inner = parse_config(*text, f.path("text_config"), /*top_level=*/false);
+    std::vector<std::string> defaulted;
+    const Json filled = with_text_config_defaults(*text, original_type, defaulted);
+    ModelArchitecture inner = parse_config(filled, f.path("text_config"), /*top_level=*/false);
+    inner.warnings.insert(inner.warnings.begin(), defaulted.begin(), defaulted.end());
     inner.warnings.insert(inner.warnings.begin(),
                           "model_type '" + original_type.substr(0, 64) + "' wraps a language model: memfit estimates text_config (model_type '" +
                               inner.model_type + "'); the vision encoder and projector are not counted");

@@ -3,6 +3,8 @@
 // below are worked out from the family's transformers module layout, term by term.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
@@ -289,6 +291,41 @@ TEST_CASE("a multimodal wrapper is estimated by its text_config, with a warning"
   } catch (const Error& e) {
     CHECK(e.path() == "/text_config/model_type");
   }
+}
+
+TEST_CASE("a wrapper's text_config takes transformers' defaults for the keys it leaves out", "[hf_config]") {
+  // google/gemma-3-4b-it's published config.json: the text_config names no vocab_size, heads or
+  // head_dim; Gemma3TextConfig's defaults (262208, 8, 4, 256) fill them.
+  const std::string published = R"({"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","torch_dtype":"bfloat16",
+    "text_config":{"hidden_size":2560,"intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34,
+      "rope_scaling":{"factor":8.0,"rope_type":"linear"},"sliding_window":1024},
+    "vision_config":{"hidden_size":1152,"model_type":"siglip_vision_model","num_hidden_layers":27}})";
+  const ModelArchitecture a = parse_hf_config_text(published);
+  CHECK(a.vocab_size == 262208);
+  CHECK(a.attention.num_heads == 8);
+  CHECK(a.attention.num_kv_heads == 4);
+  CHECK(a.attention.head_dim == 256);
+  CHECK(a.attention.sliding_window == 1024);  // stated keys win
+  CHECK(a.tie_word_embeddings);
+  const std::string explicit_text = R"({"model_type":"gemma3_text","vocab_size":262208,"hidden_size":2560,"intermediate_size":10240,
+    "num_hidden_layers":34,"num_attention_heads":8,"num_key_value_heads":4,"head_dim":256})";
+  CHECK(params(published) == params(explicit_text));
+  // Embeddings (tied) + 34 blocks (q 2048, k/v 1024, o; gated MLP; 4 norms and q/k norms) + final norm.
+  const std::int64_t h = 2560, layer = h * (2048 + 1024 + 1024) + 2048 * h + 3 * h * 10240 + 4 * h + 2 * 256;
+  CHECK(params(published) == 262208 * h + 34 * layer + h);
+  const auto named = std::find_if(a.warnings.begin(), a.warnings.end(),
+                                  [](const std::string& w) { return w.find("transformers' defaults") != std::string::npos; });
+  REQUIRE(named != a.warnings.end());
+  CHECK(named->find("vocab_size 262208") != std::string::npos);
+  CHECK(named->find("configuration_gemma3.py") != std::string::npos);
+  CHECK(named->find("sliding_window") == std::string::npos);
+  // A text_config without model_type is its wrapper's text class (Llama4Config: Llama4TextConfig).
+  const ModelArchitecture l4 = parse_hf_config_text(R"({"model_type":"llama4","text_config":{"num_hidden_layers":2}})");
+  CHECK(l4.model_type == "llama4_text");
+  CHECK(l4.vocab_size == 202048);
+  CHECK(l4.moe.num_experts == 16);
+  // A top-level config still has to name its dimensions.
+  CHECK_THROWS_AS(parse_hf_config_text(R"({"model_type":"gemma3_text","hidden_size":2560,"num_hidden_layers":34})"), Error);
 }
 
 TEST_CASE("llama4_text: interleaved MoE layers with a shared expert, dense layers of their own width", "[hf_config][moe]") {

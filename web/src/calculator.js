@@ -10,7 +10,7 @@
   // Where a core error's JSON Pointer is shown: the first prefix that matches.
   const ERROR_SLOTS = [
     ['/model', 'err-config'], ['/training/lora', 'err-lora'], ['/training/seq_len', 'err-seq_len'], ['/training/micro_batch', 'err-micro_batch'],
-    ['/training/grad_accum', 'err-grad_accum'], ['/training', 'err-training'], ['/cluster/gpus_per_node', 'err-per_node'],
+    ['/training/grad_accum', 'err-grad_accum'], ['/training/framework_version', 'err-fw_version'], ['/training', 'err-training'], ['/cluster/gpus_per_node', 'err-per_node'],
     ['/cluster/gpus', 'err-gpus'], ['/cluster/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/0/count', 'err-gpus'],
     ['/cluster/gpu_mix/0/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/1/count', 'err-gpus2'], ['/cluster', 'err-cluster'],
   ];
@@ -218,6 +218,7 @@
         this.update();
       });
       $('error-goto').addEventListener('click', () => this.errorField?.focus());
+      $('range-goto').addEventListener('click', () => $('fw_version').focus());
       $('methods-more').addEventListener('click', () => {
         this.showAll = !this.showAll;
         this.renderMethods();
@@ -476,6 +477,8 @@
       this.root.querySelector('.results').classList.add('stale');
       this.$('stale-note').hidden = false;
       this.$('pick-note').hidden = true;
+      this.$('range-note').hidden = true;
+      this.$('methods-range').hidden = true;
       this.$('pick-name').textContent = '';
       for (const id of ['peak', 'verdict-detail', 'max-mb', 'throughput', 'step-time', 'host-mem', 'peak-at', 'train-time']) this.$(id).textContent = '–';
       this.$('breakdown').replaceChildren();
@@ -519,7 +522,9 @@
       }
       const fit = e.fit, t = e.training;
       $('sum-setup').textContent = `${e.model.id || this.state.hf || 'pasted config'} · ${t.method} · ${e.cluster.gpus} × ${e.gpu.name} · sequence ${t.seq_len} · micro-batch ${t.micro_batch} × accumulation ${t.grad_accum} · ${e.framework.name}`;
-      $('sum-peak').textContent = `${format.memory(fit.compared_bytes ?? e.device_total_bytes)} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)})`;
+      const range = this.rangeOf(e);
+      const peak = range ? `${format.memory(range.low)}–${format.memory(range.high)}` : format.memory(fit.compared_bytes ?? e.device_total_bytes);
+      $('sum-peak').textContent = `${peak} of ${format.memory(fit.gpu_memory_bytes)} (${format.percent(fit.usage_fraction)}${range ? ' at the high end' : ''})`;
       $('sum-host').textContent = this.estimateHostText(e);
       $('sum-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''}`;
       $('sum-step').textContent = ['oom', 'host_oom'].includes(this.shownVerdict(e)) ? '– (does not fit)' : format.seconds(e.perf.step_time_s);
@@ -547,7 +552,7 @@
     announce() {
       const e = this.estimate;
       const text = e
-        ? `${VERDICT_TEXT[this.shownVerdict(e)]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${e.host_bytes_per_node > 0 ? `, host memory per node ${this.estimateHostText(e)}` : ''}`
+        ? `${VERDICT_TEXT[this.shownVerdict(e)]}: ${format.percent(e.fit.usage_fraction)} of GPU memory${this.rangeOf(e) ? ' at the high end of the range' : ''}${e.host_bytes_per_node > 0 ? `, host memory per node ${this.estimateHostText(e)}` : ''}`
         : `error: ${this.$('error-text').textContent}`;
       if (this.$('sum-live').textContent !== text) this.$('sum-live').textContent = text;
     }
@@ -719,7 +724,8 @@
       const e = this.estimate;
       const fit = e.fit;
       this.$('pick-name').textContent = picked ? `· ${picked.method}` : '· data parallel (searching…)';
-      this.$('peak').textContent = format.memory(e.device_total_bytes);
+      const range = this.rangeOf(e);
+      this.$('peak').textContent = range ? `${format.memory(range.low)}–${format.memory(range.high)}` : format.memory(e.device_total_bytes);
       this.setBadge(this.$('verdict'), this.shownVerdict(e));
       this.$('stale-note').hidden = true;
       this.renderSummary(e);
@@ -730,6 +736,7 @@
         ` · device total (nvidia-smi); peak allocated ${format.memory(e.peak_allocated_bytes)}, reserved ${format.memory(e.peak_reserved_bytes)}` +
         (e.rank_kind !== 'all ranks' ? ` · most-loaded rank: ${e.rank_kind}` : '') +
         (placed.length ? ` · placed: ${placed.map((p) => `${p.rank_kind} on ${p.gpu} (${format.percent(p.usage_fraction)})`).join(', ')}` : '');
+      this.renderRange(e);
       this.$('max-mb').textContent = `${fit.max_micro_batch}${fit.max_micro_batch_capped ? '+' : ''} (running ${e.training.micro_batch}, accumulation ${e.training.grad_accum})`;
       // No speed for a run that cannot start.
       const oom = ['oom', 'host_oom'].includes(this.shownVerdict(e));
@@ -754,6 +761,30 @@
       }
       const ckpt = this.$('ckpt').querySelector('option[value=""]');
       if (ckpt) ckpt.textContent = `search (now ${e.training.activation_checkpointing})`;
+    }
+
+    /// The core's range when a setting that moves memory is unknown (a framework named without
+    /// its version): the device total's low and high ends over the dated behaviours, and the
+    /// verdict at each end by the core's own thresholds (`fit.tight_fraction`, the GPU's memory).
+    rangeOf(e) {
+      const r = e.ranges?.device_total_bytes;
+      if (!r || r.low === r.high) return null;
+      const memory = e.fit.gpu_memory_bytes;
+      const verdictAt = (bytes) => (bytes > memory ? 'oom' : bytes > e.fit.tight_fraction * memory ? 'tight' : 'fits');
+      return { ...r, lowVerdict: verdictAt(r.low), highVerdict: verdictAt(r.high), variants: e.ranges.variants };
+    }
+
+    /// "Fits at the low end, OOM at the high end": the range and which end the verdict is judged by.
+    renderRange(e) {
+      const range = this.rangeOf(e);
+      this.$('range-note').hidden = !range;
+      this.$('methods-range').hidden = !range;
+      if (!range) return;
+      const [low, high] = [VERDICT_TEXT[range.lowVerdict], VERDICT_TEXT[range.highVerdict]];
+      const ends = low === high ? `${low} at both ends` : `${low} at the low end, ${high} at the high end`;
+      const versions = range.variants.map((v) => `${format.memory(v.device_total_bytes)} ${v.framework_version === 'current' ? 'now' : `as of ${v.framework_version}`}`).join(', ');
+      this.$('range-text').textContent = `${e.framework.name}'s version is not set: ${format.memory(range.low)} to ${format.memory(range.high)} per GPU over its dated behaviours (${versions}). ` +
+        `${ends[0].toUpperCase()}${ends.slice(1)}; judged by the high end.`;
     }
 
     /// One part of the peak: its size, its share, what it is and the setting that shrinks it.
@@ -786,8 +817,10 @@
       }
       charts.drawBreakdown(this.breakdownChart, e.breakdown);
       if (e.timeline && e.timeline.length) {
-        charts.drawTimeline(this.timelineChart, e.timeline, e.fit.gpu_memory_bytes);
-        this.$('timeline-note').textContent = `Allocated bytes after each event of the steady-state step (${e.rank_kind}); the runtime, allocator cache and workspaces come on top.`;
+        const peak = e.timeline.findIndex((t) => t.phase === e.peak.phase && t.label === e.peak.label && t.layer === e.peak.layer);
+        charts.drawTimeline(this.timelineChart, e.timeline, e.fit.gpu_memory_bytes, peak);
+        this.$('timeline-note').textContent = `Allocated bytes after each event of the steady-state step (${e.rank_kind}); the runtime, allocator cache and workspaces come on top. ` +
+          `The dashed line is the GPU's memory; the dot marks the peak (${e.peak.phase}: ${e.peak.label}).`;
       } else {
         this.timelineChart.clear();
       }

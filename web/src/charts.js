@@ -68,7 +68,7 @@
 
   /// Stacked areas: series i is the sum of categories 0..i; the legend shows each category's own
   /// value. A dashed line marks the GPU's memory (`capacityBytes`), which the y axis always shows.
-  function drawTimeline(chart, timeline, capacityBytes) {
+  function drawTimeline(chart, timeline, capacityBytes, peakIndex = -1) {
     const present = CATEGORIES.filter(([k]) => timeline.some((e) => e[k] > 0));
     const x = timeline.map((_, i) => i);
     const sums = [];
@@ -86,15 +86,21 @@
     const order = present.map((_, i) => i).reverse();
     const phaseAt = (i) => timeline[i] && (i === 0 || timeline[i - 1].phase !== timeline[i].phase) ? timeline[i].phase : '';
     const capacity = capacityBytes / format.unit.bytes;
-    const line = { label: 'GPU memory', stroke: themed(chart.host).err, dash: [6, 4], width: 1.5, points: { show: false }, value: () => gibValue(capacity) };
+    const t = themed(chart.host);
+    const line = { label: 'GPU memory', stroke: t.err, dash: [6, 4], width: 1.5, points: { show: false }, value: () => gibValue(capacity) };
+    // The core's peak event, marked on top of the stack (no line: a point at that event only).
+    const top = sums.length ? sums[sums.length - 1] : x.map(() => 0);
+    const peak = { label: 'peak', stroke: t.fg, width: 0, paths: () => null, value: () => (peakIndex < 0 ? '–' : gibValue(top[peakIndex])),
+      points: { show: (u, si, i0, i1) => true, size: 11, width: 2, stroke: t.fg, fill: t.err } };
+    chart.host.dataset.peak = peakIndex < 0 ? '' : `${timeline[peakIndex].phase}: ${timeline[peakIndex].label}`;
     chart.draw({
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: false }, y: { range: (u, lo, hi) => [0, Math.max(hi, capacity) * 1.05] } },
       axes: axes(chart.host, (u, splits) => splits.map((i) => (Number.isInteger(i) ? phaseAt(i) : ''))),
       series: [{ label: 'event', value: (u, i) => (i == null || !timeline[i] ? '–' : `${timeline[i].phase}: ${timeline[i].label}`) },
-        ...order.map((i) => series[i]), line],
-    }, [x, ...order.map((i) => sums[i]), x.map(() => capacity)]);
+        ...order.map((i) => series[i]), line, peak],
+    }, [x, ...order.map((i) => sums[i]), x.map(() => capacity), x.map((i) => (i === peakIndex ? top[i] : null))]);
   }
 
   ns.charts = { Chart, drawBreakdown, drawTimeline, CATEGORIES };
