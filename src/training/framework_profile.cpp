@@ -36,6 +36,18 @@ FrameworkProfile hf_trainer() {
                 "huggingface/transformers v4.44.2: models/*/modeling_*.py *ForCausalLM.forward; v4.46.0 (2024-10-24) "
                 "passes the logits to self.loss_function (loss/loss_utils.py ForCausalLMLoss: logits.float())",
                 [](TrainingSetup& s) { s.model_computes_loss = true; }},
+               {202501, "GPT-2-style models (gpt2, opt, bloom, gpt_neox, falcon, gpt_bigcode, biogpt) still compute their "
+                "own loss in the logits dtype (apply_model_code)",
+                "huggingface/transformers v4.47.1: models/{gpt2,opt,bloom,gpt_neox,falcon,gpt_bigcode,biogpt}/modeling_*.py "
+                "CrossEntropyLoss on the logits as returned; v4.49.0 passes them to self.loss_function (v4.48.0, 2025-01, "
+                "between); the oracle's y2024_11 records (transformers 4.46.3)",
+                [](TrainingSetup& s) { s.own_loss_in_logits_dtype = true; }, nullptr, 202411},
+               {202508, "optim defaults to adamw_torch: torch.optim.AdamW without flags, foreach on CUDA",
+                "huggingface/transformers v4.52.4 training_args.py (default_optim = \"adamw_torch\"); v4.56.1 picks "
+                "\"adamw_torch_fused\" when torch >= 2.8 (2025-08); the oracle's y2024_11 and y2025_06 records",
+                [](TrainingSetup& s) {
+                  if (s.optimizer_impl == OptimizerImpl::kFused) s.optimizer_impl = OptimizerImpl::kForeach;
+                }},
                {202410, "rotary cos/sin caches are buffers of every attention layer (apply_model_code)",
                 "huggingface/transformers v4.44.2: models/{qwen2,qwen2_moe,mixtral,phi,starcoder2,falcon,gpt_neox,stablelm}/"
                 "modeling_*.py *RotaryEmbedding._set_cos_sin_cache; v4.45.0 (2024-09-25) computes them per forward "
@@ -500,7 +512,9 @@ void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
   auto listed = [&](const auto& types) {
     return std::any_of(std::begin(types), std::end(types), [&](const char* m) { return a.model_type == m; });
   };
+  static const char* const kLossFunctionLate[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "gpt_bigcode", "biogpt"};
   if (t.rotary_cache_per_layer) t.rotary_cache_per_layer = listed(kRotaryCache);
+  if (t.own_loss_in_logits_dtype && listed(kLossFunctionLate)) t.logits_upcast = false;
   if (!t.model_computes_loss) return;
   if (listed(kUpcastInModel)) {
     t.logits_upcast = true;

@@ -101,6 +101,9 @@ struct TrainingSetup {
   /// Each model's forward computes its own loss (transformers before 4.46): whether and where the
   /// logits are upcast is the model's (apply_model_loss_code, framework_profile.h).
   bool model_computes_loss = false;
+  // transformers 4.46-4.47: the model types that had not moved to self.loss_function yet (GPT-2
+  // style) still compute their cross-entropy in the logits dtype (apply_model_code).
+  bool own_loss_in_logits_dtype = false;
   /// Rotary cos/sin caches as buffers of every attention layer, over max_position_embeddings in
   /// the model dtype (transformers before 4.45; apply_model_code says for which models).
   bool rotary_cache_per_layer = false;

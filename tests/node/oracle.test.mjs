@@ -13,14 +13,16 @@ const require = createRequire(import.meta.url);
 const v = require('../../cli/validate.js');
 const { agreement, WITHIN_PCT, UNDER_PCT } = require('../../tools/oracle/oracle_stats.js');
 
-// Measured on the 673 committed cases with the mechanisms modelled (docs/oracle.md "Agreement"): within 2 % on
-// 98.1 %, under by > 10 % on none, median |error| 0.03 %, p90 0.52 %. Raise these as memfit improves.
+// Measured over all 849 committed cases with the mechanisms modelled (docs/oracle.md "Agreement"): within 2 % on
+// 95.1 %, under by > 10 % on none, median |error| 0.06 %, p90 0.68 %. Raise these as memfit improves.
 const FLOOR = {
-  within_2pct_share: 0.97,
   max_under_10pct_share: 0.005,
   max_median_abs_error_pct: 0.1,
   max_p90_abs_error_pct: 0.75,
 };
+// Within 2 %, per runner: the plain loop's 673 cases at 98.1 %; the Trainer's and TRL's 176 at 83.5 %, held down by
+// TRL 1.x's tiled LM head and PEFT 0.18 on transformers 5's MoE (docs/oracle.md mechanisms 13, 14: not modelled yet).
+const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.83 };
 const ISSUE_TARGET_WITHIN_2PCT_SHARE = 0.95;
 
 const cases = v.readCases(readFileSync(`${root}tests/oracle/cases.csv`, 'utf8'));
@@ -48,7 +50,12 @@ test('memfit agrees with the oracle at least as well as when the cases were comm
   assert.equal(report.rows.length, cases.length);
   const s = agreement(report.rows);
   const msg = JSON.stringify(s);
-  assert.ok(s.within_2pct_share >= FLOOR.within_2pct_share, `within ${WITHIN_PCT} %: ${msg}`);
+  const runnerOf = new Map(cases.map((row) => [row.id, row.framework === 'transformers_loop' ? 'transformers_loop'
+    : 'hf_trainer_and_trl']));
+  for (const [runner, floor] of Object.entries(WITHIN_2PCT_FLOOR_BY_RUNNER)) {
+    const own = agreement(report.rows.filter((r) => runnerOf.get(r.id) === runner));
+    assert.ok(own.count > 0 && own.within_2pct_share >= floor, `${runner} within ${WITHIN_PCT} %: ${JSON.stringify(own)}`);
+  }
   assert.ok(s.under_10pct_share <= FLOOR.max_under_10pct_share, `under by > ${UNDER_PCT} %: ${msg}`);
   assert.ok(s.median_abs_error_pct <= FLOOR.max_median_abs_error_pct, `median: ${msg}`);
   assert.ok(s.p90_abs_error_pct <= FLOOR.max_p90_abs_error_pct, `p90: ${msg}`);

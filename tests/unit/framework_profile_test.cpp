@@ -53,6 +53,23 @@ TEST_CASE("before transformers 4.46 the model's forward computes the loss, by th
   CHECK_FALSE(later.logits_upcast_in_model);
 }
 
+TEST_CASE("transformers 4.46-4.47: GPT-2-style models still run their own loss in the logits dtype", "[framework]") {
+  for (const char* type : {"gpt2", "falcon"}) {
+    CHECK_FALSE(loop_setup(202411, type).logits_upcast);  // v4.46.3 GPT2LMHeadModel: CrossEntropyLoss on bf16 logits
+    CHECK(loop_setup(202501, type).logits_upcast);        // ForCausalLMLoss from v4.48
+  }
+  CHECK(loop_setup(202411, "llama").logits_upcast);       // moved to self.loss_function in v4.46.0
+  CHECK_FALSE(loop_setup(202411, "llama").logits_upcast_in_model);
+}
+
+TEST_CASE("the Trainer's default AdamW is foreach before transformers picked the fused one", "[framework]") {
+  const FrameworkProfile& trainer = framework_profile(Framework::kHfTrainer);
+  CHECK(framework_defaults(trainer, 0).optimizer_impl == OptimizerImpl::kFused);
+  CHECK(framework_defaults(trainer, 202509).optimizer_impl == OptimizerImpl::kFused);
+  CHECK(framework_defaults(trainer, 202506).optimizer_impl == OptimizerImpl::kForeach);
+  CHECK(framework_defaults(framework_profile(Framework::kTrl), 202411).optimizer_impl == OptimizerImpl::kForeach);
+}
+
 TEST_CASE("rotary caches per layer before transformers 4.45, for the models that kept them", "[framework]") {
   CHECK(loop_setup(202408, "qwen2").rotary_cache_per_layer);
   CHECK(loop_setup(202408, "phi").rotary_cache_per_layer);

@@ -16,6 +16,9 @@ VERSION_SETS = {
     "cur_2026_11": {"date": "2026-11"},
     "y2025_06": {"date": "2025-06"},
     "y2024_08": {"date": "2024-08"},
+    "y2024_11": {"date": "2024-11"},
+    "y2025_09": {"date": "2025-09"},
+    "y2026_02": {"date": "2026-02"},
 }
 
 # family -> (validation config, reduced layer count, what the family exercises)
@@ -113,7 +116,8 @@ def variants(family):
 
 def case_id(c):
     method = c["method"] if c["method"] != "lora" else f"lora{c['lora_rank']}{c['lora_targets'].replace(',', '')}"
-    parts = [c["version_set"], c["family"], f"L{c['layers']}", method, c["precision"],
+    runner = [] if c["framework"] == "transformers_loop" else [c["framework"]]
+    parts = [c["version_set"], *runner, c["family"], f"L{c['layers']}", method, c["precision"],
              "ac" if c["activation_checkpointing"] == "full" else "noac", c["attention"], c["optimizer"],
              f"b{c['micro_batch']}s{c['seq_len']}"]
     return "OR-" + "-".join(p.replace("_", "") for p in parts)
@@ -163,4 +167,38 @@ def all_cases():
     shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
-    return cases
+    return cases + trainer_cases()
+
+
+# --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
+# The version sets each trainer runs in (TRL is pinned from y2024_11 on), and a cross-product that covers without
+# multiplying: full / LoRA r16 all-linear x checkpointing none / full x a dense GQA family and GPT-2 (fp32 vs bf16
+# logits before transformers 4.46, Conv1D) x the sequence slope; transformers 5 adds Qwen3-MoE (fused expert stacks).
+TRAINER_SETS = {
+    "hf_trainer": ("cur_2026_11", "y2026_02", "y2025_09", "y2025_06", "y2024_11", "y2024_08"),
+    "trl": ("cur_2026_11", "y2026_02", "y2025_09", "y2024_11"),
+}
+TRAINER_FAMILIES = ("llama3_gqa", "gpt2_mha")
+TRANSFORMERS5_SETS = ("cur_2026_11", "y2026_02")  # MoE families run on fake tensors from transformers 5 on
+TRAINER_SHAPES = [(1, 512), (1, 1024)]
+
+
+def trainer_cases():
+    out = []
+    for framework, version_sets in TRAINER_SETS.items():
+        for version_set in version_sets:
+            for family in TRAINER_FAMILIES + (("qwen3_moe",) if version_set in TRANSFORMERS5_SETS else ()):
+                model_id, layers, _ = FAMILIES[family]
+                oracle_id = reduced_config(model_id, layers)
+                for method, rank, targets in (("full", None, None), ("lora", 16, "all-linear")):
+                    for ac in ("none", "full"):
+                        if family == "qwen3_moe" and ac == "full":
+                            continue
+                        for b, s in TRAINER_SHAPES:
+                            c = base_case(version_set, family, oracle_id)
+                            c.update(framework=framework, method=method, lora_rank=rank, lora_targets=targets,
+                                     activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers,
+                                     optimizer_impl="trainer_default")
+                            c["id"] = case_id(c)
+                            out.append(c)
+    return out

@@ -1,7 +1,8 @@
 // memfit against the oracle, like for like: memfit's peak_tensor_bytes (its allocated peak without the cuBLAS
 // workspaces, which the oracle does not run; the `tensor_bytes` counter of cli/validate.js COUNTER_FIELDS) against
 // the oracle's peak of live tensor bytes, with both breakdowns at the peak.
-//   node tools/oracle/compare.mjs [--json OUT] [--markdown]
+//   node tools/oracle/compare.mjs [--json OUT] [--markdown] [--blind-by-runner]
+// --blind-by-runner: memfit's frozen predictions (tests/oracle/freeze.json) beside now, per runner x version set.
 // Reads tests/oracle/cases.csv and records.jsonl; needs the built WASM module (build-wasm/site/memfit_single.js).
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -31,6 +32,12 @@ function readRecords() {
   return out;
 }
 
+// id -> memfit's frozen estimate in GiB (6 decimals, as the freeze keeps it)
+function frozenEstimates() {
+  const freeze = JSON.parse(readFileSync(`${root}tests/oracle/freeze.json`, 'utf8'));
+  return new Map(freeze.rows.filter((r) => r.estimate_gib !== undefined).map((r) => [r.id, r.estimate_gib]));
+}
+
 function memfitBreakdown(result) {
   const b = result.breakdown;
   return Object.fromEntries(Object.entries(CATEGORY_FIELDS).map(([k, fields]) => [k, fields.reduce((s, f) => s + (b[f] || 0), 0)]));
@@ -48,6 +55,7 @@ export async function compare() {
   const cases = v.readCases(readFileSync(`${root}tests/oracle/cases.csv`, 'utf8'));
   const records = readRecords();
   const findConfig = v.configFinder([`${root}tests/validation/configs`, `${root}tests/oracle/configs`]);
+  const frozen = frozenEstimates();
   const rows = [];
   const errors = [];
   for (const row of cases) {
@@ -61,6 +69,7 @@ export async function compare() {
       family: /family (\S+);/.exec(row.notes)[1], method: row.method, precision: row.precision,
       ac: row.activation_checkpointing, attention: row.attention,
       oracle_gib: oracle / GIB, memfit_gib: memfit / GIB, error_pct: ((memfit - oracle) / oracle) * 100,
+      blind_error_pct: frozen.has(row.id) ? ((frozen.get(row.id) * GIB - oracle) / oracle) * 100 : null,
       oracle_where: rec.where, memfit_peak: env.result.peak, sdpa_calls: rec.sdpa_calls,
       oracle_breakdown_gib: mapGib(oracleBreakdown(rec)),
       memfit_breakdown_gib: mapGib(memfitBreakdown(env.result)),
@@ -76,6 +85,11 @@ async function main() {
   const report = await compare();
   const jsonAt = args.indexOf('--json');
   if (jsonAt >= 0) writeFileSync(args[jsonAt + 1], JSON.stringify(report, null, 1) + '\n');
+  if (args.includes('--blind-by-runner')) {
+    const key = (r) => `${r.framework} ${r.version_set}`;
+    process.stdout.write(`${stats.pairedTable('runner x version set', report.rows, key)}\n`);
+    return;
+  }
   process.stdout.write(stats.markdownReport(report.rows, report.errors));
 }
 

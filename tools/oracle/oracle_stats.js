@@ -42,11 +42,26 @@ function table(title, groups) {
   return lines.join('\n');
 }
 
+/// Blind (memfit's frozen prediction) beside now, per group: `rows` carry error_pct and blind_error_pct (or null).
+function pairedTable(title, rows, key) {
+  const head = (w) => `${w}: median abs err % | p90 | within 2 % | under by > 10 %`;
+  const lines = [`| ${title} | n | ${head('blind')} | ${head('now')} |`, '|---|---|---|---|---|---|---|---|---|---|'];
+  const cells = (s) => `${pct(s.median_abs_error_pct)} | ${pct(s.p90_abs_error_pct)} | ${share(s.within_2pct_share)} | `
+    + `${share(s.under_10pct_share)}`;
+  for (const [k] of groupBy(rows, key)) {
+    const group = rows.filter((r) => key(r) === k);
+    const blind = group.filter((r) => r.blind_error_pct !== null).map((r) => ({ error_pct: r.blind_error_pct }));
+    lines.push(`| ${k} | ${group.length} | ${cells(agreement(blind))} | ${cells(agreement(group))} |`);
+  }
+  return lines.join('\n');
+}
+
 /// The error tables (all, by framework, version set, family, method, precision, checkpointing, attention) and the
 /// worst cases, as Markdown.
 function markdownReport(rows, errors = []) {
   const out = [table('cases', [['all', agreement(rows)]])];
   const keys = [['framework', (r) => r.framework], ['version set', (r) => r.version_set],
+    ['runner x version set', (r) => `${r.framework} ${r.version_set}`],
     ['family', (r) => r.family], ['method', (r) => r.method], ['precision', (r) => r.precision],
     ['checkpointing', (r) => r.ac], ['attention', (r) => r.attention]];
   for (const [title, key] of keys) out.push(table(title, groupBy(rows, key)));
@@ -60,4 +75,4 @@ function markdownReport(rows, errors = []) {
   return out.join('\n\n') + '\n';
 }
 
-module.exports = { WITHIN_PCT, UNDER_PCT, agreement, groupBy, markdownReport };
+module.exports = { WITHIN_PCT, UNDER_PCT, agreement, groupBy, markdownReport, pairedTable };

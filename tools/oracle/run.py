@@ -98,12 +98,20 @@ def versions_note(versions):
     return " ".join(f"{k} {v}" for k, v in sorted(versions.items()))
 
 
+def runner_note(c, r):
+    if c["framework"] == "transformers_loop":
+        return f"AdamW/SGD {c['optimizer_impl']}; loop holds outputs through backward and step"
+    t = r.get("trainer", {})
+    return (f"{c['framework']} training_step with its compute_loss; trainer's optimizer {t.get('optim')} "
+            f"({t.get('optimizer_impl')}), grad clipping {t.get('max_grad_norm')}")
+
+
 def csv_row(c, r):
     where = r["where"]
     notes = (f"oracle: fake execution on cpu with H100 choices pinned (flash SDPA op, 512-B blocks); "
-             f"{versions_note(r['versions'])}; family {c['family']}; {c['layers']} layers; "
-             f"AdamW/SGD {c['optimizer_impl']}; loop holds outputs through backward and step; "
+             f"{versions_note(r['versions'])}; family {c['family']}; {c['layers']} layers; {runner_note(c, r)}; "
              f"2 steps, peak at {where['phase']} step {where['step'] + 1} op {where['op']}")
+    loss = "standard" if c["framework"] == "transformers_loop" else ""  # a trainer's own default loss
     row = {k: "" for k in COLUMNS}
     row.update(
         id=c["id"], source=f"oracle:{c['version_set']}", date=case_table.VERSION_SETS[c["version_set"]]["date"],
@@ -112,7 +120,7 @@ def csv_row(c, r):
         lora_rank=c["lora_rank"] or "", lora_targets=c["lora_targets"] or "", base_quant="none",
         precision=c["precision"], optimizer=c["optimizer"], optimizer_in_backward=0, micro_batch=c["micro_batch"],
         grad_accum=1, seq_len=c["seq_len"], packed=1, activation_checkpointing=c["activation_checkpointing"],
-        attention=c["attention"], loss="standard", compile=0, framework=c["framework"],
+        attention=c["attention"], loss=loss, compile=0, framework=c["framework"],
         measured_gib=f"{r['peak_bytes'] / 2 ** 30:.6f}", measured_kind="tensor_bytes", measured_scope="per_gpu",
         notes=notes)
     return row

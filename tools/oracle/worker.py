@@ -27,12 +27,22 @@ def record(case, tracker, seconds):
         "id": case["id"], "ok": True, "peak_bytes": tracker.peak_bytes, "where": tracker.peak_where,
         "breakdown_bytes": tracker.breakdown(), "largest": tracker.largest_at_peak(5), "ops": tracker.ops,
         "seconds": round(seconds, 2), "versions": versions(), "sdpa_calls": getattr(tracker, "sdpa_calls", {}),
+        **({"trainer": tracker.trainer_settings} if hasattr(tracker, "trainer_settings") else {}),
     }
+
+
+def lazy(module, name):
+    """A runner imported on first use (trl is not in every version set)."""
+    def run(*args):
+        import importlib
+        return getattr(importlib.import_module(module), name)(*args)
+    return run
 
 
 def main():
     import transformers_loop
-    runners = {"transformers_loop": transformers_loop.run_case}
+    runners = {"transformers_loop": transformers_loop.run_case, "hf_trainer": lazy("hf_trainers", "run_hf_trainer"),
+               "trl": lazy("hf_trainers", "run_trl")}
     for line in sys.stdin:
         case = json.loads(line)
         start = time.time()
