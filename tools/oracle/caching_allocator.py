@@ -221,3 +221,15 @@ class CachingAllocator:
         host.allocated = True
         self.allocated_bytes += size
         self.max_allocated_bytes = max(self.max_allocated_bytes, self.allocated_bytes)
+
+
+def replay_events(events, expandable_segments=False):
+    """Feeds [("alloc", serial, bytes) | ("free", serial)] (tracker.LiveBytes.events) to a new model; returns it."""
+    model = CachingAllocator(expandable_segments=expandable_segments)
+    where = {}
+    for e in events:
+        if e[0] == "alloc":
+            where[e[1]] = model.alloc(e[2])
+        elif e[1] in where:
+            model.free(where.pop(e[1]))
+    return model
