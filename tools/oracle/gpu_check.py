@@ -94,9 +94,13 @@ def main():
             cases.append(dict(oracle_case(row), record_allocations=args.reserved))
     records = run_cases(cases)
     if args.reserved:
-        reserved = {r["id"]: {"reserved_gib": round(r["reserved_bytes"] / 2 ** 30, 4),
+        reserved = {}
+        if os.path.exists(RESERVED):  # cases run before (--only) are kept
+            with open(RESERVED) as f:
+                reserved = json.load(f)
+        reserved.update({r["id"]: {"reserved_gib": round(r["reserved_bytes"] / 2 ** 30, 4),
                               "reserved_expandable_gib": round(r["reserved_expandable_bytes"] / 2 ** 30, 4),
-                              "allocated_gib": round(r["peak_bytes"] / 2 ** 30, 4)} for r in records if r["ok"]}
+                              "allocated_gib": round(r["peak_bytes"] / 2 ** 30, 4)} for r in records if r["ok"]})
         with open(RESERVED, "w") as f:
             json.dump(reserved, f, indent=1, sort_keys=True)
             f.write("\n")
