@@ -239,6 +239,8 @@ function rowToRequest(row, config) {
   const parallel = readCells(row, PARALLEL_FIELDS);
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
+  // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.
+  if (/(^|[\s;,(])alloc_conf=expandable_segments:True\b/.test(row.notes || '')) training.expandable_segments = true;
   // `backend=deepspeed` in the notes: the wrapper ran the DeepSpeed engine (parallel.backend).
   if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
   // `cp_kind=ulysses` in the notes: the cp column holds DeepSpeed Ulysses sequence parallelism.

@@ -86,7 +86,8 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
-                          "loss_chunks", "compile", "selective_layer_period", "liger_kernels"});
+                          "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
+                          "expandable_segments"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -151,6 +152,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     t.loss_chunk_tokens = 0;
   }
   t.compile = f.bool_or({"compile"}, t.compile);
+  t.expandable_segments = f.bool_or({"expandable_segments"}, t.expandable_segments);
   if (auto p = f.get_int({"selective_layer_period"}, 0, std::max<std::int64_t>(1, num_layers))) {
     if (*p > 0 && t.checkpointing != Checkpointing::kSelective) {
       throw Error(ErrorCode::kInvalidValue, f.path("selective_layer_period"),

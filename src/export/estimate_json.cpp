@@ -35,7 +35,8 @@ Json training_to_json(const TrainingSetup& t) {
          {"offload", name_of(t.offload, kOffloadNames)},
          {"attention", name_of(t.attention, kAttentionNames)},
          {"loss", name_of(t.loss, kLossNames)},
-         {"compile", t.compile}};
+         {"compile", t.compile},
+         {"expandable_segments", t.expandable_segments}};
   if (t.loss == LossKernel::kChunked) {
     if (t.loss_chunk_tokens > 0) j["loss_chunk_tokens"] = t.loss_chunk_tokens;
     else j["loss_chunks"] = t.loss_chunks;
@@ -85,6 +86,7 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
          {"peak_reserved_bytes", e.peak_reserved_bytes},
          {"device_total_bytes", e.device_total_bytes},
          {"first_step_peak_allocated_bytes", e.first_step_peak_allocated_bytes},
+         {"loss_segments_remapped_bytes", e.loss_segments_remapped_bytes},
          {"peak_allocated_gib", to_gib(e.peak_allocated_bytes)},
          {"peak_reserved_gib", to_gib(e.peak_reserved_bytes)},
          {"device_total_gib", to_gib(e.device_total_bytes)},

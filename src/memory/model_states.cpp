@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/units.h"
+#include "memory/caching_allocator.h"
 #include "parallel/as_run.h"
 
 namespace memfit {
@@ -55,6 +56,15 @@ std::int64_t rank_numel(const TensorSpec& s, const RankShard& r, std::int64_t vo
   return ceil_div(n, s.kind == ModuleKind::kExpert && r.etp > 0 ? r.etp : r.tp);
 }
 
+// The optimizer states of `elems` parameters held in tensors of `tensor_elems` when one state
+// tensor is larger than the allocator's small size (the large pool's), else 0.
+std::int64_t large_pool_states(Optimizer o, std::int64_t tensor_elems, std::int64_t elem_bytes, std::int64_t elems) {
+  const std::int64_t tensors = optimizer_state_tensors(o);
+  const std::int64_t per_param = state_bytes_per_param(o, elem_bytes);
+  if (tensors == 0 || checked_mul(tensor_elems, per_param, "state bytes") / tensors <= kAllocatorSmallSizeBytes) return 0;
+  return checked_mul(elems, per_param, "state bytes");
+}
+
 // Totals of one class of parameters (dense or expert), before data-parallel sharding.
 struct ClassBytes {
   std::int64_t weights = 0, gradients = 0, states = 0;
@@ -80,6 +90,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   ClassBytes cls[2];
   std::int64_t largest_trainable = 0;
   std::int64_t adafactor_state = 0;
+  std::int64_t large_states = 0;  // of large_pool_state_bytes, before sharding
   std::int64_t layer_grad_sum = 0;
   std::int64_t layer_gather = 0, layer_reduce = 0;  // of the layer being visited
   // Gradient element bytes of base weights as computed in backward, and as reduced.
@@ -128,6 +139,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       trainable_elems[c][bytes_per] += n;
       if (bytes_per == 4 && autocast_amp(t)) m.master_weights_bytes += 4 * n;
       largest_trainable = std::max(largest_trainable, per_copy * bytes_per);
+      large_states += large_pool_states(t.optimizer, per_copy, master_in_opt && bytes_per == wb ? 4 : bytes_per, n);
       if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = per_copy * bytes_per;
       if (t.optimizer == Optimizer::kAdafactor) {
         adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;
@@ -157,6 +169,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       trainable_elems[c][adapter_elem_bytes] += a;
       cls[c].weights = checked_add(cls[c].weights, a * adapter_elem_bytes, "weight bytes");
       largest_trainable = std::max(largest_trainable, per_adapter * adapter_elem_bytes);
+      const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
+      for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
+        large_states += large_pool_states(t.optimizer, t.lora_rank * side, adapter_elem_bytes,
+                                          checked_mul(t.lora_rank * side, adapted, "adapter size"));
+      }
       m.unsharded_accumulated_gradient_bytes += a * adapter_elem_bytes;
       if (in_stack) {
         layer_grad_sum += a * adapter_elem_bytes;
@@ -226,6 +243,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.gradients_bytes += z == Sharding::kZero2 || z == Sharding::kZero3 ? ceil_div(cls[c].gradients, div[c]) : cls[c].gradients;
     m.optimizer_states_bytes += z != Sharding::kNone ? ceil_div(cls[c].states, div[c]) : cls[c].states;
   }
+  // torch.optim creates states lazily in the first step (_init_group); optimizers that keep the fp32
+  // master in the optimizer build them with it at construction (DeepSpeed stage_1_and_2.py
+  // initialize_optimizer_states), before any loss buffer exists.
+  if (!master_in_opt) {
+    m.large_pool_state_bytes = std::min(m.optimizer_states_bytes, z != Sharding::kNone ? ceil_div(large_states, div[0]) : large_states);
+  }
   if (z == Sharding::kZero3) m.master_weights_bytes = ceil_div(m.master_weights_bytes, div[0]);
   // Each attention layer's rotary cos and sin caches: buffers over max_position_embeddings in the
   // model dtype, on every rank that holds the layer (TrainingSetup::rotary_cache_per_layer).
@@ -284,6 +307,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   if (t.optimizer == Optimizer::kPagedAdamW8bit || t.optimizer == Optimizer::kPagedAdamW32bit) {
     m.unmanaged_optimizer_states_bytes = m.optimizer_states_bytes;
     m.optimizer_states_bytes = 0;
+    m.large_pool_state_bytes = 0;  // unified memory, outside the caching allocator
   }
   if (t.offload == Offload::kOptimizer || t.offload == Offload::kParamsOptimizer) {
     // CPU optimizer (DeepSpeedCPUAdam / torchao CPUOffloadOptimizer): fp32 states and the step
@@ -293,6 +317,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     // stage_1_and_2.py: single_partition_of_fp32_groups[i].grad on the offload device).
     if (t.offload == Offload::kOptimizer) m.host_bytes += checked_mul(stepped_params, 4, "host bytes");
     m.optimizer_states_bytes = 0;
+    m.large_pool_state_bytes = 0;
     m.unmanaged_optimizer_states_bytes = 0;
     m.optimizer_step_temp_bytes = 0;
   }

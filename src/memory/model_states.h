@@ -30,6 +30,10 @@ struct ModelStates {
   std::int64_t host_bytes = 0;                 // offloaded to CPU memory (optimizer offload)
   std::int64_t master_weights_bytes = 0;       // part of weights_bytes: fp32 masters under AMP
   std::int64_t optimizer_step_temp_bytes = 0;  // transient at optimizer.step()
+  /// Part of optimizer_states_bytes in tensors above the allocator's small size (1 MiB per state
+  /// tensor), when the first step creates them lazily (torch.optim), in the large pool
+  /// (memory/caching_allocator.h); 0 when the optimizer builds them at construction.
+  std::int64_t large_pool_state_bytes = 0;
   std::int64_t largest_trainable_tensor_bytes = 0;  // e.g. the embedding's dense gradient
   std::int64_t embedding_grad_bytes = 0;  // dense (v, h) gradient of a trainable embedding
   std::int64_t weight_tensor_count = 0;

@@ -8,6 +8,7 @@
 #include "common/units.h"
 #include "block/activations.h"
 #include "block/loss_kernels.h"
+#include "memory/caching_allocator.h"
 
 namespace memfit {
 
@@ -201,7 +202,12 @@ class Replay {
   // grad: the logits' gradient as the output layer's backward reads it, in the logits dtype (a
   // fused kernel materialises one chunk of it at a time).
   // logits: the output projection's output, every chunk's (not materialised by a fused kernel).
-  struct LossBytes { std::int64_t forward = 0, backward = 0, held = 0, cached = 0, grad = 0, logits = 0; };
+  // buffer, buffers: the loss backward's logit-sized buffers live at once (each its own segment in
+  // the first step: memory/caching_allocator.h); a chunked or fused loss has none that large.
+  struct LossBytes {
+    std::int64_t forward = 0, backward = 0, held = 0, cached = 0, grad = 0, logits = 0;
+    std::int64_t buffer = 0, buffers = 0;
+  };
   LossBytes loss_bytes() const {
     // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
     const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, rank_.split.tp));
@@ -234,6 +240,8 @@ class Replay {
           // the loss gradient, beside the saved result.
           l.forward = tv(T, e + (e == 4 ? 0 : 4) + 8);
           l.backward = tv(T, 4 * sm);
+          l.buffer = tv(T, sm);
+          l.buffers = 4;
           if (up > 0 && t_.logits_freed_before_backward) l.cached = tv(T, e);
         } else if (t_.loss_softmax_in_place) {
           // Megatron vocab_parallel_cross_entropy: logits.float() is the one fp32 copy; max,
@@ -241,17 +249,25 @@ class Replay {
           // turns into the gradient in place before the cast back to the logits dtype.
           l.forward = tv(T, e + up);
           l.backward = tv(T, sm + e);
+          l.buffer = tv(T, sm);
+          l.buffers = 1;
         } else if (t_.compile && t_.compile_loss && t_.compile_fuses_upcast) {
           // cross_entropy(pred.float()) compiled as one kernel: the fp32 copy is never stored;
           // it saves the 16-bit logits and writes their gradient in that dtype.
           l.forward = tv(T, e);
           l.backward = tv(T, 2 * e);
+          l.buffer = tv(T, e);
+          l.buffers = 2;
         } else if (t_.compile && t_.compile_loss) {  // the fused kernel saves its (upcast) input, writes its grad in that dtype
           l.forward = tv(T, e + up);
           l.backward = tv(T, 2 * sm);
+          l.buffer = tv(T, sm);
+          l.buffers = 2;
         } else {
           l.forward = tv(T, e_kept + up + sm + (t_.loss_shift_copy ? sm : 0));
           l.backward = tv(T, 3 * sm);
+          l.buffer = tv(T, sm);
+          l.buffers = 3;  // the saved log-probs, the nll's gradient, log_softmax's gradient
           if (up > 0 && t_.logits_freed_before_backward) l.cached = tv(T, e);
         }
         l.forward += softcap;
@@ -347,6 +363,7 @@ class Replay {
     est.peak_allocated_bytes = p.allocated_bytes;
     est.first_step_peak_allocated_bytes = first_step_bytes > 0 ? first_step_bytes + rt_.cublas_workspace_bytes : 0;
     est.peak_reserved_bytes = p.reserved_bytes;
+    est.loss_segments_remapped_bytes = remapped_bytes_;
     est.peak_active_bytes = est.peak_allocated_bytes;
     est.runtime_bytes = rt_.cuda_context_bytes + rt_.cublas_workspace_bytes;
     est.nccl_bytes = p.nccl_bytes;
@@ -392,7 +409,9 @@ class Replay {
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     // Blocks of the collective streams' pools are not reused by the compute stream: the pools
     // peak separately (equal to the allocated peak without such streams).
-    const std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_});
+    // The second step holds what the first step reserved (its peak) plus the loss segments it maps again.
+    const std::int64_t history = remapped_bytes_ > 0 ? checked_add(first_step_peak_, remapped_bytes_, "reserved bytes") : 0;
+    const std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
     p.reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
     p.device_total_bytes = p.reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
@@ -409,6 +428,9 @@ class Replay {
     compute_pool_peak_ = std::max(compute_pool_peak_, total - b.side_stream_bytes);
     side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
     cached_peak_ = std::max(cached_peak_, total + b.cached_unusable_bytes);
+    // The same event in the first step, before the optimizer creates its states lazily.
+    const bool states_lazy = !t_.optimizer_in_backward && phase[0] != 'o';
+    first_step_peak_ = std::max(first_step_peak_, total - (states_lazy ? b.optimizer_states_bytes : 0));
     if (total > step_peak_) {
       step_peak_ = total;
       if (totals_only_) return;  // peaks(): the bytes alone
@@ -579,6 +601,8 @@ class Replay {
           "activation bytes");
       b.activations_bytes = all_kept + head_input + offload_window_;
       loss = loss_bytes();
+      remapped_bytes_ = second_step_loss_segment_bytes(loss.buffer, loss.buffers, states_.large_pool_state_bytes,
+                                                       t_.expandable_segments);
       // A head unit of its own is resharded after its forward (FSDP2 post-forward hook): gathered
       // while the output projection writes the logits, not through the loss, unless a fused
       // kernel computes the projection inside the loss.
@@ -708,6 +732,8 @@ class Replay {
   mutable std::int64_t act_peak_ = 0;
   mutable std::int64_t compute_pool_peak_ = 0, side_pool_peak_ = 0, cached_peak_ = 0;
   mutable std::int64_t step_peak_ = 0;  // the largest total of this step's events so far
+  mutable std::int64_t first_step_peak_ = 0;  // the largest event without the lazily created states
+  mutable std::int64_t remapped_bytes_ = 0;   // loss segments the second step maps again
   bool totals_only_ = false;            // peaks(): no breakdown or label of the peak kept
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::int64_t kept_activation_bytes_ = 0;  // every held layer's kept set for one micro-batch

@@ -116,6 +116,10 @@ struct Estimate {
   /// streams nothing waits, so it equals allocated (docs/memory_model.md).
   std::int64_t peak_active_bytes = 0;
   std::int64_t peak_reserved_bytes = 0;
+  /// Segments the second step maps for its loss because the first step's optimizer states sit in
+  /// the loss's cached segments (memory/caching_allocator.h); reserved holds at least the first
+  /// step's peak plus these.
+  std::int64_t loss_segments_remapped_bytes = 0;
   std::int64_t device_total_bytes = 0;         // what nvidia-smi shows
   std::int64_t runtime_bytes = 0;              // context + workspace outside the tensors
   std::int64_t nccl_bytes = 0;                 // communicator buffers outside the allocator

@@ -21,6 +21,22 @@ std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
   return 2 * elem;
 }
 
+std::int64_t optimizer_state_tensors(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdamW:
+    case Optimizer::kPagedAdamW32bit:
+    case Optimizer::kAdamW8bit:
+    case Optimizer::kPagedAdamW8bit:
+    case Optimizer::kAdamW4bit: return 2;
+    case Optimizer::kSgd:
+    case Optimizer::kAdafactor: return 0;  // Adafactor's factored rows and columns are small
+    case Optimizer::kSgdMomentum:
+    case Optimizer::kLion:
+    case Optimizer::kMuon: return 1;
+  }
+  return 2;
+}
+
 bool is_linear_in_block(const TensorSpec& s) {
   return s.linear_weight && s.kind != ModuleKind::kLmHead && s.kind != ModuleKind::kRouter;
 }

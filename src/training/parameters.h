@@ -29,5 +29,7 @@ bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
 /// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes (Adafactor's
 /// factored rows and columns are added per tensor: 0 here).
 std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem);
+/// State tensors the optimizer keeps per parameter tensor (AdamW: exp_avg and exp_avg_sq).
+std::int64_t optimizer_state_tensors(Optimizer o);
 
 }  // namespace memfit

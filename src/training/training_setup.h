@@ -55,6 +55,10 @@ struct TrainingSetup {
   std::int64_t loss_chunks = 8;              // chunked loss: logits materialised 1/chunks at a time
   std::int64_t loss_chunk_tokens = 0;        // > 0: chunks of this many tokens instead (litgpt)
   bool compile = false;                      // torch.compile: fused elementwise ops save less
+  /// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows one segment
+  /// per stream instead of mapping a segment per large request, so blocks freed by the loss are not
+  /// left in pieces for the next step's loss (memory/caching_allocator.h). Off: PyTorch's default.
+  bool expandable_segments = false;
   bool compile_loss = true;                  // ... and the loss is compiled too (not: per-block compile)
   bool compile_fuses_upcast = false;         // the compiled loss takes the 16-bit logits and upcasts inside the kernel
   bool compile_fuses_chunk_upcast = false;   // a chunked loss's compiled chunk function upcasts inside the kernel

@@ -26,6 +26,9 @@ VERSION_SET = "gpu_2026_11"
 CASES = os.path.join(case_table.REPO, "tools", "measure", "gpu_check.csv")
 RECORDS = os.path.join(runner.OUT_DIR, "gpu_check_records.jsonl")
 ALLOCATED = os.path.join(runner.OUT_DIR, "gpu_check_allocated.json")
+# With --reserved: {case id: {reserved_gib, reserved_expandable_gib}}, the oracle's allocations and frees replayed
+# through caching_allocator.py (without and with expandable segments).
+RESERVED = os.path.join(runner.OUT_DIR, "gpu_check_reserved.json")
 MEASURED_STEPS = 3  # tools/measure/measure.py --steps default, which gpu_check.sh keeps
 RUNNABLE_PRECISIONS = ("bf16", "fp32")
 
@@ -76,6 +79,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--setup", action="store_true", help=f"create the {VERSION_SET} environment with uv first")
     ap.add_argument("--cases", default=CASES)
+    ap.add_argument("--reserved", action="store_true",
+                    help=f"record every allocation and free, replay them through the allocator model into {RESERVED}")
+    ap.add_argument("--only", help="comma-separated case ids")
     args = ap.parse_args()
     if args.setup:
         runner.setup_env(VERSION_SET)
@@ -84,9 +90,23 @@ def main():
         reason = why_not_runnable(row)
         if reason:
             sys.stderr.write(f"{row['id']}: left out ({reason})\n")
-        else:
-            cases.append(oracle_case(row))
+        elif not args.only or row["id"] in args.only.split(","):
+            cases.append(dict(oracle_case(row), record_allocations=args.reserved))
     records = run_cases(cases)
+    if args.reserved:
+        reserved = {}
+        if os.path.exists(RESERVED):  # cases run before (--only) are kept
+            with open(RESERVED) as f:
+                reserved = json.load(f)
+        reserved.update({r["id"]: {"reserved_gib": round(r["reserved_bytes"] / 2 ** 30, 4),
+                              "reserved_expandable_gib": round(r["reserved_expandable_bytes"] / 2 ** 30, 4),
+                              "allocated_gib": round(r["peak_bytes"] / 2 ** 30, 4)} for r in records if r["ok"]})
+        with open(RESERVED, "w") as f:
+            json.dump(reserved, f, indent=1, sort_keys=True)
+            f.write("\n")
+        for r in records:
+            sys.stderr.write(f"{r['id']}: {reserved.get(r['id'], r.get('error', '')[:200])}\n")
+        return 0 if all(r["ok"] for r in records) else 1
     with open(RECORDS, "w") as f:
         for r in records:
             f.write(json.dumps(r, sort_keys=True) + "\n")

@@ -29,7 +29,7 @@ def rounded_bytes(nbytes, round_bytes=CUDA_BLOCK_ROUND_BYTES):
 
 
 class Block:
-    __slots__ = ("nbytes", "category", "op", "module", "phase", "__weakref__")
+    __slots__ = ("nbytes", "category", "op", "module", "phase", "serial", "__weakref__")
 
     def __init__(self, nbytes, category, op, module, phase):
         self.nbytes, self.category, self.op, self.module, self.phase = nbytes, category, op, module, phase
@@ -58,6 +58,10 @@ class LiveBytes(TorchDispatchMode):
         # Non-fused torch optimizers keep each parameter's step count on the host (torch/optim/adam.py): scalars
         # made during the optimizer phase are not device memory.
         self.optimizer_scalars_on_host = True
+        # A list to record every allocation and free in order, [("alloc", serial, bytes) | ("free", serial)],
+        # for a replay through caching_allocator.py (reserved memory); None: not recorded.
+        self.events = None
+        self.serial = 0
 
     # -- storages -------------------------------------------------------------------------------------------------
     def block_of(self, tensor):
@@ -73,6 +77,10 @@ class LiveBytes(TorchDispatchMode):
                           f"{self.phase}{self.step}")
             self.live[key] = block
             self.total_bytes += block.nbytes
+            self.serial += 1
+            block.serial = self.serial
+            if self.events is not None:
+                self.events.append(("alloc", block.serial, block.nbytes))
             weakref.finalize(storage, self._free, key, block)
         else:
             block.mark(category)
@@ -86,6 +94,8 @@ class LiveBytes(TorchDispatchMode):
         if self.live.get(key) is block:
             del self.live[key]
             self.total_bytes -= block.nbytes
+            if self.events is not None:
+                self.events.append(("free", block.serial))
 
     # -- dispatch -------------------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):

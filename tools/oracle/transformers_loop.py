@@ -152,6 +152,8 @@ def run_case(case, config_path, steps=None):
     config = load_config(config_path, case)
     model = build_model(config, case)
     tracker = LiveBytes()
+    if case.get("record_allocations"):
+        tracker.events = []
     amp = case["precision"] == "amp_bf16"
     tracker.optimizer_scalars_on_host = case["optimizer_impl"] != "fused"
     with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():

@@ -23,12 +23,17 @@ def versions():
 
 
 def record(case, tracker, seconds):
-    return {
+    out = {
         "id": case["id"], "ok": True, "peak_bytes": tracker.peak_bytes, "where": tracker.peak_where,
         "breakdown_bytes": tracker.breakdown(), "largest": tracker.largest_at_peak(5), "ops": tracker.ops,
         "seconds": round(seconds, 2), "versions": versions(), "sdpa_calls": getattr(tracker, "sdpa_calls", {}),
         **({"trainer": tracker.trainer_settings} if hasattr(tracker, "trainer_settings") else {}),
     }
+    if tracker.events is not None:
+        from caching_allocator import replay_events
+        for name, expandable in (("reserved_bytes", False), ("reserved_expandable_bytes", True)):
+            out[name] = replay_events(tracker.events, expandable).max_reserved_bytes
+    return out
 
 
 def lazy(module, name):

@@ -1,0 +1,28 @@
+// What PyTorch's CUDA caching allocator does with the loss's large buffers across steps
+// (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp, read at 001074d2, the 2.11 line;
+// tools/oracle/caching_allocator.py models the whole allocator and reproduces every traced
+// address and max_reserved of the H200 snapshots in tests/validation/measured_h200/).
+#pragma once
+#include <cstdint>
+
+namespace memfit {
+
+/// kSmallSize: requests up to 1 MiB are served from the small pool's 2 MiB segments.
+inline constexpr std::int64_t kAllocatorSmallSizeBytes = 1LL << 20;
+/// kRoundLarge: a segment for a request of 10 MiB or more is the request rounded up to 2 MiB.
+inline constexpr std::int64_t kAllocatorRoundLargeBytes = 2LL << 20;
+
+/// The segment cudaMalloc'd for one large request that no cached block serves.
+std::int64_t large_segment_bytes(std::int64_t request_bytes);
+
+/// Bytes of the segments the second step maps for its loss (0 with expandable segments). The
+/// first step maps a segment per loss buffer live at once (`loss_segments` of `loss_buffer_bytes`:
+/// nothing cached is that large yet); once its loss backward frees them, the tensors that step
+/// creates lazily and keeps (`lazy_state_bytes`: the optimizer states of the large pool) are
+/// placed best fit, and a segment split by the first of them stays the best fit for the next, so
+/// they fill whole loss segments one after the other. A segment holding any of them no longer
+/// serves a loss buffer: the second step's loss maps a new segment for each.
+std::int64_t second_step_loss_segment_bytes(std::int64_t loss_buffer_bytes, std::int64_t loss_segments,
+                                            std::int64_t lazy_state_bytes, bool expandable_segments);
+
+}  // namespace memfit
