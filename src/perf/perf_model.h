@@ -54,7 +54,7 @@ struct PerfConstants {
   /// (TMA, WGMMA) instructions (Shah et al. 2024, FlashAttention-3, abstract: "only 35 %
   /// utilization on the H100 GPU"; Dao 2023 §4.1: up to 335 TFLOP/s forward + backward on H100),
   /// 0.238 on CDNA3 (MI300X, MI325X), PyTorch's ROCm kernel (AOTriton) as measured (perf_model.cpp).
-  /// PyTorch's SDPA on Hopper runs at its measured rates instead (attention_rates_for) unless given.
+  /// PyTorch's SDPA on Hopper as measured on an H200: attention_rates_for (not applied by default).
   double flash_attention_efficiency = 0;
   /// Fraction of HBM bandwidth that memory-bound elementwise kernels sustain (STREAM-like copy
   /// kernels reach 85–92 % of the datasheet bandwidth on A100/H100; 0.85 taken).
@@ -163,9 +163,12 @@ struct AttentionRates {
 /// PyTorch's SDPA on Hopper as measured on an H200 (torch 2.11, causal, head dim 128, 32 heads;
 /// tests/validation/kernels_h200): forward 0.67 of the dense peak x L / (L + 672) at L keys per
 /// query, backward 0.54 at 1k-32k tokens (the forward + backward calls include 252 us of host
-/// latency, the autograd call from an idle stream). Elsewhere (other kernels, other GPUs, or
-/// `k.flash_attention_efficiency` given): that efficiency both ways, flash_length_factor.
-AttentionRates attention_rates_for(const GpuSpec& gpu, AttentionKernel kernel, const PerfConstants& k);
+/// latency, the autograd call from an idle stream). Used only with `measured_sdpa`: which backend
+/// ran was not recorded, and its 617 TFLOP/s forward at 16k tokens is 1.8x FlashAttention-2 on
+/// Hopper, the kernel of the runs measured so far. Otherwise (and for other kernels, other GPUs,
+/// or `k.flash_attention_efficiency` given): that efficiency both ways, flash_length_factor.
+AttentionRates attention_rates_for(const GpuSpec& gpu, AttentionKernel kernel, const PerfConstants& k,
+                                   bool measured_sdpa = false);
 inline constexpr double kSdpaHopperForwardEfficiency = 0.67, kSdpaHopperBackwardEfficiency = 0.54,
                         kSdpaHopperHalfRateKeys = 672;
 
