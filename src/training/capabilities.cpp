@@ -54,6 +54,7 @@ FrameworkCapabilities unsloth() {
   off(c.optimizer_offload_with, {Sharding::kNone});
   no_model_parallel(c);
   c.params_offload = false;
+  c.optimizer_offload = false;  // the script has no optimizer offload (activations: "unsloth" checkpointing)
   c.selective_checkpointing = false;
   c.multi_node = c.multi_gpu = false;
   c.launch_formats = {"unsloth_python"};

@@ -332,7 +332,8 @@ TEST_CASE("every ★ exports launch files of its framework that express every kn
     const FrameworkCapabilities caps = framework_capabilities(find_framework(fw)->id);
     for (const char* method : methods) {
       INFO(fw << " " << method);
-      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[std::string(fw) + "/" + method] >= 2);
+      // One GPU only (Unsloth): the 8B's ★; the others need more GPUs.
+      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[std::string(fw) + "/" + method] >= (caps.multi_gpu ? 2 : 1));
     }
   }
 }
