@@ -695,10 +695,11 @@ LaunchFormat unsloth_script(const LaunchInput& in) {
   py << "    load_in_4bit=" << (effective_base_quant(t) == BaseQuant::kNf4 ? "True" : "False") << ",\n";
   py << "    load_in_8bit=" << (effective_base_quant(t) == BaseQuant::kInt8 ? "True" : "False") << ",\n";
   py << "    full_finetuning=" << (t.method == Method::kFull ? "True" : "False") << ",\n";
-  py << ")\n";
   const std::string gc = t.checkpointing == Checkpointing::kNone ? "False"
                          : t.offload == Offload::kActivations  ? "\"unsloth\""
                                                                : "True";
+  if (!lora) py << "    use_gradient_checkpointing=" << gc << ",\n";  // full fine-tuning: set at load
+  py << ")\n";
   if (lora) {
     py << "model = FastLanguageModel.get_peft_model(\n";
     py << "    model,\n";
@@ -718,9 +719,6 @@ LaunchFormat unsloth_script(const LaunchInput& in) {
   py << "trainer.train()\n";
   f.text = py.str();
   f.notes.emplace_back("define `dataset` (a datasets.Dataset) before SFTTrainer");
-  if (!lora && t.checkpointing != Checkpointing::kNone) {
-    f.notes.emplace_back("full fine-tuning: from_pretrained(use_gradient_checkpointing=" + gc + ") sets the checkpointing");
-  }
   if (t.loss != LossKernel::kUnslothFusedCe) {
     f.notes.emplace_back("Unsloth computes the loss with its fused cross-entropy unless UNSLOTH_RETURN_LOGITS=1; the estimate's loss kernel differs");
   }

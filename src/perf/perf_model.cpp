@@ -48,6 +48,20 @@ constexpr double kFlashBackwardRatio = 2.5;
 // sequence figures: a kernel whose queries see L keys on average runs at
 // (L / (L + 240)) / (16k / (16k + 240)) of them, at most 1.
 constexpr double kFlashHalfRateKeys = 240, kFlashLongKeys = 16384;
+// Kernels an eager PyTorch block launches in its forward (transformers modeling_llama.py, counted
+// from the code): an RMSNorm 8 (to fp32, pow, mean, + eps, rsqrt, x, to dtype, x weight); rotary
+// 5 each for q and k (x cos, rotate_half's neg and cat, x sin, +); the attention kernel and the
+// copy of its transposed output 2; SiLU and the gate product 2; two residual adds; one per linear.
+// torch.compile runs each elementwise chain as one kernel (norm with its residual add, rotary,
+// the activation product, the attention kernel); Megatron-LM's fused kernels one per op (norm,
+// bias-dropout-add twice, rotary for q and for k, the attention kernel, the activation). The
+// backward launches about two kernels per forward kernel (a linear's dgrad and wgrad GEMMs, an
+// elementwise op's gradient and its accumulation).
+constexpr double kEagerNormKernels = 8, kEagerRotaryKernels = 10, kEagerAttentionKernels = 2, kEagerGatedKernels = 2;
+constexpr double kBackwardKernelsPerForward = 2;
+constexpr double kLoraKernels = 4;
+// The output layer and the loss: the head GEMM, the loss's upcast, log-softmax, gather and mean.
+constexpr double kHeadLossKernels = 5;
 // Eager attention writes the scores, the softmax (and its fp32 upcast in most models) and reads
 // them back: ~12 bytes per score in the forward, twice that in the backward.
 constexpr double kEagerScoreBytes = 12;
@@ -90,6 +104,11 @@ double peak_tflops(const GpuSpec& g, Precision p, bool linears) {
                       ? g.dense_tflops_fp16
                       : g.dense_tflops_fp32;  // bf16 emulated where the tensor cores lack it (V100)
   return std::max(v, 1e-3) * 1e12;
+}
+
+bool is_hopper(const GpuSpec& gpu) {
+  const std::string& id = gpu.id;
+  return id.rfind("H100", 0) == 0 || id == "H200" || id == "H20" || id == "GH200";
 }
 
 double sixteen_bit_peak(const GpuSpec& g) {
@@ -238,39 +257,30 @@ namespace {
 // Output tiles of cuBLAS's largest kernels (Matrix Multiplication Background User's Guide, §2.3:
 // 256 x 128 and 128 x 256 the most efficient, 128 x 128 next).
 constexpr double kGemmTiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
-// The output shape the matmul rate was measured at (8192 x 8192, kTrainingShapeShareOfSweepMax).
-constexpr double kGemmReferenceWidth = 8192;
+constexpr double kSplitKPartialBytes = 4;  // fp32 partial sums, written and read back once each
+}  // namespace
 
-double wave_share(double m, double n, double sms) {
+double gemm_time_s(double m, double n, double k, const GemmKernel& g) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const double flops = 2 * m * n * k;
+  const double hbm = std::max(g.hbm_bytes_per_s, 1.0);
+  const double roofline = ((m * k + k * n) * g.in_bytes + m * n * g.out_bytes) / hbm;
+  const double rate = std::max(g.mainloop_flops, 1.0);
+  if (g.sms <= 0) return std::max(flops / rate, roofline);
+  const double per_sm = rate / g.sms;
   double best = 0;
   for (const auto& tile : kGemmTiles) {
     const double tiles = std::ceil(m / tile[0]) * std::ceil(n / tile[1]);
-    best = std::max(best, m * n / (std::ceil(tiles / sms) * sms * tile[0] * tile[1]));
+    const double tile_flops_per_k = 2 * tile[0] * tile[1];
+    // Split k while the chunks stay kGemmSplitKMinChunk deep; split 1 is always allowed.
+    for (double split = 1; split == 1 || k / split >= kGemmSplitKMinChunk; split *= 2) {
+      const double waves = std::ceil(tiles * split / g.sms);
+      double t = waves * tile_flops_per_k * (std::ceil(k / split) + kGemmTileFixedK) / per_sm;
+      if (split > 1) t += split * m * n * 2 * kSplitKPartialBytes / hbm;
+      if (best == 0 || t < best) best = t;
+    }
   }
-  return best;
-}
-
-// The share relative to the reference output's, `reference` = wave_share of it on these SMs.
-double relative_wave_share(double m, double n, double sms, double reference) {
-  return m <= 0 || n <= 0 ? 1.0 : std::min(1.0, wave_share(m, n, sms) / reference);
-}
-}  // namespace
-
-double gemm_wave_efficiency(double m, double n, std::int64_t sms) {
-  if (sms <= 0) return 1;
-  const double s = static_cast<double>(sms);
-  return relative_wave_share(m, n, s, wave_share(kGemmReferenceWidth, kGemmReferenceWidth, s));
-}
-
-double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
-                             double peak_flops, double hbm_bytes_per_s, double width_div) {
-  double excess = 0;
-  for (const BlockMatmul& m : mms) {
-    const double in = static_cast<double>(m.in) / width_div, out = static_cast<double>(m.out);
-    const double bytes = (tokens * in + in * out) * in_bytes + tokens * out * out_bytes;
-    excess += std::max(0.0, bytes / hbm_bytes_per_s - 2.0 * tokens * in * out / peak_flops);
-  }
-  return excess;
+  return std::max(best, roofline);
 }
 
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown) {
@@ -359,7 +369,7 @@ double matmul_efficiency_for(const GpuSpec& gpu) {
 
 double attention_efficiency_for(const GpuSpec& gpu) {
   const std::string& id = gpu.id;
-  if (id.rfind("H100", 0) == 0 || id == "H200" || id == "H20" || id == "GH200") return 0.35;
+  if (is_hopper(gpu)) return 0.35;
   // CDNA3 (MI300X, MI325X): PyTorch's fused attention on ROCm runs AOTriton's kernel, measured on
   // an MI300X forward at head dim 128, causal, at 256.9 / 289.5 / 306.5 TFLOP/s for 4k / 8k / 16k
   // tokens (midiareshadi/attn-dsl-bench @603819b3 results/raw/sweep_v1.csv, ROCm 7.2.2, PyTorch
@@ -368,6 +378,40 @@ double attention_efficiency_for(const GpuSpec& gpu) {
   // measured; it is taken at the same rate, as on the other GPUs.
   if (id.rfind("MI3", 0) == 0) return 0.238;
   return 0.5;
+}
+
+GemmKernel gemm_kernel_for(const GpuSpec& gpu, Precision precision, const PerfConstants& k) {
+  const double training_shape_rate = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(gpu);
+  GemmKernel g;
+  g.mainloop_flops = peak_tflops(gpu, precision, true) * training_shape_rate / kTrainingShapeShareOfSweepMax *
+                     kGemmMainloopShareOfSweepMax;
+  g.sms = static_cast<double>(gpu.sm_count);
+  g.hbm_bytes_per_s = std::max(gpu.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
+  g.out_bytes = static_cast<double>(activation_bytes(precision));
+  g.in_bytes = precision == Precision::kFp8 ? 1.0 : g.out_bytes;  // _scaled_mm / TE GEMMs read 1-byte operands
+  return g;
+}
+
+double AttentionRates::forward_share(double keys) const {
+  if (normalised) return flash_length_factor(keys);
+  return keys <= 0 ? 1.0 : keys / (keys + half_rate_keys);
+}
+
+AttentionRates attention_rates_for(const GpuSpec& gpu, AttentionKernel kernel, const PerfConstants& k, bool measured_sdpa) {
+  AttentionRates r;
+  // The H200 sweep's SDPA rates (kSdpaHopper*) apply only where the run is known to use that
+  // kernel: `measured_sdpa`. Which backend torch 2.11 picked was not recorded, and its 617 TFLOP/s
+  // forward is 1.8x what FlashAttention-2 reaches on Hopper, the kernel of the runs measured so far.
+  if (measured_sdpa && k.flash_attention_efficiency <= 0 && kernel == AttentionKernel::kSdpa && is_hopper(gpu)) {
+    r.fwd_efficiency = kSdpaHopperForwardEfficiency;
+    r.bwd_efficiency = kSdpaHopperBackwardEfficiency;
+    r.half_rate_keys = kSdpaHopperHalfRateKeys;
+    r.normalised = false;
+    return r;
+  }
+  r.fwd_efficiency = r.bwd_efficiency = k.flash_attention_efficiency > 0 ? k.flash_attention_efficiency : attention_efficiency_for(gpu);
+  r.half_rate_keys = kFlashHalfRateKeys;
+  return r;
 }
 
 PerfConstants resolved_for(const PerfConstants& k, const GpuSpec& gpu) {
@@ -417,7 +461,7 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       for (std::int64_t i = 0; i < g.layer_count; ++i) training_layers += layer_trains(t, g.first_layer + i, a.num_layers) ? 1 : 0;
     }
     const double train_fraction = static_cast<double>(training_layers) / static_cast<double>(std::max<std::int64_t>(1, g.layer_count));
-    double active_linear = 0, adapter_params = 0, adapter_active = 0;
+    double active_linear = 0, adapter_params = 0, adapter_active = 0, adapted_linears = 0;
     for (const TensorSpec& s : g.tensors) {
       const double n = static_cast<double>(s.numel());
       if (s.kind == ModuleKind::kExpert) pl.expert_params += n * static_cast<double>(s.copies);
@@ -434,6 +478,7 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
         const double one = r * static_cast<double>(s.shape[0] + s.shape[1]);
         adapter_params += one * static_cast<double>(s.copies);
         adapter_active += one * per_token_copies;
+        adapted_linears += per_token_copies;
       }
     }
     active_block_params += active_linear * static_cast<double>(g.layer_count);
@@ -471,6 +516,20 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     for (std::int64_t tp = 1; tp <= at.num_heads; ++tp) {
       if (at.num_heads % tp == 0) pl.matmuls_by_tp.emplace_back(tp, block_matmuls(as_run, g.moe, tp));
     }
+    pl.adapter_flops_fwd = 2.0 * adapter_active;
+    pl.base_train_share = lora ? 0.0 : train_fraction;
+    {
+      // Kernels per forward (kEager*Kernels and the others above), linears as the framework runs them.
+      const double linears = static_cast<double>(block_matmuls(as_run, g.moe, 1).size());
+      const bool rotary = at.rotary_dim > 0;
+      const double act = a.mlp.gated ? kEagerGatedKernels : 1.0;
+      // PEFT's LoRA Linear adds lora_A, lora_B, the scaling product and the sum per adapted
+      // linear (and the dropout when it is on; peft tuners/lora/layer.py Linear.forward).
+      const double adapters = adapted_linears * (kLoraKernels + (t.lora_dropout > 0 ? 1 : 0));
+      pl.kernels_fwd_eager = norms * kEagerNormKernels + 2 + (rotary ? kEagerRotaryKernels : 0) + kEagerAttentionKernels + act + linears + adapters;
+      pl.kernels_fwd_compiled = norms + (rotary ? 1 : 0) + 1 + 1 + linears + adapters;
+      pl.kernels_fwd_fused = norms + 2 + (rotary ? 2 : 0) + 1 + 1 + linears + adapters;
+    }
     b.layers.push_back(pl);
   }
   const double head_matmul = a.has_lm_head ? static_cast<double>(a.vocab_size) * h : 0;
@@ -495,7 +554,8 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const PerfConstants by_gpu = resolved_for(k, g);
   const double mm_eff = by_gpu.matmul_efficiency;
   const double mm_peak = peak_tflops(g, t.precision, true) * mm_eff;
-  const double attn_eff = by_gpu.flash_attention_efficiency;
+  const AttentionRates attn_rates = attention_rates_for(g, t.attention, k);
+  const GemmKernel gemm = gemm_kernel_for(g, t.precision, by_gpu);
   const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
@@ -507,8 +567,6 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
   const bool fp8_operands = t.precision == Precision::kFp8;  // _scaled_mm / TE GEMMs read 1-byte operands
   const bool te_fp8_casts = fp8_operands && !fp8_casts;       // Transformer Engine's cast + transpose kernels
-  const double sms = static_cast<double>(g.sm_count);
-  const double wave_reference = sms > 0 ? wave_share(kGemmReferenceWidth, kGemmReferenceWidth, sms) : 1.0;
   const double sp_div = l.sequence_parallel ? tp : 1.0;
   const bool ulysses = l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses;
   // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
@@ -541,6 +599,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     double compute_s = 0, recompute_s = 0, tp_s = 0, tp_total_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
     double sp_gather_copy_s = 0;  // part of compute_s
     double wave_excess_s = 0;     // part of compute_s
+    double launch_s = 0;
   };
   auto layer_cost = [&](const PerfLayer& pl) {
     LayerCost lc;
@@ -549,34 +608,39 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     const double weights = pl.dense_params / tp + pl.expert_params / expert_split;
     // Small micro-batches are bound by reading the weights (16-bit compute copies) instead.
     const double mm_weight_bytes = weights * act_bytes;
-    // Matmuls too thin to keep the tensor cores busy (a GQA key/value projection split by tp)
-    // wait on HBM instead; row-split linears (Colossal-AI 1D TP) split the input width only.
     const double trainable_share = pl.matmul_flops_fwd > 0 ? pl.matmul_trainable_flops_fwd / pl.matmul_flops_fwd : 0;
+    // Each of the block's GEMMs at its shape (gemm_time_s): forward tokens x in -> out, dgrad
+    // tokens x out -> in, wgrad (trained base weights) in x out over the tokens; row-split linears
+    // (Colossal-AI 1D TP) split the input width only. `ideal` is the same FLOPs at the mainloop
+    // rate, which every shape's time exceeds (the speed bound keeps only that).
     const std::vector<BlockMatmul>* mms = matmuls_for(pl, row_tp ? 1 : l.tp);
-    double excess = 0, wave_fwd = 0, wave_bwd = 0;
+    double shaped_fwd = 0, shaped_bwd = 0, shaped_flops = 0;
     if (mms) {
-      excess = memory_bound_excess_s(*mms, tokens, fp8_operands ? 1.0 : act_bytes, act_bytes, mm_peak, hbm, row_tp ? tp : 1.0);
-      // Tile and wave quantization of each GEMM's output: forward tokens x out, dgrad tokens x in,
-      // wgrad in x out (trainable weights only).
-      if (sms > 0) {
-        for (const BlockMatmul& mm : *mms) {
-          const double in = static_cast<double>(mm.in) / (row_tp ? tp : 1.0), out = static_cast<double>(mm.out);
-          const double gemm_s = 2.0 * tokens * in * out / mm_peak;
-          wave_fwd += gemm_s * (1 / relative_wave_share(tokens, out, sms, wave_reference) - 1);
-          wave_bwd += gemm_s * (1 / relative_wave_share(tokens, in, sms, wave_reference) - 1) +
-                      trainable_share * gemm_s * (1 / relative_wave_share(in, out, sms, wave_reference) - 1);
-        }
+      for (const BlockMatmul& mm : *mms) {
+        const double in = static_cast<double>(mm.in) / (row_tp ? tp : 1.0), out = static_cast<double>(mm.out);
+        shaped_fwd += gemm_time_s(tokens, out, in, gemm);
+        shaped_bwd += gemm_time_s(tokens, in, out, gemm) + pl.base_train_share * gemm_time_s(in, out, tokens, gemm);
+        shaped_flops += 2.0 * tokens * in * out;
       }
     }
-    const double mm_fwd = std::max(mm_fwd_flops / mm_peak + excess + wave_fwd, mm_weight_bytes / hbm);
-    const double mm_bwd = (mm_fwd_flops + tokens * pl.matmul_trainable_flops_fwd / tp) / mm_peak + (1 + trainable_share) * excess + wave_bwd;
+    // What the shapes leave out (LoRA adapters; every matmul where the basis has no shapes) at
+    // the training-shape rate: forward and dgrad, and the adapters' wgrad.
+    const double rest_fwd_flops = std::max(0.0, mm_fwd_flops - shaped_flops);
+    const double base_wgrad_flops = pl.base_train_share * shaped_flops;
+    const double rest_bwd_flops = rest_fwd_flops + std::max(0.0, tokens * pl.matmul_trainable_flops_fwd / tp - base_wgrad_flops);
+    const double mm_fwd = std::max(shaped_fwd + rest_fwd_flops / mm_peak, mm_weight_bytes / hbm);
+    const double mm_bwd = shaped_bwd + rest_bwd_flops / mm_peak;
+    const double ideal_fwd = std::max(shaped_flops / gemm.mainloop_flops + rest_fwd_flops / mm_peak, mm_weight_bytes / hbm);
+    const double ideal_bwd = (shaped_flops + base_wgrad_flops) / gemm.mainloop_flops + rest_bwd_flops / mm_peak;
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
     double attn_fwd = 0, attn_bwd = 0;
     if (flash) {
       // Each kernel call sees ctx / cp keys per query on average (a context-parallel ring splits
       // the keys over its cp steps; Ulysses attends over the whole sequence with heads / cp).
-      attn_fwd = attn_flops / (attn_peak * attn_eff * flash_length_factor(ulysses ? ctx : ctx / cp));
-      attn_bwd = kFlashBackwardRatio * attn_fwd;
+      const double share = attn_rates.forward_share(ulysses ? ctx : ctx / cp);
+      attn_fwd = attn_flops / (attn_peak * attn_rates.fwd_efficiency * share);
+      attn_bwd = kFlashBackwardRatio * attn_flops /
+                 (attn_peak * attn_rates.bwd_efficiency * (attn_rates.normalised ? share : 1.0));
     } else {
       // Eager attention materialises every score of the s x s matrix (the mask included).
       const double scores = tokens * pl.heads / act_tp * seq;
@@ -674,7 +738,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
     lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + mm_policy * mm_fwd + recompute_elem;
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
-    lc.wave_excess_s = (1 + recompute_all + mm_policy) * wave_fwd + wave_bwd;
+    lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd);
+    const double kernels_fwd = t.compile ? pl.kernels_fwd_compiled : t.fused_elementwise ? pl.kernels_fwd_fused : pl.kernels_fwd_eager;
+    lc.launch_s = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward) * k.host_launch_s;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
     // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two
     // more when the forward is recomputed, and the backward's (Shoeybi et al. 2019 §3;
@@ -701,20 +767,26 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       const double column_reduce = l.sequence_parallel ? ag : ar;
       const double row_gather = l.sequence_parallel ? ag : 0.0;
       const double regather = sp_regathers ? ag : 0.0;
-      double group_gemm_s[2] = {0, 0};  // the column-parallel GEMMs before and after the first row-parallel one
+      // The column-parallel groups' backward GEMMs (before and after the first row-parallel one).
+      double group_dgrad_s[2] = {0, 0}, group_wgrad_s[2] = {0, 0};
       if (const std::vector<BlockMatmul>* mms = matmuls_for(pl, l.tp)) {
         std::size_t group = 0;
         for (const BlockMatmul& mm : *mms) {
-          if (!mm.column) group = 1;
-          else group_gemm_s[group] += 2.0 * tokens * static_cast<double>(mm.in) * static_cast<double>(mm.out) / mm_peak;
+          if (!mm.column) {
+            group = 1;
+            continue;
+          }
+          const double in = static_cast<double>(mm.in), out = static_cast<double>(mm.out);
+          group_dgrad_s[group] += gemm_time_s(tokens, in, out, gemm);
+          group_wgrad_s[group] += pl.base_train_share * gemm_time_s(in, out, tokens, gemm);
         }
       }
       lc.tp_s += 2 * row_gather;
       lc.tp_total_s = lc.tp_s + 2 * (column_reduce + regather);
-      for (const double gemm_s : group_gemm_s) {
+      for (std::size_t group = 0; group < 2; ++group) {
         if (l.behaviour.tp_backward_overlap) {
-          lc.tp_s += overlapped_exposed_s(column_reduce, trainable_share * gemm_s, k.overlap_compute_slowdown) +
-                     overlapped_exposed_s(regather, gemm_s, k.overlap_compute_slowdown);
+          lc.tp_s += overlapped_exposed_s(column_reduce, group_wgrad_s[group], k.overlap_compute_slowdown) +
+                     overlapped_exposed_s(regather, group_dgrad_s[group], k.overlap_compute_slowdown);
         } else {
           lc.tp_s += column_reduce + regather;
         }
@@ -772,6 +844,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
       sc.ep_s += n * lc.ep_s;
       sc.sp_gather_copy_s += n * lc.sp_gather_copy_s;
       sc.wave_excess_s += n * lc.wave_excess_s;
+      sc.launch_s += n * lc.launch_s;
       sc.trainable += n * pl.trainable_params;
       const double block = n * (pl.dense_params / tp + pl.expert_params / expert_split);
       sc.params += block;
@@ -806,9 +879,14 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   // Output layer and loss on the last stage; embeddings on the first.
   {
     StageCost& last = last_stage;
-    const double head_fwd_flops = tokens * b.head_flops_fwd / tp;
-    const double head_fwd = head_fwd_flops / mm_peak;
-    const double head_bwd = head_fwd * (b.head_trains ? 2.0 : 1.0);
+    // The output layer's GEMMs at their shapes (vocab split by tp).
+    const double head_out = b.head_flops_fwd / 2.0 / static_cast<double>(std::max<std::int64_t>(b.hidden, 1)) / tp;
+    const double head_in = static_cast<double>(b.hidden);
+    const double head_fwd = gemm_time_s(tokens, head_out, head_in, gemm);
+    const double head_bwd = gemm_time_s(tokens, head_in, head_out, gemm) + (b.head_trains ? gemm_time_s(head_in, head_out, tokens, gemm) : 0.0);
+    const double head_ideal = b.head_flops_fwd / tp * tokens * (b.head_trains ? 3.0 : 2.0) / gemm.mainloop_flops;
+    last.wave_excess_s += head_fwd + head_bwd - head_ideal;
+    last.launch_s += kHeadLossKernels * (1 + kBackwardKernelsPerForward) * k.host_launch_s;
     // A compile that covers the blocks only (torchtitan before 2025-04, torchtune's distributed
     // recipes: TrainingSetup::compile_loss) leaves the loss eager.
     const bool loss_fused = (t.compile && t.compile_loss) || loss_computes_projection(t.loss);
@@ -857,10 +935,12 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const StageCosts& costs = known ? *known : (computed = stage_costs(b, t, l, c, k));
   const StageCost& first_stage = costs.first;
   const StageCost& last_stage = costs.last;
-  const auto total = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
+  // A micro-batch takes its GPU time, or the host's time to issue its kernels when that is longer.
+  const auto total = [](const StageCost& s) { return std::max(s.compute_s + s.tp_s + s.cp_s + s.ep_s, s.launch_s); };
   const StageCost& sc = l.pp > 1 && total(first_stage) > total(last_stage) ? first_stage : last_stage;
-  const double per_mb = sc.compute_s + sc.tp_s + sc.cp_s + sc.ep_s;
+  const double per_mb = total(sc);
   st.per_micro_batch_s = per_mb;
+  st.launch_wait_s = m * (per_mb - (sc.compute_s + sc.tp_s + sc.cp_s + sc.ep_s));
   st.compute_s = m * sc.compute_s;
   st.recompute_s = m * sc.recompute_s;
   st.comm.tp_s = m * sc.tp_s;
@@ -964,10 +1044,15 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) bytes_per_param += 2 * 2;  // 16-bit model copy
   const bool host_optimizer = t.offload == Offload::kOptimizer || t.offload == Offload::kParamsOptimizer;
   if (host_optimizer) {
-    const double host_bw = c.host_memory_bandwidth_gb_per_s * 1e9 /
-                           static_cast<double>(std::max<std::int64_t>(1, std::min(c.gpus, c.gpus_per_node)));
+    // The node's ranks step their shards on one host: at the measured AdamW rate of the setup's
+    // implementation (fused, or foreach / for-loop), and no faster than host memory moves the bytes.
+    const double ranks_on_node = static_cast<double>(std::max<std::int64_t>(1, std::min(c.gpus, c.gpus_per_node)));
+    const double host_bw = std::max(c.host_memory_bandwidth_gb_per_s, 1e-3) * 1e9 / ranks_on_node;
+    const double adam_rate = t.optimizer_impl == OptimizerImpl::kFused ? k.host_adam_params_per_s_fused : k.host_adam_params_per_s_unfused;
     const double pcie = std::max(g.pcie_bandwidth_gb_per_s, 1e-3) * 1e9 * k.host_link_efficiency;
-    st.optimizer_s = opt_params * (bytes_per_param + 4) / host_bw;  // + fp32 gradient copy on the host
+    const bool adamw = t.optimizer == Optimizer::kAdamW || t.optimizer == Optimizer::kPagedAdamW32bit;
+    st.optimizer_s = std::max(adamw ? opt_params * ranks_on_node / std::max(adam_rate, 1.0) : 0.0,
+                              opt_params * (bytes_per_param + 4) / host_bw);  // + fp32 gradient copy on the host
     st.offload_s += opt_params * (grad_elem + act_bytes) / pcie;    // gradients down, 16-bit weights up
     if (t.offload == Offload::kParamsOptimizer) {
       const double per_mb = 2.0 * param16_bytes / shard_n / pcie;  // shards up for forward and backward
@@ -986,7 +1071,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     st.offload_s += std::max(0.0, m * 2.0 * saved / pcie - st.compute_s);
   }
 
-  st.step_s = st.compute_s + st.bubble_s + st.comm.total() + st.optimizer_s + st.offload_s;
+  st.step_s = st.compute_s + st.launch_wait_s + st.bubble_s + st.comm.total() + st.optimizer_s + st.offload_s;
   st.global_batch = l.dp * t.micro_batch * t.grad_accum;
   st.tokens_per_step = st.global_batch * t.seq_len;
   st.tokens_per_s = static_cast<double>(st.tokens_per_step) / std::max(st.step_s, 1e-12);
@@ -1004,14 +1089,16 @@ double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, 
   const StepTime st = estimate_step_time(basis, t, l, c, k, &costs);
   const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
   // Sequence-parallel all-gathers that are views at micro-batch 1 only: micro-batch 1 skips
-  // their copies, so the bound leaves them out at every micro-batch (the busiest stage's, at most
-  // what any stage spends on them).
-  double per_mb = st.per_micro_batch_s;
+  // their copies, so the bound leaves them out at every micro-batch (at most what any stage
+  // spends on them); GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline) is not
+  // monotone in the tokens and is left out too; the host's launch time is a floor per micro-batch.
+  double spare = std::max(costs.first.wave_excess_s, costs.last.wave_excess_s);
   if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
-    per_mb -= std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
+    spare += std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
   }
-  // Tile and wave quantization is not monotone in the tokens: left out at every micro-batch.
-  per_mb -= std::max(costs.first.wave_excess_s, costs.last.wave_excess_s);
+  const auto gpu_mb = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
+  const double per_mb = std::max(std::max(gpu_mb(costs.first), gpu_mb(costs.last)) - spare,
+                                 std::max(costs.first.launch_s, costs.last.launch_s));
   // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
   constexpr double kRoundingMargin = 1e-9;
   return tokens_per_mb / std::max(per_mb + st.dp_per_micro_batch_floor_s, 1e-12) * (1 + kRoundingMargin);
@@ -1021,17 +1108,19 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   char buf[512];
   std::vector<std::string> out;
   const PerfConstants by_gpu = resolved_for(k, c.gpu);
-  if (k.matmul_efficiency > 0) {
-    std::snprintf(buf, sizeof buf, "matmuls at %.1f %% of the dense peak (as given)", 100 * by_gpu.matmul_efficiency);
-  } else {
-    std::snprintf(buf, sizeof buf,
-                  "matmuls at %.1f %% of the dense peak (%.2f of the measured maximum achievable matmul FLOPS: the share "
-                  "transformer-layer shapes reach)",
-                  100 * by_gpu.matmul_efficiency, kTrainingShapeShareOfSweepMax);
-  }
+  const GemmKernel gemm = gemm_kernel_for(c.gpu, Precision::kBf16, k);
+  std::snprintf(buf, sizeof buf,
+                "GEMMs by shape: a full wave of tiles at %.1f %% of the dense peak (%s), tiles of 256 x 128 / 128 x 256 / "
+                "128 x 128 over %lld SMs with %.0f K-steps of fixed cost each, split-K where the tiles leave SMs idle, "
+                "no faster than moving their operands (fitted to an H200 bf16 sweep); other matmuls at %.1f %%",
+                100 * gemm.mainloop_flops / (c.gpu.dense_tflops_bf16 * 1e12),
+                k.matmul_efficiency > 0 ? "from the given matmul efficiency" : "the GPU's maximum achievable matmul FLOPS x 0.934",
+                static_cast<long long>(c.gpu.sm_count), kGemmTileFixedK, 100 * by_gpu.matmul_efficiency);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward %.1fx the forward FLOPs",
                 100 * by_gpu.flash_attention_efficiency, kFlashBackwardRatio);
+  out.emplace_back(buf);
+  std::snprintf(buf, sizeof buf, "a micro-batch takes at least its kernels x %.1f us to launch from the host", 1e6 * k.host_launch_s);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "elementwise kernels memory-bound at %.0f %% of HBM bandwidth; torch.compile fuses each chain", 100 * k.memory_efficiency);
   out.emplace_back(buf);
@@ -1041,18 +1130,13 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
                 100 * k.collective_efficiency, c.gpu.intra_node_bandwidth_gb_per_s, c.inter_node_bandwidth_gb_per_s,
                 1e6 * k.nccl_base_latency_s, 1e6 * k.nccl_ring_hop_nvlink_s, 1e6 * k.nccl_ring_hop_net_s);
   out.emplace_back(buf);
-  if (c.gpu.sm_count > 0) {
-    std::snprintf(buf, sizeof buf, "matmul tiles spread over %lld SMs: partial tiles and a partly filled last wave run idle",
-                  static_cast<long long>(c.gpu.sm_count));
-    out.emplace_back(buf);
-  }
   out.emplace_back("ranks placed tp innermost, then cp, dp, pp: a group is intra-node when it fits in one node");
   out.emplace_back("data-parallel reductions overlap the last backward; ZeRO-3 gathers overlap compute except the first block's");
   std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);
   out.emplace_back(buf);
   out.emplace_back("tensor-parallel collectives of the forward are not overlapped (no async TP); the backward's run beside their GEMMs where the framework launches them asynchronously (Megatron-LM, Transformer Engine); pipeline bubble (p-1)/v micro-batch slots");
   out.emplace_back("context-parallel ring: each step's transfer overlaps that step's attention (PyTorch's all-gather rotation: the first step's only; its fp32 merges as eager kernels)");
-  out.emplace_back("load-balanced experts and stages; no kernel-launch or data-loading overhead");
+  out.emplace_back("load-balanced experts and stages; no data-loading overhead");
   return out;
 }
 

@@ -42,7 +42,10 @@ struct PerfConstants {
   /// architecture (matmul_efficiency_for): 0.90 of the largest throughput measured over shapes
   /// ("MAMF", stas00/ml-engineering compute/accelerator/README.md, bf16 table: A100 SXM 86.9 %,
   /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 51.4 %, MI325X 60.4 %; 80 % for GPUs
-  /// without a measurement), the share transformer-layer GEMMs reach (perf_model.cpp).
+  /// without a measurement), the share transformer-layer GEMMs reach (perf_model.cpp). The block's
+  /// and the output layer's GEMMs run by shape (gemm_time_s, gemm_kernel_for: this rate / 0.90 x
+  /// kGemmMainloopShareOfSweepMax per full wave); this flat rate is for the matmuls without a
+  /// shape (LoRA adapters, eager attention's).
   double matmul_efficiency = 0;
   /// Fraction of the 16-bit peak the fused attention kernel (sdpa, flash: FlashAttention-2)
   /// sustains over forward and backward. 0: by GPU architecture (attention_efficiency_for):
@@ -51,6 +54,7 @@ struct PerfConstants {
   /// (TMA, WGMMA) instructions (Shah et al. 2024, FlashAttention-3, abstract: "only 35 %
   /// utilization on the H100 GPU"; Dao 2023 §4.1: up to 335 TFLOP/s forward + backward on H100),
   /// 0.238 on CDNA3 (MI300X, MI325X), PyTorch's ROCm kernel (AOTriton) as measured (perf_model.cpp).
+  /// PyTorch's SDPA on Hopper as measured on an H200: attention_rates_for (not applied by default).
   double flash_attention_efficiency = 0;
   /// Fraction of HBM bandwidth that memory-bound elementwise kernels sustain (STREAM-like copy
   /// kernels reach 85–92 % of the datasheet bandwidth on A100/H100; 0.85 taken).
@@ -81,6 +85,18 @@ struct PerfConstants {
   /// over GPT and LLaMA training on A100, H100, MI250 and MI210. Host copies over PCIe run on
   /// the copy engines and are not charged.
   double overlap_compute_slowdown = 0.189;
+  /// Host time to issue one kernel when the GPU keeps up: 8.0 us per small eager PyTorch op queued
+  /// back to back (add_ on one element, 2,000 in a row, wall time; H200 host, torch 2.11,
+  /// tests/validation/kernels_h200). A micro-batch takes at least its kernels x this.
+  double host_launch_s = 8e-6;
+  /// AdamW steps on the host, fp32 parameters per second of one node (all its ranks together):
+  /// torch.optim.AdamW over one 200M-parameter tensor, 16 threads, on the H200 machine's host
+  /// (16-core Xeon, torch 2.11; tests/validation/kernels_h200, 28 bytes moved per parameter):
+  /// foreach 0.280 s (714 M/s, 20.0 GB/s), fused 0.0532 s (3.76 G/s, 105 GB/s). By the setup's
+  /// OptimizerImpl (each framework's, framework_profile.cpp); a for-loop runs foreach's ops per
+  /// tensor. DeepSpeedCPUAdam (ZeRO-Offload, a fused C++ kernel) is taken at the fused rate.
+  double host_adam_params_per_s_unfused = 200e6 / 0.280042;
+  double host_adam_params_per_s_fused = 200e6 / 0.05316;
 };
 
 /// The share of its long-sequence rate a flash-attention kernel reaches when its queries see
@@ -103,13 +119,58 @@ double nccl_ring_gather_s(double bytes, std::int64_t ranks, const CollectiveLink
 /// Latency of one point-to-point transfer over `l` (a two-rank ring step).
 double nccl_p2p_latency_s(const CollectiveLink& l, const PerfConstants& k);
 
-/// Share of its rate a GEMM with an m x n output keeps after tile and wave quantization (NVIDIA,
-/// "Matrix Multiplication Background User's Guide", §3.1-3.2): the output is cut into tiles
-/// (the best of 256 x 128, 128 x 256 and 128 x 128, cuBLAS's largest) that run `sms` at a time,
-/// so partial tiles and a partly filled last wave run idle; relative to an 8192 x 8192 output,
-/// the shape the matmul rate was measured at (kTrainingShapeShareOfSweepMax), at most 1.
-/// sms 0: 1.
-double gemm_wave_efficiency(double m, double n, std::int64_t sms);
+/// A GEMM kernel on one GPU as the tile model sees it (gemm_time_s).
+struct GemmKernel {
+  double mainloop_flops = 1;   // FLOP/s of a full wave of output tiles at long K (every SM busy)
+  double sms = 0;              // SMs the tiles spread over; 0: no tile or wave quantization
+  double hbm_bytes_per_s = 1;  // for the roofline and split-K's partial sums
+  double in_bytes = 2, out_bytes = 2;
+};
+/// Time of one GEMM, C[m x n] += A[m x k] B[k x n], on `g`: cuBLAS cuts the output into tiles (the
+/// fastest of 256 x 128, 128 x 256 and 128 x 128; NVIDIA "Matrix Multiplication Background User's
+/// Guide" §2.3, §3.1-3.2) that run `sms` at a time, each taking (k + kGemmTileFixedK) K-steps at
+/// the mainloop rate, so partial tiles, a partly filled last wave and a short k run idle; where
+/// the tiles do not fill the SMs it may split k in 2, 4, ... chunks of at least
+/// kGemmSplitKMinChunk, writing and reading back fp32 partial sums; and it takes no less than
+/// moving its operands over HBM (roofline, Williams et al. 2009). The constants are fitted to a
+/// bf16 sweep of Llama-3.1 8B/70B linears on an H200 (tests/validation/kernels_h200, docs).
+double gemm_time_s(double m, double n, double k, const GemmKernel& g);
+/// The tile model's constants from that sweep: a full wave of tiles at long K runs at 0.75 of the
+/// H200's dense bf16 peak (742 TFLOP/s), kGemmMainloopShareOfSweepMax of its MAMF (0.803); a tile
+/// pays 192 K-steps of prologue and epilogue; split-K chunks are at least 2048 deep.
+inline constexpr double kGemmMainloopShareOfSweepMax = 0.75 / 0.803;
+inline constexpr double kGemmTileFixedK = 192;
+inline constexpr double kGemmSplitKMinChunk = 2048;
+/// The sweep timed one call at a time from an idle stream (CUDA events around one launch), so
+/// every time includes the host's launch latency, fitted with the tile model at 24 us; training
+/// queues kernels ahead of the GPU and does not pay it (launch-bound micro-batches pay
+/// PerfConstants::host_launch_s per kernel instead).
+inline constexpr double kSweepSingleCallLatencyS = 24e-6;
+/// The GEMM kernel of `gpu` for `precision`'s linears (fp8: 1-byte operands at the fp8 peak):
+/// mainloop at the dense peak x the GPU's MAMF x kGemmMainloopShareOfSweepMax (or, where
+/// `k.matmul_efficiency` is given, at that training-shape rate / 0.90 x the same share), over
+/// its SMs. Other GPUs than the H200 scale by their peak, MAMF and SM count.
+GemmKernel gemm_kernel_for(const GpuSpec& gpu, Precision precision, const PerfConstants& k);
+
+/// A fused attention kernel's rates: forward at fwd_efficiency x keys / (keys + half_rate_keys),
+/// backward at bwd_efficiency (normalised: at most the long-sequence rate; see attention_rates_for).
+struct AttentionRates {
+  double fwd_efficiency = 0, bwd_efficiency = 0;
+  double half_rate_keys = 0;
+  bool normalised = true;  // true: the length factor is flash_length_factor (1 at 16k keys)
+  double forward_share(double keys) const;  // of fwd_efficiency at `keys` keys per query
+};
+/// PyTorch's SDPA on Hopper as measured on an H200 (torch 2.11, causal, head dim 128, 32 heads;
+/// tests/validation/kernels_h200): forward 0.67 of the dense peak x L / (L + 672) at L keys per
+/// query, backward 0.54 at 1k-32k tokens (the forward + backward calls include 252 us of host
+/// latency, the autograd call from an idle stream). Used only with `measured_sdpa`: which backend
+/// ran was not recorded, and its 617 TFLOP/s forward at 16k tokens is 1.8x FlashAttention-2 on
+/// Hopper, the kernel of the runs measured so far. Otherwise (and for other kernels, other GPUs,
+/// or `k.flash_attention_efficiency` given): that efficiency both ways, flash_length_factor.
+AttentionRates attention_rates_for(const GpuSpec& gpu, AttentionKernel kernel, const PerfConstants& k,
+                                   bool measured_sdpa = false);
+inline constexpr double kSdpaHopperForwardEfficiency = 0.67, kSdpaHopperBackwardEfficiency = 0.54,
+                        kSdpaHopperHalfRateKeys = 672;
 
 /// The least share of an overlapped collective's own time a step pays: slowdown / (1 + slowdown).
 inline double overlap_contention_share(double slowdown) { return slowdown / (1 + slowdown); }
@@ -118,15 +179,6 @@ inline double overlap_contention_share(double slowdown) { return slowdown / (1 +
 /// compute runs `slowdown` slower, so a collective shorter than the stretched window costs
 /// comm_s x overlap_contention_share(slowdown); a longer one leaves comm_s - window_s exposed.
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown);
-
-/// Time by which matmuls on `tokens` rows exceed their FLOP time because moving their operands
-/// takes longer (per-matmul roofline, Williams et al. 2009): for each (in / width_div, out),
-/// reading the input and the weight (in_bytes per element) and writing the output (out_bytes)
-/// at hbm_bytes_per_s, against 2 x tokens x in x out FLOPs at peak_flops. The same shapes,
-/// transposed, recur in the backward (dgrad: dY, W -> dX; wgrad: X, dY -> dW) with the same
-/// traffic.
-double memory_bound_excess_s(const std::vector<BlockMatmul>& mms, double tokens, double in_bytes, double out_bytes,
-                             double peak_flops, double hbm_bytes_per_s, double width_div = 1);
 
 /// One layer's context-parallel attention on one rank for one micro-batch.
 struct RingAttentionShape {
@@ -208,6 +260,11 @@ struct PerfLayer {
   /// tp), for the HBM traffic of each one (roofline, Williams et al. 2009): a matmul whose
   /// activations and weight take longer to move than its FLOPs take to run is memory-bound.
   std::vector<std::pair<std::int64_t, std::vector<BlockMatmul>>> matmuls_by_tp;
+  double adapter_flops_fwd = 0;        // part of matmul_flops_fwd in LoRA adapters (trained, not shaped)
+  double base_train_share = 0;         // share of the base linears whose weights train (wgrad)
+  /// Kernels the layer's forward launches per micro-batch: eager PyTorch, torch.compile, or
+  /// Megatron's fused kernels (counted from the modules, docs/performance_model.md).
+  double kernels_fwd_eager = 0, kernels_fwd_compiled = 0, kernels_fwd_fused = 0;
 };
 
 struct PerfBasis {
@@ -244,6 +301,7 @@ struct StepTime {
   double bubble_s = 0;           // pipeline fill and drain
   double optimizer_s = 0;        // optimizer step (GPU or host)
   double offload_s = 0;          // host transfers not hidden behind compute
+  double launch_wait_s = 0;      // time the GPU waits for the host to issue kernels (launch-bound micro-batches)
   /// Activation offload: what one micro-batch keeps on the slowest stage, moved to the host in
   /// forward and back in backward (the memory replay's kept set, layer_keep).
   double activation_offload_bytes_per_micro_batch = 0;
@@ -276,7 +334,8 @@ struct StageCost {
   double tp_total_s = 0;    // the tensor-parallel collectives before overlap (tp_s: exposed)
   double block_params = 0;  // part of `params` in transformer blocks (a QLoRA base's NF4 weights)
   double sp_gather_copy_s = 0;  // part of compute_s: copies after sequence-parallel all-gathers
-  double wave_excess_s = 0;     // part of compute_s: matmul time lost to tile and wave quantization
+  double wave_excess_s = 0;     // part of compute_s: GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline)
+  double launch_s = 0;          // host time to issue the micro-batch's kernels (PerfConstants::host_launch_s)
 };
 /// The first and last stages' costs (one stage: `last` holds the whole model): the part of a step
 /// time that depends on neither dp, the sharding stage, the offload nor the accumulation, so the
@@ -299,8 +358,9 @@ StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, cons
 /// and per_micro_batch_s / micro_batch never rises with the micro-batch (every term is a
 /// maximum or sum of a linear and a constant part: FLOPs, bytes, collective latency), so the
 /// largest micro-batch bounds them all; the copies after sequence-parallel all-gathers, which
-/// micro-batch 1 may skip (sp_gather_view_at_batch_1), and the matmul time lost to tile and wave
-/// quantization (not monotone in the tokens), are left out of it. The search times a
+/// micro-batch 1 may skip (sp_gather_view_at_batch_1), and the GEMM time above FLOPs at the
+/// mainloop rate (tiles, waves, split-K, roofline: not monotone in the tokens), are left out of it;
+/// the host's kernel-launch time is a floor per micro-batch. The search times a
 /// structure's micro-batches only when this bound reaches the walk (tests/unit/property_test.cpp
 /// and search_test.cpp check it over layouts).
 /// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).

@@ -18,7 +18,7 @@ void only_methods(FrameworkCapabilities& c, std::initializer_list<Method> which)
   for (bool& m : c.methods) m = false;
   for (Method m : which) c.methods[static_cast<int>(m)] = true;
 }
-void no_model_parallel(FrameworkCapabilities& c) { c.tp = c.sequence_parallel = c.pp = c.vpp = c.cp = c.ep = false; }
+void no_model_parallel(FrameworkCapabilities& c) { c.tp = c.sequence_parallel = c.pp = c.vpp = c.cp = c.ulysses_cp = c.ep = false; }
 
 FrameworkCapabilities hf_trainer() {
   FrameworkCapabilities c;
@@ -54,8 +54,9 @@ FrameworkCapabilities unsloth() {
   off(c.optimizer_offload_with, {Sharding::kNone});
   no_model_parallel(c);
   c.params_offload = false;
+  c.optimizer_offload = false;  // the script has no optimizer offload (activations: "unsloth" checkpointing)
   c.selective_checkpointing = false;
-  c.multi_node = false;
+  c.multi_node = c.multi_gpu = false;
   c.launch_formats = {"unsloth_python"};
   c.sources = {"unslothai/unsloth @ 015bdef0: unsloth/models/loader.py, llama.py (FastLanguageModel on one device)"};
   return c;
@@ -82,6 +83,7 @@ FrameworkCapabilities deepspeed() {
 
 FrameworkCapabilities megatron() {
   FrameworkCapabilities c;
+  c.ulysses_cp = false;  // context parallelism is Transformer Engine's p2p ring
   // --use-distributed-optimizer (ZeRO-1); --use-megatron-fsdp with
   // --data-parallel-sharding-strategy optim_grads (ZeRO-2) / optim_grads_params (ZeRO-3);
   // --optimizer-cpu-offload asserts the distributed optimizer (and --use-precision-aware-optimizer);
@@ -103,6 +105,7 @@ FrameworkCapabilities megatron() {
 
 FrameworkCapabilities torchtitan() {
   FrameworkCapabilities c;
+  c.ulysses_cp = false;  // context_parallel: PyTorch's ring attention
   // FSDP2 (data_parallel_shard_degree, HSDP with replicate) or DDP (replicate only, and only as
   // 1-D parallelism: parallelize.py raises "DDP has not supported > 1D parallelism");
   // training.enable_cpu_offload applies FSDP2's CPUOffloadPolicy (parameters, gradients and
@@ -203,8 +206,8 @@ FrameworkCapabilities framework_capabilities(Framework f, std::int64_t yyyymm) {
 
 bool runs_everything(const FrameworkCapabilities& c) {
   bool all = c.optimizer_offload && c.params_offload && c.tp && c.sequence_parallel && c.tp_with_zero3 && c.tp_with_adapters &&
-             c.pp && c.vpp && c.cp && c.ep && c.replicate_with_model_parallel && c.selective_checkpointing &&
-             c.qlora_with_zero3 && c.multi_node && !c.optimizer_offload_single_gpu_only && !c.moe_tp_needs_sequence_parallel;
+             c.pp && c.vpp && c.cp && c.ulysses_cp && c.ep && c.replicate_with_model_parallel && c.selective_checkpointing &&
+             c.qlora_with_zero3 && c.multi_node && c.multi_gpu && !c.optimizer_offload_single_gpu_only && !c.moe_tp_needs_sequence_parallel;
   for (int s = 0; s < 4; ++s) all = all && c.sharding[s] && c.optimizer_offload_with[s];
   for (bool m : c.methods) all = all && m;
   return all;
@@ -213,6 +216,7 @@ bool runs_everything(const FrameworkCapabilities& c) {
 const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout& l, const TrainingSetup& t,
                             std::int64_t gpus_per_node, bool moe) {
   if (!c.methods[static_cast<int>(t.method)]) return "framework_method";
+  if (!c.multi_gpu && l.gpus() > 1) return "framework_single_gpu";
   if (!c.multi_node && l.gpus() > gpus_per_node) return "framework_single_node";
   if (l.tp > 1) {
     if (!c.tp) return "framework_no_tp";
@@ -224,6 +228,7 @@ const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout
   if (l.pp > 1 && !c.pp) return "framework_no_pp";
   if (l.vpp > 1 && !c.vpp) return "framework_no_vpp";
   if (l.cp > 1 && !c.cp) return "framework_no_cp";
+  if (l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses && !c.ulysses_cp) return "framework_no_ulysses";
   if (l.ep > 1 && !c.ep) return "framework_no_ep";
   const bool data_parallel = l.dp * l.cp > 1;
   if (data_parallel) {
@@ -254,6 +259,7 @@ std::string capability_message(const char* code) {
   static constexpr std::pair<const char*, const char*> kMessages[] = {
       {"framework_method", "the framework does not train this method"},
       {"framework_single_node", "the framework runs on one node only"},
+      {"framework_single_gpu", "the framework's launch script trains on one GPU"},
       {"framework_no_tp", "the framework has no tensor parallelism"},
       {"framework_tp_not_with_zero3", "the framework's tensor parallelism does not run with ZeRO-3"},
       {"framework_tp_not_with_adapters", "the framework's adapter (LoRA) recipes have no tensor parallelism"},
@@ -262,6 +268,7 @@ std::string capability_message(const char* code) {
       {"framework_no_pp", "the framework has no pipeline parallelism"},
       {"framework_no_vpp", "the framework has no interleaved (virtual) pipeline stages"},
       {"framework_no_cp", "the framework has no context parallelism"},
+      {"framework_no_ulysses", "the framework's context parallelism is a ring, not Ulysses all-to-alls"},
       {"framework_no_ep", "the framework has no expert parallelism"},
       {"framework_no_ddp", "the framework does not replicate over data-parallel ranks (DDP); it shards"},
       {"framework_no_zero1", "the framework has no ZeRO-1 (optimizer-state sharding alone)"},

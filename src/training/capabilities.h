@@ -34,6 +34,12 @@ struct FrameworkCapabilities {
   bool tp_with_zero3 = true;
   bool tp_with_adapters = true;
   bool pp = true, vpp = true, cp = true, ep = true;
+  /// Context parallelism as Ulysses all-to-alls (parallel.cp_kind ulysses): DeepSpeed's
+  /// UlyssesSPAttentionHF under accelerate's parallelism_config or ArcticTraining, neither a launch
+  /// format memfit writes; Megatron-LM and torchtitan run a ring.
+  bool ulysses_cp = true;
+  /// More than one GPU (Unsloth's script as memfit writes it trains on one).
+  bool multi_gpu = true;
   /// Replicated data parallelism beside tp/pp/cp (torchtitan: DDP is 1-D only).
   bool replicate_with_model_parallel = true;
   bool selective_checkpointing = true;       // full and none are every framework's

@@ -184,7 +184,38 @@ Knobs read_fsdp_qlora(const std::string& text) {
   return k;
 }
 
+// TRL's `trl sft --config` file: the training knobs (accelerate's file carries gpus and sharding).
+Knobs read_trl_sft(const std::string& text) {
+  Knobs k;
+  k["micro_batch"] = *find(text, R"(per_device_train_batch_size: (\d+))");
+  k["grad_accum"] = *find(text, R"(gradient_accumulation_steps: (\d+))");
+  k["checkpointing"] = has(text, "gradient_checkpointing: true") ? "full" : "none";
+  if (has(text, "activation_offloading: true")) k["offload"] = "activations";
+  const bool peft = has(text, "use_peft: true");
+  k["method"] = !peft ? "full" : has(text, "load_in_4bit: true") ? "qlora" : has(text, "use_dora: true") ? "dora" : "lora";
+  if (auto r = find(text, R"(lora_r: (\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
+// Unsloth's one-GPU script: FastLanguageModel's load and adapter calls, SFTConfig.
+Knobs read_unsloth(const std::string& text) {
+  Knobs k;
+  no_model_parallel(k);
+  k["gpus"] = "1";
+  k["micro_batch"] = *find(text, R"(per_device_train_batch_size=(\d+))");
+  k["grad_accum"] = *find(text, R"(gradient_accumulation_steps=(\d+))");
+  const std::string gc = find(text, R"(use_gradient_checkpointing=("unsloth"|True|False))").value_or("False");
+  k["checkpointing"] = gc == "False" ? "none" : "full";
+  k["offload"] = gc == "\"unsloth\"" ? "activations" : "none";
+  const bool adapters = has(text, "get_peft_model(");
+  k["method"] = has(text, "full_finetuning=True") ? "full" : !adapters ? "?" : has(text, "load_in_4bit=True") ? "qlora" : "lora";
+  if (auto r = find(text, R"(\br=(\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
 Knobs read_back(const std::string& format, const std::string& text, std::int64_t layers) {
+  if (format == "trl_sft_yaml") return read_trl_sft(text);
+  if (format == "unsloth_python") return read_unsloth(text);
   if (format == "deepspeed_json") return read_deepspeed(text);
   if (format == "python_script") return read_python(text);
   if (format == "accelerate_yaml") return read_accelerate(text);
@@ -243,7 +274,7 @@ json search(const Case& c, std::int64_t seq_len) {
 }  // namespace
 
 TEST_CASE("every ★ exports launch files of its framework that express every knob of the layout", "[capabilities][launch]") {
-  const char* frameworks[] = {"hf_trainer", "deepspeed", "megatron", "torchtitan", "torchtune", "fsdp_qlora"};
+  const char* frameworks[] = {"hf_trainer", "deepspeed", "megatron", "torchtitan", "torchtune", "fsdp_qlora", "trl", "unsloth"};
   const char* methods[] = {"full", "lora", "qlora"};
   struct Model {
     const char* id;
@@ -301,7 +332,8 @@ TEST_CASE("every ★ exports launch files of its framework that express every kn
     const FrameworkCapabilities caps = framework_capabilities(find_framework(fw)->id);
     for (const char* method : methods) {
       INFO(fw << " " << method);
-      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[std::string(fw) + "/" + method] >= 2);
+      // One GPU only (Unsloth): the 8B's ★; the others need more GPUs.
+      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[std::string(fw) + "/" + method] >= (caps.multi_gpu ? 2 : 1));
     }
   }
 }
@@ -328,4 +360,34 @@ TEST_CASE("capabilities by version: a dated capability is missing before its mon
   l.sharding = Sharding::kNone;
   CHECK(std::string(capability_rule(framework_capabilities(Framework::kTorchtune), l, t, 8, false)) == "framework_no_ddp");
   CHECK(capability_rule(framework_capabilities(Framework::kHfTrainer), l, t, 8, false) == nullptr);
+}
+
+TEST_CASE("Ulysses context parallelism is offered only where a launch expresses it", "[capabilities][cp]") {
+  // Megatron-LM and torchtitan run a ring: asked for Ulysses (parallel.cp_kind ulysses), their
+  // searches reject every cp > 1 layout by that rule, and no ★ exports an unsupported format.
+  for (const char* fw : {"megatron", "torchtitan"}) {
+    INFO(fw);
+    CHECK_FALSE(framework_capabilities(find_framework(fw)->id).ulysses_cp);
+    const json request = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                          {"training", {{"framework", fw}, {"method", "full"}, {"seq_len", 65536}}},
+                          {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 8}}},
+                          {"search", {{"top", 3}, {"global_batch", 8}, {"space", {{"cp_kind", "ulysses"}}}}}};
+    const json r = json::parse(api::search(request.dump())).at("result");
+    CHECK(r.at("counts").at("rejected").value("framework_no_ulysses", 0) > 0);
+    if (!r.at("recommended").is_null()) {
+      CHECK(r.at("recommended").at("parallel").at("cp") == 1);
+      for (const json& f : r.at("launch")) {
+        if (f.at("for_framework").get<bool>()) CHECK(f.at("supported").get<bool>());
+      }
+    }
+  }
+  // A framework memfit does not restrict keeps Ulysses in its space.
+  CHECK(framework_capabilities(Framework::kOther).ulysses_cp);
+  CHECK(runs_everything(framework_capabilities(Framework::kOther)));
+  // Unsloth's script trains on one GPU: larger layouts are rejected by that rule.
+  ParallelLayout l;
+  l.dp = 2;
+  TrainingSetup t;
+  t.method = Method::kLora;
+  CHECK(std::string(capability_rule(framework_capabilities(Framework::kUnsloth), l, t, 8, false)) == "framework_single_gpu");
 }
