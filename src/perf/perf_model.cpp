@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 #include "block/activations.h"
@@ -260,8 +261,36 @@ constexpr double kGemmTiles[][2] = {{256, 128}, {128, 256}, {128, 128}};
 constexpr double kSplitKPartialBytes = 4;  // fp32 partial sums, written and read back once each
 }  // namespace
 
+namespace {
+// gemm_time_s is pure and a search asks for the same few shapes on thousands of layouts: the
+// last answers, direct-mapped by shape and kernel.
+struct GemmMemo {
+  double m = -1, n = -1, k = -1;
+  GemmKernel g;
+  double seconds = 0;
+};
+constexpr std::size_t kGemmMemoSlots = 512;
+
+bool same_kernel(const GemmKernel& a, const GemmKernel& b) {
+  return a.mainloop_flops == b.mainloop_flops && a.sms == b.sms && a.hbm_bytes_per_s == b.hbm_bytes_per_s &&
+         a.in_bytes == b.in_bytes && a.out_bytes == b.out_bytes;
+}
+
+double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g);
+}  // namespace
+
 double gemm_time_s(double m, double n, double k, const GemmKernel& g) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
+  thread_local GemmMemo memo[kGemmMemoSlots];
+  const std::size_t slot = (std::hash<double>{}(m) * 31 + std::hash<double>{}(n) * 17 + std::hash<double>{}(k) +
+                            std::hash<double>{}(g.mainloop_flops)) % kGemmMemoSlots;
+  GemmMemo& e = memo[slot];
+  if (e.m != m || e.n != n || e.k != k || !same_kernel(e.g, g)) e = {m, n, k, g, shaped_gemm_time_s(m, n, k, g)};
+  return e.seconds;
+}
+
+namespace {
+double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g) {
   const double flops = 2 * m * n * k;
   const double hbm = std::max(g.hbm_bytes_per_s, 1.0);
   const double roofline = ((m * k + k * n) * g.in_bytes + m * n * g.out_bytes) / hbm;
@@ -282,6 +311,7 @@ double gemm_time_s(double m, double n, double k, const GemmKernel& g) {
   }
   return std::max(best, roofline);
 }
+}  // namespace
 
 double overlapped_exposed_s(double comm_s, double window_s, double slowdown) {
   if (comm_s <= 0) return 0;
