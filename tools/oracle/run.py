@@ -104,6 +104,8 @@ def csv_row(c, r):
              f"{versions_note(r['versions'])}; family {c['family']}; {c['layers']} layers; "
              f"AdamW/SGD {c['optimizer_impl']}; loop holds outputs through backward and step; "
              f"2 steps, peak at {where['phase']} step {where['step'] + 1} op {where['op']}")
+    if c.get("virtual_tokens"):
+        notes += f"; virtual_tokens={c['virtual_tokens']}"
     row = {k: "" for k in COLUMNS}
     row.update(
         id=c["id"], source=f"oracle:{c['version_set']}", date=case_table.VERSION_SETS[c["version_set"]]["date"],
