@@ -91,21 +91,35 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
   const Linear linears[] = {{"q", h, heads * d}, {"k", h, kvh * d}, {"v", h, kvh * dv}, {"o", heads * dv, h},
                             {"gate", h, f}, {"up", h, f}, {"down", f, h}};
   const std::int64_t copies = moe ? a.moe.top_k : 1;
+  // Whether an adapted linear runs before this one in the block (q, k and v read the block's
+  // input side by side): its output needs a gradient even where the block's input does not.
+  bool adapted_before = false, adapted_qkv = false;
   for (const Linear& l : linears) {
+    const std::string role = l.role;
+    if (role == "o") adapted_before = adapted_qkv;
     bool on = false;
     for (const std::string& r : t.lora_targets) on = on || r == "all-linear" || r == l.role;
-    if (!on || (!a.mlp.gated && std::string(l.role) == "gate")) continue;
-    const std::int64_t n = std::string(l.role) == "gate" || std::string(l.role) == "up" || std::string(l.role) == "down" ? copies : 1;
+    if (!on || (!a.mlp.gated && role == "gate")) continue;
+    const bool reads_block_input = role == "q" || role == "k" || role == "v" || !adapted_before;
+    if (role == "q" || role == "k" || role == "v") adapted_qkv = true;
+    else adapted_before = true;
+    const std::int64_t n = role == "gate" || role == "up" || role == "down" ? copies : 1;
     switch (t.method) {
       case Method::kIa3:
         s += n * (ia3_scales_input(l.role) ? ab * l.in : e * l.out);
         out.saved_per_layer += ab * (ia3_scales_input(l.role) ? l.in : l.out);
         break;
       case Method::kLoha:
-      case Method::kLokr:
+      case Method::kLokr: {
         s += n * ab * l.in;
-        out.saved_per_layer_for_input_grad += checked_mul(ab * l.out, l.in, "adapter bytes");
+        const std::int64_t delta = checked_mul(ab * l.out, l.in, "adapter bytes");
+        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += delta;
+        // Backward of the largest delta: LoHa's HadaWeight.backward holds the incoming gradient,
+        // its scaled copy, the old and new `temp` and a rebuilt factor product (5 deltas); LoKr's
+        // scale and kron backward hold the gradient, its scaled copy and one broadcast product (3).
+        out.backward_transient_per_layer = std::max(out.backward_transient_per_layer, (t.method == Method::kLoha ? 5 : 3) * delta);
         break;
+      }
       case Method::kVera: s += n * ab * (t.lora_rank + l.out); break;
       default: break;
     }

@@ -69,3 +69,13 @@ TEST_CASE("prefix tuning lengthens the saved keys and values by its virtual toke
   CHECK(prefix.saved_per_layer == 3 * 5 * 2 * (4 + 4));  // bf16 K and V of one head of 4
   CHECK(prefix.saved_per_token == frozen_block(a).saved_per_token);
 }
+
+TEST_CASE("a delta weight behind an adapted linear is saved even where the block input needs no gradient", "[block][peft]") {
+  const ModelArchitecture a = toy();
+  const LayerActivations all = layer_activations(a, peft(Method::kLokr, {"all-linear"}), false, false, false);
+  // q (8 x 8), k and v (4 x 8) read the block input; o (8 x 8), gate and up (16 x 8) and down
+  // (8 x 16) follow adapted linears, so their deltas are saved in every layer.
+  CHECK(all.saved_per_layer_for_input_grad == 4 * (64 + 32 + 32));
+  CHECK(all.saved_per_layer == 4 * (64 + 32 + 32) + 4 * (64 + 128 + 128 + 128));
+  CHECK(all.backward_transient_per_layer == 3 * 4 * 128);  // LoKr's backward of the largest delta
+}
