@@ -114,10 +114,11 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
         s += n * ab * l.in;
         const std::int64_t delta = checked_mul(ab * l.out, l.in, "adapter bytes");
         (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += delta;
-        // Backward of the largest delta: LoHa's HadaWeight.backward holds the incoming gradient,
-        // its scaled copy, the old and new `temp` and a rebuilt factor product (5 deltas); LoKr's
-        // scale and kron backward hold the gradient, its scaled copy and one broadcast product (3).
-        out.backward_transient_per_layer = std::max(out.backward_transient_per_layer, (t.method == Method::kLoha ? 5 : 3) * delta);
+        // Backward of the largest delta, once F.linear's backward has freed the saved delta: LoHa's
+        // HadaWeight.backward holds the incoming gradient, its scaled copy, the old and new `temp`
+        // and a rebuilt factor product (5 deltas, 4 beyond the freed one); LoKr's scale and kron
+        // backward the gradient, its scaled copy and one broadcast product (3, 2 beyond).
+        out.backward_transient_per_layer = std::max(out.backward_transient_per_layer, (t.method == Method::kLoha ? 4 : 2) * delta);
         break;
       }
       case Method::kVera: s += n * ab * (t.lora_rank + l.out); break;
