@@ -5,7 +5,7 @@
 #include <string>
 
 #include "export/launch.h"
-#include "test_support.h"
+#include "../test_support.h"
 
 using namespace memfit;
 using namespace memfit_test;
