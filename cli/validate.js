@@ -30,7 +30,8 @@ const PARALLEL_FIELDS = [
   ['dp', 'int'], ['tp', 'int'], ['pp', 'int'], ['vpp', 'int'], ['cp', 'int'], ['ep', 'int'],
   ['sequence_parallel', 'bool'], ['sharding', 'text'],
 ];
-const LORA_METHODS = new Set(['lora', 'qlora', 'dora']);
+// Adapter methods whose rank and targets the lora_rank / lora_targets columns carry (training.lora).
+const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3']);
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
@@ -237,6 +238,9 @@ function rowToRequest(row, config) {
   };
   if (Object.keys(cluster).length > 0) request.cluster = cluster;
   const parallel = readCells(row, PARALLEL_FIELDS);
+  // `virtual_tokens=N` in the notes: PEFT prompt / prefix tuning's num_virtual_tokens.
+  const tokens = /(^|[\s;,(])virtual_tokens=(\d+)\b/.exec(row.notes || '');
+  if (tokens) training.virtual_tokens = Number(tokens[2]);
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.

@@ -24,6 +24,7 @@ constexpr std::int64_t kMaxMicroBatch = 1 << 16;
 constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 24;   // 16M tokens
 constexpr std::int64_t kMaxGradAccum = 1 << 20;
 constexpr std::int64_t kMaxLoraRank = 1 << 16;
+constexpr std::int64_t kMaxVirtualTokens = 1 << 14;
 constexpr std::int64_t kMaxGpus = 1 << 20;
 constexpr std::int64_t kMaxDegree = 1 << 16;
 constexpr double kMaxGpuMemoryGib = 1 << 20;  // 1 PiB: far above any accelerator, well inside 2^53 bytes
@@ -80,10 +81,18 @@ void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
   }
 }
 
+/// PEFT's config defaults where memfit's LoRA ones differ (peft v0.21.2 tuners/*/config.py and
+/// utils/constants.py target mappings): IA3 on k, v and down (feed-forward); LoHa / LoKr r 8; VeRA r 256.
+void apply_peft_defaults(TrainingSetup& t) {
+  if (t.method == Method::kIa3) t.lora_targets = {"k", "v", "down"};
+  if (t.method == Method::kLoha || t.method == Method::kLokr) t.lora_rank = 8;
+  if (t.method == Method::kVera) t.lora_rank = 256;
+}
+
 TrainingSetup read_training(const Json& j, const std::string& path, const FrameworkProfile*& profile,
                             std::int64_t num_layers, std::int64_t& yyyymm) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "base_quant", "freeze_trainable_layers", "precision",
+  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "virtual_tokens", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
@@ -112,11 +121,21 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   TrainingSetup t = framework_defaults(*profile, yyyymm);
   t.method = enum_or(f, "method", kMethodNames, t.method);
   const bool lora = is_lora_like(t.method);
+  apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
-    if (!lora) throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need method lora, qlora or dora");
+    if (!is_adapter_method(t.method)) {
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr or vera");
+    }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
+    if (t.method == Method::kIa3 && l->contains("rank")) {
+      throw Error(ErrorCode::kInvalidValue, pointer_append(f.path("lora"), "rank"), "ia3 learns one scaling vector per linear: it has no rank");
+    }
     read_lora(*l, f.path("lora"), t);
   }
+  if (f.has({"virtual_tokens"}) && !is_prompt_method(t.method)) {
+    throw Error(ErrorCode::kInvalidValue, f.path("virtual_tokens"), "virtual_tokens needs method prompt_tuning or prefix_tuning");
+  }
+  t.virtual_tokens = f.int_or({"virtual_tokens"}, 1, kMaxVirtualTokens, t.virtual_tokens);
   t.base_quant = enum_or(f, "base_quant", kBaseQuantNames, t.base_quant);
   if (t.base_quant != BaseQuant::kNone && !lora) {
     throw Error(ErrorCode::kInvalidValue, f.path("base_quant"),
@@ -159,6 +178,11 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                   "selective_layer_period needs activation_checkpointing selective");
     }
     t.selective_layer_period = *p;
+  }
+  if (t.method == Method::kPrefixTuning && t.checkpointing != Checkpointing::kNone) {
+    // peft v0.21.2 peft_model.py _setup_prompt_encoder: "PREFIX_TUNING does not work with gradient checkpointing"
+    throw Error(ErrorCode::kInvalidValue, f.path("activation_checkpointing"),
+                "prefix_tuning passes its keys and values as a cache, which PEFT refuses under gradient checkpointing");
   }
   if (t.optimizer_in_backward && t.grad_accum > 1) {
     throw Error(ErrorCode::kInvalidValue, f.path("optimizer_in_backward"),

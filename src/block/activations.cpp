@@ -2,8 +2,10 @@
 #include "block/activations.h"
 
 #include <algorithm>
+#include <string>
 
 #include "common/units.h"
+#include "training/parameters.h"
 
 namespace memfit {
 
@@ -63,6 +65,78 @@ std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t)
   return a.attention.layout == QkvLayout::kLowRank || t.attention_repeats_kv ? a.attention.num_heads
                                                                               : a.attention.num_kv_heads;
 }
+
+namespace {
+
+// What PEFT's adapters other than LoRA save per adapted linear (peft v0.21.2), `ab` the adapter
+// dtype's bytes (fp32 under autocast_adapter_dtype):
+// - IA3 (tuners/ia3/layer.py Linear.forward): k/v-like linears save the frozen linear's output for
+//   the scaling vector's gradient (e·out); a feed-forward one saves its input cast to the vector's
+//   dtype (ab·in); each keeps its `1 * ia3_l` product (ab·vector per layer).
+// - LoHa / LoKr (tuners/loha/layer.py, lokr/layer.py _get_delta_activations): the input cast to
+//   the adapter dtype (ab·in per token), and the delta weight made each forward (Hadamard product
+//   of two rank-r products; Kronecker product of w1 and w2), out x in in the adapter dtype, which
+//   F.linear saves when its input needs a gradient.
+// - VeRA (tuners/vera/layer.py Linear.forward): the frozen vera_A's output for lambda_d (ab·r) and
+//   the frozen vera_B's output for lambda_b (ab·out); the shared projections save nothing new.
+void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, std::int64_t heads, std::int64_t kvh,
+                            std::int64_t d, std::int64_t dv, std::int64_t e, bool moe, std::int64_t& s,
+                            LayerActivations& out) {
+  if (!is_adapter_method(t.method) || is_lora_like(t.method)) return;
+  const std::int64_t ab = t.adapters_fp32 ? 4 : e;
+  const std::int64_t h = a.hidden_size;
+  const std::int64_t f = moe ? a.moe.expert_intermediate_size : a.mlp.intermediate_size;
+  // Separate projections (the llama layout): the roles lora_targets_role adapts.
+  struct Linear { const char* role; std::int64_t in, out; };
+  const Linear linears[] = {{"q", h, heads * d}, {"k", h, kvh * d}, {"v", h, kvh * dv}, {"o", heads * dv, h},
+                            {"gate", h, f}, {"up", h, f}, {"down", f, h}};
+  const std::int64_t copies = moe ? a.moe.top_k : 1;
+  // Whether an adapted linear runs before this one in the block (q, k and v read the block's
+  // input side by side): its output needs a gradient even where the block's input does not.
+  bool adapted_before = false, adapted_qkv = false;
+  for (const Linear& l : linears) {
+    const std::string role = l.role;
+    if (role == "o") adapted_before = adapted_qkv;
+    bool on = false;
+    for (const std::string& r : t.lora_targets) on = on || r == "all-linear" || r == l.role;
+    if (!on || (!a.mlp.gated && role == "gate")) continue;
+    const bool reads_block_input = role == "q" || role == "k" || role == "v" || !adapted_before;
+    if (role == "q" || role == "k" || role == "v") adapted_qkv = true;
+    else adapted_before = true;
+    const std::int64_t n = role == "gate" || role == "up" || role == "down" ? copies : 1;
+    switch (t.method) {
+      case Method::kIa3:
+        s += n * (ia3_scales_input(l.role) ? ab * l.in : e * l.out);
+        out.saved_per_layer += ab * (ia3_scales_input(l.role) ? l.in : l.out);
+        break;
+      case Method::kLoha:
+      case Method::kLokr: {
+        s += n * ab * l.in;
+        const std::int64_t delta = checked_mul(ab * l.out, l.in, "adapter bytes");
+        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += delta;
+        // Backward of the largest delta, once F.linear's backward has freed the saved delta: LoHa's
+        // HadaWeight.backward holds the incoming gradient, its scaled copy, the old and new `temp`
+        // and a rebuilt factor product (5 deltas, 4 beyond the freed one); LoKr's scale and kron
+        // backward the gradient, its scaled copy and one broadcast product (3, 2 beyond).
+        out.backward_transient_per_layer = std::max(out.backward_transient_per_layer, (t.method == Method::kLoha ? 4 : 2) * delta);
+        break;
+      }
+      case Method::kVera: s += n * ab * (t.lora_rank + l.out); break;
+      default: break;
+    }
+  }
+  out.saved_per_layer += out.saved_per_layer_for_input_grad;
+}
+
+// Prefix tuning: each layer's attention runs over the virtual tokens' keys and values before the
+// sequence's (the cache PEFT passes as past_key_values), so the kernel saves K and V n positions
+// longer per sequence (peft v0.21.2 peft_model.py PeftModelForCausalLM.forward, get_prompt).
+std::int64_t prefix_kv_per_layer(const TrainingSetup& t, std::int64_t kvh, std::int64_t d, std::int64_t dv, std::int64_t e) {
+  if (t.method != Method::kPrefixTuning) return 0;
+  return checked_mul(t.micro_batch * t.virtual_tokens, e * kvh * (d + dv), "activation bytes");
+}
+
+}  // namespace
 
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
                                    bool cross_attention, bool base_trains, const ActivationSplit& split) {
@@ -248,6 +322,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
       if (t.method == Method::kDora) s += (e + ab) * r.out;
     }
   }
+  add_peft_adapter_terms(a, t, heads, kvh, d, dv, e, moe, s, out);
+  out.saved_per_layer += prefix_kv_per_layer(t, kvh, d, dv, e);
   // torchtitan's op policy: keep the outputs of the 1st, 3rd, 5th ... matmul of the block and of
   // the attention kernel (output and fp32 logsumexp), recompute the rest from the block input.
   {

@@ -25,6 +25,9 @@ struct LayerActivations {
   /// backward (PEFT's W + s·B·A of fused expert stacks), and their gradient in backward.
   std::int64_t saved_per_layer = 0;
   std::int64_t backward_transient_per_layer = 0;
+  /// The part of saved_per_layer that a matmul saves only because its input needs a gradient (a
+  /// materialised adapter weight: PEFT LoHa / LoKr): absent where no gradient reaches the layer.
+  std::int64_t saved_per_layer_for_input_grad = 0;
 };
 
 /// How tensor parallelism splits a layer's activations on one rank: heads and MLP width by tp,

@@ -42,9 +42,10 @@ Json training_to_json(const TrainingSetup& t) {
     else j["loss_chunks"] = t.loss_chunks;
   }
   if (t.liger_kernels) j["liger_kernels"] = true;
-  if (is_lora_like(t.method)) {
+  if (is_adapter_method(t.method)) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
   }
+  if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
   if (t.checkpointing == Checkpointing::kSelective) {
     j["selective"] = t.selective_layer_period > 0 ? "every " + std::to_string(t.selective_layer_period) + " layers"

@@ -530,6 +530,18 @@ std::string lora_modules(const TrainingSetup& t) {
   return list;
 }
 
+// PEFT's config class of a method other than LoRA (peft v0.21.2 tuners/*/config.py).
+const char* peft_config_class(Method m) {
+  switch (m) {
+    case Method::kIa3: return "IA3Config";
+    case Method::kLoha: return "LoHaConfig";
+    case Method::kLokr: return "LoKrConfig";
+    case Method::kVera: return "VeraConfig";
+    case Method::kPromptTuning: return "PromptTuningConfig";
+    default: return "PrefixTuningConfig";
+  }
+}
+
 LaunchFormat trl_sft(const LaunchInput& in) {
   LaunchFormat f = named("trl_sft_yaml", "sft_config.yaml");
   if (model_parallel(in.layout)) {
@@ -574,6 +586,10 @@ LaunchFormat trl_sft(const LaunchInput& in) {
     f.notes.emplace_back(std::string("SFTConfig has no loss_type for the ") + (t.loss == LossKernel::kCutCe ? "Cut Cross-Entropy" : "chosen") +
                          " loss kernel; it is patched into the model by the training script");
   }
+  if (base_frozen(t.method) && !lora) {
+    f.notes.emplace_back(std::string("trl sft's command line builds LoRA adapters only (ModelConfig use_peft, lora_*): pass peft_config=") +
+                         peft_config_class(t.method) + "(...) to SFTTrainer in Python, as the python_script format writes it");
+  }
   if (lora && t.loss == LossKernel::kChunkedNll) {
     f.notes.emplace_back("chunked_nll refuses a LoRA adapter on lm_head: keep lm_head out of lora_target_modules");
   }
@@ -585,6 +601,24 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // (load_in_4bit, bnb_4bit_quant_type, bnb_4bit_use_double_quant, bnb_4bit_compute_dtype,
 // bnb_4bit_quant_storage); peft @ 5d602fdb LoraConfig (r, lora_alpha, lora_dropout,
 // target_modules, use_dora), prepare_model_for_kbit_training, get_peft_model.
+// PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
+// prompt_tuning,prefix_tuning}/config.py: target_modules, feedforward_modules, r, num_virtual_tokens).
+void python_other_peft(std::ostringstream& p, const TrainingSetup& t) {
+  if (!base_frozen(t.method) || is_lora_like(t.method)) return;
+  std::vector<std::string> targets = hf_modules(t.lora_targets);
+  const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
+  p << "model = get_peft_model(model, ";
+  switch (t.method) {
+    case Method::kIa3: p << "IA3Config(target_modules=" << target_text << ", feedforward_modules=[\"down_proj\"]"; break;
+    case Method::kLoha: p << "LoHaConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
+    case Method::kLokr: p << "LoKrConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
+    case Method::kVera: p << "VeraConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
+    case Method::kPromptTuning: p << "PromptTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
+    default: p << "PrefixTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
+  }
+  p << ", task_type=\"CAUSAL_LM\"))\n";
+}
+
 void python_model_setup(std::ostringstream& p, const LaunchInput& in, const char* torch_dtype) {
   const TrainingSetup& t = in.setup;
   const bool lora = is_lora_like(t.method);
@@ -603,6 +637,7 @@ void python_model_setup(std::ostringstream& p, const LaunchInput& in, const char
       << ", lora_dropout=" << t.lora_dropout << ", target_modules=" << target_text << ", use_dora="
       << (t.method == Method::kDora ? "True" : "False") << ", task_type=\"CAUSAL_LM\"))\n";
   }
+  python_other_peft(p, t);
   if (t.method == Method::kFreeze) {
     p << "TRAINABLE_BLOCKS = " << t.freeze_trainable_layers << "  # the last blocks train, everything else is frozen\n"
       << "for p in model.parameters():\n    p.requires_grad_(False)\n"
@@ -649,6 +684,7 @@ LaunchFormat python_script(const LaunchInput& in) {
   p << (deepspeed_loop ? "import deepspeed\nfrom transformers import AutoModelForCausalLM\n"
                        : "from transformers import AutoModelForCausalLM, BitsAndBytesConfig, Trainer, TrainingArguments\n");
   if (is_lora_like(t.method)) p << "from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training\n";
+  else if (base_frozen(t.method)) p << "from peft import " << peft_config_class(t.method) << ", get_peft_model\n";
   p << "\nMODEL = \"" << in.model_id << "\"\n";
   python_model_setup(p, in, dtype);
   const bool ckpt = t.checkpointing != Checkpointing::kNone;

@@ -70,6 +70,40 @@ struct ClassBytes {
   std::int64_t weights = 0, gradients = 0, states = 0;
 };
 
+// Newton–Schulz on one (rows x cols) matrix (torch v2.15 torch/optim/_muon.py): the Nesterov
+// update grad.lerp(buf) in the parameter dtype, the bf16 copy it orthogonalises and the next one
+// (addmm writes a new tensor before the old is dropped), and the m x m Gram matrix and its
+// update in bf16, m the smaller side.
+std::int64_t muon_step_temp_bytes(std::int64_t rows, std::int64_t cols, std::int64_t elem) {
+  const std::int64_t m = std::min(rows, cols);
+  return rows * cols * (elem + 2 * 2) + 2 * 2 * m * m;
+}
+
+// What a PEFT method adds beside its per-linear adapters: VeRA's frozen shared projections
+// vera_A (r x largest in) and vera_B (largest out x r), fp32 buffers (peft v0.21.2
+// tuners/vera/model.py _init_vera_A_vera_B); prompt tuning's virtual-token embeddings (n x h) on the
+// first stage and prefix tuning's per-layer keys and values (n x layers x 2 x kv width, GQA-aware:
+// peft_model.py _prepare_prompt_learning_config), trainable in the adapter dtype.
+void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, const RankShard& shard, std::int64_t vera_max_in,
+                       std::int64_t vera_max_out, std::int64_t held_layers, ModelStates& m, ClassBytes& dense,
+                       std::int64_t (&dense_elems)[5]) {
+  if (t.method == Method::kVera) {
+    dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, vera_max_in + vera_max_out, "weight bytes"), "weight bytes");
+    return;
+  }
+  if (!is_prompt_method(t.method)) return;
+  const std::int64_t kv_width = arch.attention.num_kv_heads * arch.attention.head_dim;
+  std::int64_t n = 0;
+  if (t.method == Method::kPromptTuning && shard.embedding) n = t.virtual_tokens * arch.hidden_size;
+  if (t.method == Method::kPrefixTuning) n = checked_mul(t.virtual_tokens * 2 * kv_width, held_layers, "parameter count");
+  const std::int64_t b = adapter_bytes(t);
+  m.adapter_params += n;
+  m.trainable_params += n;
+  dense_elems[b] += n;
+  dense.weights = checked_add(dense.weights, checked_mul(n, b, "weight bytes"), "weight bytes");
+  m.head_gradient_bytes += n * b;
+}
+
 }  // namespace
 
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
@@ -81,6 +115,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const bool gathered_16bit = amp_like(t) && t.amp_weights == AmpWeights::kGathered16bit;
   const std::int64_t wb = master_in_opt ? 2 : stored_weight_bytes(t);
   const bool lora = is_lora_like(t.method);
+  const bool adapters = is_adapter_method(t.method);
+  std::int64_t vera_max_in = 0, vera_max_out = 0;  // VeRA's shared projections span the largest adapted linear
   const BaseQuant quant = lora ? effective_base_quant(t) : BaseQuant::kNone;
   const std::int64_t adapter_elem_bytes = adapter_bytes(t);
   // prepare_model_for_kbit_training casts the non-quantised parameters to fp32.
@@ -91,6 +127,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   std::int64_t largest_trainable = 0;
   std::int64_t adafactor_state = 0;
   std::int64_t large_states = 0;  // of large_pool_state_bytes, before sharding
+  // transformers' Adafactor.step, one tensor at a time (v5.24.0 optimization.py): a 16-bit
+  // parameter's grad.float() and p.float() copies, `grad**2 + eps` and the factored product
+  // r_factor * c_factor, all fp32 and live together; fp32 parameters make no copies.
+  std::int64_t adafactor_step_temp = 0;
+  // Muon steps the blocks' 2-d matrices with one momentum buffer; the rest (embeddings, output
+  // layer, norms, biases) steps with AdamW (torch/optim/_muon.py takes 2-d parameters only;
+  // github.com/KellerJordan/Muon README). muon_matrix_state: the matrices' momentum bytes by class.
+  std::int64_t muon_matrix_state[2] = {}, muon_step_temp = 0;
   std::int64_t layer_grad_sum = 0;
   std::int64_t layer_gather = 0, layer_reduce = 0;  // of the layer being visited
   // Gradient element bytes of base weights as computed in backward, and as reduced.
@@ -141,6 +185,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       largest_trainable = std::max(largest_trainable, per_copy * bytes_per);
       large_states += large_pool_states(t.optimizer, per_copy, master_in_opt && bytes_per == wb ? 4 : bytes_per, n);
       if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = per_copy * bytes_per;
+      if (t.optimizer == Optimizer::kAdafactor) adafactor_step_temp = std::max(adafactor_step_temp, per_copy * 4 * (bytes_per == 4 ? 2 : 4));
+      if (t.optimizer == Optimizer::kMuon && is_linear_in_block(s) && s.shape.size() == 2) {
+        muon_matrix_state[c] += n * (master_in_opt ? 4 : bytes_per);
+        muon_step_temp = std::max(muon_step_temp, muon_step_temp_bytes(s.shape[0], s.shape[1], bytes_per));
+      }
       if (t.optimizer == Optimizer::kAdafactor) {
         adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;
       }
@@ -158,11 +207,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (autocast_amp(t) && s.linear_weight && quant == BaseQuant::kNone) {
       m.amp_weight_cast_bytes += n * 2;  // autocast's 16-bit copy, saved by mm for backward
     }
-    if (lora && lora_targets_role(t, s)) {
+    if (adapters && lora_targets_role(t, s)) {
       const std::int64_t in = s.shape[1];
       const std::int64_t out = s.shape[0];
-      // DoRA adds a magnitude vector of `out` values per adapted linear.
-      const std::int64_t per_adapter = t.lora_rank * (in + out) + (t.method == Method::kDora ? out : 0);
+      vera_max_in = std::max(vera_max_in, in);
+      vera_max_out = std::max(vera_max_out, out);
+      const std::int64_t per_adapter = adapter_params(t, s.role, in, out);
       const std::int64_t a = checked_mul(per_adapter, checked_mul(copies, layers_in_group, "adapter size"), "adapter size");
       m.adapter_params += a;
       m.trainable_params += a;
@@ -212,6 +262,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.reduce_layer_bytes = std::max(m.reduce_layer_bytes, layer_reduce);
     m.largest_layer_gradient_bytes = std::max(m.largest_layer_gradient_bytes, (layer_grad_sum - before) / count);
   }
+  add_method_extras(arch, t, shard, vera_max_in, vera_max_out, held_layers, m, cls[0], trainable_elems[0]);
   // A per-layer average for the backward timeline (layers of one model are near-uniform; the
   // totals below stay exact).
   m.layer_gradient_bytes = layer_grad_sum / std::max<std::int64_t>(1, held_layers);
@@ -227,6 +278,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
   }
   cls[0].states += adafactor_state;
+  // state_bytes_per_param counts Muon's elements as AdamW's; the matrices keep one buffer, not two.
+  for (int c = 0; c < 2; ++c) cls[c].states -= std::min(cls[c].states, muon_matrix_state[c]);
+  const std::int64_t all_states = cls[0].states + cls[1].states;
+  const std::int64_t adamw_group_states = all_states - muon_matrix_state[0] - muon_matrix_state[1];
   // Data-parallel sharding (ZeRO stages): states from zero1, gradients from zero2, weights at zero3.
   const std::int64_t div[2] = {std::max<std::int64_t>(1, shard.dense_shard), std::max<std::int64_t>(1, shard.expert_shard)};
   const Sharding z = shard.sharding;
@@ -302,7 +357,15 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       case OptimizerImpl::kFused: m.optimizer_step_temp_bytes = 0; break;
     }
   } else if (t.optimizer == Optimizer::kAdafactor) {
-    m.optimizer_step_temp_bytes = 3 * largest_trainable;  // fp32 grad copy, update, factored product
+    m.optimizer_step_temp_bytes = adafactor_step_temp;
+  } else if (t.optimizer == Optimizer::kMuon) {
+    // The AdamW group's foreach sqrt(exp_avg_sq) copy (half its states), or Newton–Schulz on the
+    // largest matrix, whichever is larger: the two groups step one after the other.
+    // This rank's share of the AdamW group (sharded like all states).
+    const std::int64_t group = all_states > 0 ? static_cast<std::int64_t>(static_cast<double>(adamw_group_states) *
+                                                                          static_cast<double>(stepped_states) / static_cast<double>(all_states))
+                                              : 0;
+    m.optimizer_step_temp_bytes = std::max(t.optimizer_impl == OptimizerImpl::kForeach ? group / 2 : 0, muon_step_temp);
   }
   if (t.optimizer == Optimizer::kPagedAdamW8bit || t.optimizer == Optimizer::kPagedAdamW32bit) {
     m.unmanaged_optimizer_states_bytes = m.optimizer_states_bytes;

@@ -46,7 +46,7 @@ class Replay {
         states_(states ? *states : *owned_states_) {
     // Context parallelism gives each rank seq_len / cp tokens of every sequence; attention
     // still spans the whole sequence (each query attends to seq_len keys).
-    tokens_ = checked_mul(t.micro_batch, t.seq_len / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
+    tokens_ = checked_mul(t.micro_batch, model_positions(t) / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
     seq_div_ = rank.split.sequence_parallel ? rank.split.tp : 1;
     // Layer- and op-level selective checkpointing read the unchecked layer (a copy holds the LoRA
     // target list: made only when needed).
@@ -55,7 +55,7 @@ class Replay {
       unchecked = t;
       unchecked->checkpointing = Checkpointing::kNone;
     }
-    const std::int64_t positions = t.seq_len / std::max<std::int64_t>(1, rank.cp);
+    const std::int64_t positions = model_positions(t) / std::max<std::int64_t>(1, rank.cp);
     groups_.reserve(2 * rank.kind.layers.size() * inv.groups.size());
     ActsMemo own;
     ActsMemo& acts = memo ? *memo : own;
@@ -65,6 +65,10 @@ class Replay {
     const bool decoder_freeze = t.method == Method::kFreeze && a.kind == ArchKind::kDecoder;
     const std::int64_t first_trained = decoder_freeze ? a.num_layers - t.freeze_trainable_layers : 0;
     const bool frozen_without_graph = decoder_freeze && t.checkpointing == Checkpointing::kNone;
+    // PEFT adapters over a frozen embedding, without checkpointing: the first layer's input needs
+    // no gradient, so what a matmul saves only for that gradient is not saved there.
+    const bool first_input_without_grad = is_adapter_method(t.method) && a.kind == ArchKind::kDecoder &&
+                                          t.checkpointing == Checkpointing::kNone;
     auto add_group = [&](std::size_t gi, const LayerGroup& g, std::int64_t lo, std::int64_t hi) {
       if (hi <= lo) return;
       GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
@@ -85,6 +89,10 @@ class Replay {
         acts.entries.push_back({gi, ga.trains, ga.acts});
       }
       if (frozen_without_graph && !ga.trains) ga.acts = LayerActivations{};
+      if (first_input_without_grad && lo == 0) {
+        ga.acts.saved_per_layer -= ga.acts.saved_per_layer_for_input_grad;
+        ga.acts.saved_per_layer_for_input_grad = 0;
+      }
       ga.saved_bytes = checked_add(checked_add(checked_mul(ga.acts.saved_per_token, tokens_, "activation bytes"),
                                    checked_mul(checked_mul(ga.acts.saved_per_token_per_position, tokens_, "activation bytes"),
                                                positions, "activation bytes"), "activation bytes"),
@@ -101,6 +109,11 @@ class Replay {
         const std::int64_t lo = std::max(g.first_layer, r.first);
         const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
         const std::int64_t cut = std::clamp(first_trained, lo, std::max(lo, hi));
+        if (first_input_without_grad && lo == 0 && hi > 1) {  // the first layer a group of its own
+          add_group(gi, g, 0, 1);
+          add_group(gi, g, 1, hi);
+          continue;
+        }
         add_group(gi, g, lo, cut);
         add_group(gi, g, cut, hi);
       }

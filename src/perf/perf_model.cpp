@@ -208,7 +208,7 @@ double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const P
 // Element bytes of the gradients a data-parallel collective moves: adapters in their own dtype;
 // base weights as a ZeRO-2/3 reduce-scatter moves them, else as backward computes them.
 std::int64_t reduced_gradient_element_bytes(const TrainingSetup& t, const ParallelLayout& l) {
-  if (is_lora_like(t.method)) return adapter_bytes(t);
+  if (base_frozen(t.method)) return adapter_bytes(t);
   const GradientBytes g = base_gradient_bytes(t, l.behaviour, gathers_16bit_params(l, t));
   return l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3 ? g.reduced : g.computed;
 }
@@ -578,7 +578,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
                        const PerfConstants& k) {
   const GpuSpec& g = c.gpu;
   const double tp = static_cast<double>(l.tp), cp = static_cast<double>(l.cp);
-  const double seq = static_cast<double>(t.seq_len);
+  const double seq = static_cast<double>(model_positions(t));
   const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const PerfConstants by_gpu = resolved_for(k, g);
@@ -955,7 +955,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double m = static_cast<double>(std::max<std::int64_t>(1, t.grad_accum));
   const double v = static_cast<double>(l.vpp);
   const double p = static_cast<double>(l.pp);
-  const double seq = static_cast<double>(t.seq_len);
+  const double seq = static_cast<double>(model_positions(t));
   const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;

@@ -58,6 +58,8 @@ FrameworkCapabilities unsloth() {
   c.selective_checkpointing = false;
   c.multi_node = c.multi_gpu = false;
   c.launch_formats = {"unsloth_python"};
+  // FastLanguageModel.get_peft_model builds LoRA adapters; PEFT's other methods are not offered.
+  only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kDora, Method::kFreeze});
   c.sources = {"unslothai/unsloth @ 015bdef0: unsloth/models/loader.py, llama.py (FastLanguageModel on one device)"};
   return c;
 }
@@ -221,7 +223,7 @@ const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout
   if (l.tp > 1) {
     if (!c.tp) return "framework_no_tp";
     if (l.sharding == Sharding::kZero3 && !c.tp_with_zero3) return "framework_tp_not_with_zero3";
-    if (is_lora_like(t.method) && !c.tp_with_adapters) return "framework_tp_not_with_adapters";
+    if (base_frozen(t.method) && !c.tp_with_adapters) return "framework_tp_not_with_adapters";
   }
   if (l.sequence_parallel && !c.sequence_parallel) return "framework_no_sequence_parallel";
   if (moe && l.tp > 1 && !l.sequence_parallel && c.moe_tp_needs_sequence_parallel) return "framework_moe_tp_needs_sequence_parallel";

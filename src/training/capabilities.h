@@ -43,8 +43,8 @@ struct FrameworkCapabilities {
   /// Replicated data parallelism beside tp/pp/cp (torchtitan: DDP is 1-D only).
   bool replicate_with_model_parallel = true;
   bool selective_checkpointing = true;       // full and none are every framework's
-  /// Methods by Method value (full, lora, qlora, dora, freeze).
-  bool methods[5] = {true, true, true, true, true};
+  /// Methods by Method value (full, lora, qlora, dora, freeze, then PEFT's others: setup_names.h).
+  bool methods[kMethodCount] = {true, true, true, true, true, true, true, true, true, true, true};
   /// QLoRA's 4-bit base sharded by ZeRO-3 / FSDP.
   bool qlora_with_zero3 = true;
   bool multi_node = true;

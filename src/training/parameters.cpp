@@ -1,6 +1,7 @@
 // Which parameters train and the bytes of their states (see parameters.h).
 #include "training/parameters.h"
 
+#include <algorithm>
 #include <string>
 
 namespace memfit {
@@ -14,8 +15,8 @@ std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
     case Optimizer::kAdamW4bit: return 1;               // two 4-bit moments
     case Optimizer::kSgd: return 0;
     case Optimizer::kSgdMomentum:
-    case Optimizer::kLion:
-    case Optimizer::kMuon: return elem;                 // one momentum buffer
+    case Optimizer::kLion: return elem;                 // one momentum buffer
+    case Optimizer::kMuon: return 2 * elem;             // AdamW's, less a moment on Muon's matrices (model_states.cpp)
     case Optimizer::kAdafactor: return 0;               // factored: rows + cols, added per tensor
   }
   return 2 * elem;
@@ -35,6 +36,35 @@ std::int64_t optimizer_state_tensors(Optimizer o) {
     case Optimizer::kMuon: return 1;
   }
   return 2;
+}
+
+std::pair<std::int64_t, std::int64_t> lokr_factorization(std::int64_t dim) {
+  std::int64_t m = 1, n = dim;
+  while (m < n) {
+    // PEFT's break conditions (m + n above 1 + dim, m above dim) never hold for factor -1.
+    std::int64_t next = m + 1;
+    while (dim % next != 0) ++next;
+    m = next;
+    n = dim / next;
+  }
+  return m > n ? std::make_pair(n, m) : std::make_pair(m, n);
+}
+
+std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std::int64_t in, std::int64_t out) {
+  const std::int64_t r = t.lora_rank;
+  switch (t.method) {
+    case Method::kIa3: return ia3_scales_input(role) ? in : out;
+    case Method::kLoha: return 2 * r * (in + out);
+    case Method::kLokr: {
+      const auto [out_l, out_k] = lokr_factorization(out);
+      const auto [in_m, in_n] = lokr_factorization(in);
+      const bool w2_factored = 2 * r < std::max(out_k, in_n);
+      return out_l * in_m + (w2_factored ? r * (out_k + in_n) : out_k * in_n);
+    }
+    case Method::kVera: return r + out;
+    case Method::kDora: return r * (in + out) + out;
+    default: return r * (in + out);
+  }
 }
 
 bool is_linear_in_block(const TensorSpec& s) {
@@ -65,9 +95,7 @@ bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_l
   switch (t.method) {
     case Method::kFull: return true;
     case Method::kFreeze: return layer >= 0 && layer >= num_layers - t.freeze_trainable_layers;
-    case Method::kLora:
-    case Method::kQlora:
-    case Method::kDora: return false;
+    default: return !base_frozen(t.method);
   }
   return true;
 }

@@ -2,6 +2,8 @@
 // training setup that the memory replay and the step-time model both read.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <utility>
 
 #include "model/tensor_inventory.h"
 #include "training/training_setup.h"
@@ -25,6 +27,19 @@ bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_l
 bool is_linear_in_block(const TensorSpec& s);
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
+
+/// PEFT LoKr's split of a dimension into m <= n with m·n = dim, m the largest divisor with m + n
+/// shrinking (peft v0.21.2 tuners/lokr/layer.py factorization, factor -1).
+std::pair<std::int64_t, std::int64_t> lokr_factorization(std::int64_t dim);
+/// IA3 scales a feed-forward linear's input (PEFT feedforward_modules: down by default), the
+/// others' output (peft v0.21.2 tuners/ia3/layer.py: ia3_l of (1, in) or (out, 1)).
+inline bool ia3_scales_input(const std::string& role) { return role == "down" || role == "fc2"; }
+/// Trainable parameters of one adapter of `t.method` on an (out x in) linear of `role`:
+/// LoRA r(in+out) (+ out for DoRA's magnitude); IA3 one vector; LoHa two Hadamard-multiplied
+/// LoRA pairs 2r(in+out) (tuners/loha/layer.py hada_w1_a/b, hada_w2_a/b); LoKr w1 (out_l x in_m)
+/// and w2 (out_k x in_n), w2 as r-factors when r < max(out_k, in_n) / 2 (tuners/lokr/layer.py
+/// update_layer, decompose_both false); VeRA lambda_d (r) and lambda_b (out) (tuners/vera/layer.py).
+std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std::int64_t in, std::int64_t out);
 
 /// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes (Adafactor's
 /// factored rows and columns are added per tensor: 0 here).

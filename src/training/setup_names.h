@@ -16,7 +16,10 @@ struct EnumName {
 
 inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"lora", Method::kLora},
                                                     {"qlora", Method::kQlora}, {"dora", Method::kDora},
-                                                    {"freeze", Method::kFreeze}};
+                                                    {"freeze", Method::kFreeze}, {"ia3", Method::kIa3},
+                                                    {"loha", Method::kLoha},     {"lokr", Method::kLokr},
+                                                    {"vera", Method::kVera},     {"prompt_tuning", Method::kPromptTuning},
+                                                    {"prefix_tuning", Method::kPrefixTuning}};
 inline constexpr EnumName<BaseQuant> kBaseQuantNames[] = {{"none", BaseQuant::kNone}, {"nf4", BaseQuant::kNf4},
                                                           {"int8", BaseQuant::kInt8}, {"gptq4", BaseQuant::kGptq4}};
 inline constexpr EnumName<Precision> kPrecisionNames[] = {

@@ -8,7 +8,10 @@
 
 namespace memfit {
 
-enum class Method { kFull, kLora, kQlora, kDora, kFreeze };
+/// ia3 .. vera: PEFT's other adapters on frozen linears; prompt_tuning / prefix_tuning: PEFT's
+/// virtual tokens (extra input embeddings / extra keys and values per layer).
+enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning };
+inline constexpr int kMethodCount = 11;
 enum class BaseQuant { kNone, kNf4, kInt8, kGptq4 };
 /// amp_*: fp32 weights with 16-bit autocast compute; bf16/fp16: pure 16-bit; fp8: fp8 linears
 /// (Transformer Engine style) on top of pure bf16.
@@ -40,6 +43,7 @@ struct TrainingSetup {
   std::int64_t lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "v"};  // short roles; "all-linear" expands
   double lora_dropout = 0.0;
+  std::int64_t virtual_tokens = 20;  // prompt_tuning / prefix_tuning: PEFT num_virtual_tokens
   Precision precision = Precision::kBf16;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
@@ -150,6 +154,21 @@ inline std::int64_t stored_weight_bytes(const TrainingSetup& t) { return amp_lik
 /// AMP through torch.autocast: fp32 parameters and residual stream, 16-bit casts per matmul.
 inline bool autocast_amp(const TrainingSetup& t) { return amp_like(t) && t.amp_weights == AmpWeights::kAutocast; }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
+/// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr, VeRA.
+inline bool is_adapter_method(Method m) {
+  return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera;
+}
+/// PEFT's prompt learning: the whole model frozen, only virtual-token embeddings train.
+inline bool is_prompt_method(Method m) { return m == Method::kPromptTuning || m == Method::kPrefixTuning; }
+/// The base model is frozen: every PEFT method.
+inline bool base_frozen(Method m) { return is_adapter_method(m) || is_prompt_method(m); }
+/// Positions the model runs per sequence: prompt tuning puts its virtual tokens before the input
+/// embeddings, and the labels gain as many ignored positions (peft v0.21.2 peft_model.py
+/// PeftModelForCausalLM.forward: torch.cat((prompts, inputs_embeds), dim=1)), so every layer, the
+/// logits and the loss run seq_len + virtual_tokens positions.
+inline std::int64_t model_positions(const TrainingSetup& t) {
+  return t.method == Method::kPromptTuning ? t.seq_len + t.virtual_tokens : t.seq_len;
+}
 /// The frozen base linears are stored quantised.
 inline BaseQuant effective_base_quant(const TrainingSetup& t) {
   return t.method == Method::kQlora && t.base_quant == BaseQuant::kNone ? BaseQuant::kNf4 : t.base_quant;

@@ -115,7 +115,12 @@ def variants(family):
 
 
 def case_id(c):
-    method = c["method"] if c["method"] != "lora" else f"lora{c['lora_rank']}{c['lora_targets'].replace(',', '')}"
+    method = c["method"]
+    if c.get("lora_rank"):  # lora, loha, lokr, vera: rank and targets
+        method = f"{method}{c['lora_rank']}{c['lora_targets'].replace(',', '').replace('-', '')}"
+        method = method.replace("lora16alllinear", "lora16all-linear")  # ids recorded before the other methods
+    elif c.get("virtual_tokens"):
+        method = f"{method}{c['virtual_tokens']}"
     runner = [] if c["framework"] == "transformers_loop" else [c["framework"]]
     parts = [c["version_set"], *runner, c["family"], f"L{c['layers']}", method, c["precision"],
              "ac" if c["activation_checkpointing"] == "full" else "noac", c["attention"], c["optimizer"],
@@ -167,7 +172,7 @@ def all_cases():
     shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
-    return cases + trainer_cases()
+    return cases + trainer_cases() + peft_and_optimizer_cases()
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -201,4 +206,51 @@ def trainer_cases():
                                      optimizer_impl="trainer_default")
                             c["id"] = case_id(c)
                             out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PEFT methods beyond LoRA and memory-efficient optimizers (issue 34), a block of their own: PEFT's config classes
+# with their defaults unless stated (IA3 on k, v, down; VeRA r=256 on q, v), torch's own Adafactor and Muon.
+PEFT_FAMILIES = ("llama3_gqa", "llama32_tied", "qwen25_bias")
+PEFT_METHODS = [  # (method, rank, targets, virtual tokens)
+    ("ia3", None, None, None),
+    ("prompt_tuning", None, None, 20),
+    ("prefix_tuning", None, None, 20),
+    ("loha", 8, "q,v", None),
+    ("lokr", 8, "q,v", None),
+    ("loha", 8, "all-linear", None),
+    ("lokr", 8, "all-linear", None),
+    ("vera", 256, "q,v", None),
+]
+OPTIMIZER_FAMILIES = ("llama3_gqa", "llama32_tied")
+NEW_OPTIMIZERS = ("adafactor", "sgd_momentum", "muon")
+
+
+def peft_and_optimizer_cases():
+    out = []
+    for family in PEFT_FAMILIES:
+        model_id, layers, _ = FAMILIES[family]
+        oracle_id = reduced_config(model_id, layers)
+        for method, rank, targets, tokens in PEFT_METHODS:
+            for ac in ("none", "full"):
+                if method == "prefix_tuning" and ac == "full":
+                    continue  # PEFT raises "PREFIX_TUNING does not work with gradient checkpointing"
+                for b, s in SHAPES:
+                    c = base_case("cur_2026_11", family, oracle_id)
+                    c.update(method=method, lora_rank=rank, lora_targets=targets, activation_checkpointing=ac,
+                             micro_batch=b, seq_len=s, layers=layers)
+                    if tokens:
+                        c["virtual_tokens"] = tokens
+                    c["id"] = case_id(c)
+                    out.append(c)
+    for family in OPTIMIZER_FAMILIES:
+        model_id, layers, _ = FAMILIES[family]
+        oracle_id = reduced_config(model_id, layers)
+        for optimizer in NEW_OPTIMIZERS:
+            for b, s in SHAPES:
+                c = base_case("cur_2026_11", family, oracle_id)
+                c.update(optimizer=optimizer, micro_batch=b, seq_len=s, layers=layers)
+                c["id"] = case_id(c)
+                out.append(c)
     return out

@@ -112,6 +112,8 @@ def csv_row(c, r):
              f"{versions_note(r['versions'])}; family {c['family']}; {c['layers']} layers; {runner_note(c, r)}; "
              f"2 steps, peak at {where['phase']} step {where['step'] + 1} op {where['op']}")
     loss = "standard" if c["framework"] == "transformers_loop" else ""  # a trainer's own default loss
+    if c.get("virtual_tokens"):
+        notes += f"; virtual_tokens={c['virtual_tokens']}"
     row = {k: "" for k in COLUMNS}
     row.update(
         id=c["id"], source=f"oracle:{c['version_set']}", date=case_table.VERSION_SETS[c["version_set"]]["date"],

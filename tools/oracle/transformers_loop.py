@@ -64,6 +64,11 @@ def build_model(config, case):
         model = peft.get_peft_model(model, lora)
         if case["activation_checkpointing"] == "full" and case.get("checkpoint_use_reentrant", True):
             model.enable_input_require_grads()  # only reentrant checkpointing needs a grad-requiring input
+    elif method in PEFT_BUILDERS:
+        import peft
+        model = peft.get_peft_model(model, PEFT_BUILDERS[method](peft, case))
+        if case["activation_checkpointing"] == "full" and method not in PROMPT_METHODS:
+            model.enable_input_require_grads()  # as for LoRA: reentrant checkpointing needs a grad-requiring input
     elif method == "freeze":
         layers = decoder_layers(model)
         keep = set(id(p) for layer in layers[-case["freeze_trainable_layers"]:] for p in layer.parameters())
@@ -72,6 +77,27 @@ def build_model(config, case):
         if case["activation_checkpointing"] == "full":
             model.enable_input_require_grads()  # reentrant checkpointing (transformers 4.x default) needs it
     return model
+
+
+def peft_targets(case):
+    targets = case["lora_targets"]
+    return list(LORA_MODULES.values()) if targets == "all-linear" else [LORA_MODULES[t] for t in targets.split(",")]
+
+
+# PEFT methods beyond LoRA (issue 34): each config class with PEFT's defaults but for rank, targets, virtual tokens.
+PEFT_BUILDERS = {
+    "ia3": lambda peft, c: peft.IA3Config(task_type="CAUSAL_LM"),  # default targets: k, v, down (feed-forward)
+    "prompt_tuning": lambda peft, c: peft.PromptTuningConfig(task_type="CAUSAL_LM",
+                                                             num_virtual_tokens=c["virtual_tokens"]),
+    "prefix_tuning": lambda peft, c: peft.PrefixTuningConfig(task_type="CAUSAL_LM",
+                                                             num_virtual_tokens=c["virtual_tokens"]),
+    "loha": lambda peft, c: peft.LoHaConfig(r=c["lora_rank"], alpha=c["lora_rank"], target_modules=peft_targets(c),
+                                            task_type="CAUSAL_LM"),
+    "lokr": lambda peft, c: peft.LoKrConfig(r=c["lora_rank"], alpha=c["lora_rank"], target_modules=peft_targets(c),
+                                            task_type="CAUSAL_LM"),
+    "vera": lambda peft, c: peft.VeraConfig(r=c["lora_rank"], target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+}
+PROMPT_METHODS = {"prompt_tuning", "prefix_tuning"}
 
 
 def decoder_layers(model):
@@ -90,7 +116,37 @@ def make_optimizer(params, case):
         return torch.optim.SGD(params, lr=1e-3, **flags)
     if name == "sgd_momentum":
         return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **flags)
+    if name == "adafactor":
+        # transformers' Adafactor (the HF Trainer's optim="adafactor") with a set lr; torch.optim.Adafactor calls
+        # .item() on step counts and norms, which fake tensors cannot answer
+        from transformers.optimization import Adafactor
+        return Adafactor(params, lr=1e-3, scale_parameter=False, relative_step=False, warmup_init=False)
+    if name == "muon":
+        return MuonWithAdamW(params, flags)
     raise ValueError(f"optimizer {name} not in this runner")
+
+
+class MuonWithAdamW:
+    """torch.optim.Muon on the 2-d block matrices, AdamW on the rest (Muon takes 2-d parameters only; the embedding
+    and output layer stay on AdamW as Keller Jordan's and torch's docs recommend)."""
+
+    def __init__(self, params, flags):
+        named = list(params)
+        matrices = [p for p in named if p.ndim == 2 and not getattr(p, "_oracle_outer", False)]
+        rest = [p for p in named if not (p.ndim == 2 and not getattr(p, "_oracle_outer", False))]
+        self.opts = [torch.optim.Muon(matrices, lr=1e-3)]
+        if rest:
+            self.opts.append(torch.optim.AdamW(rest, lr=1e-5, **flags))
+        self.state = {}
+
+    def step(self):
+        for o in self.opts:
+            o.step()
+        self.state = {k: v for o in self.opts for k, v in o.state.items()}
+
+    def zero_grad(self, set_to_none=True):
+        for o in self.opts:
+            o.zero_grad(set_to_none=set_to_none)
 
 
 class Hooks:
@@ -161,11 +217,19 @@ def run_case(case, config_path, steps=None):
         if getattr(config, "tie_word_embeddings", False):
             model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
         model.train()
+        for m in model.modules():
+            if type(m).__module__.startswith(("peft.tuners.loha", "peft.tuners.lokr")):
+                # LyCORIS layers draw `torch.rand(1) > module_dropout` per forward in training mode, a data-dependent
+                # branch; in eval mode they take the adapter path unconditionally, as a GPU does with dropout 0
+                m.training = False
         for p in model.parameters():
             tracker.track(p, "weights")
         for b in model.buffers():
             tracker.track(b, "weights")
         trainable = [p for p in model.parameters() if p.requires_grad]
+        for module in (model.get_input_embeddings(), model.get_output_embeddings()):
+            for p in module.parameters():
+                p._oracle_outer = True  # the embedding and output layer (MuonWithAdamW leaves them to AdamW)
         opt = make_optimizer(trainable, case)
         for p in trainable:
             p.register_post_accumulate_grad_hook(lambda q: tracker.mark(q.grad, "gradients"))

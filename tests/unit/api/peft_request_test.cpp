@@ -1,0 +1,54 @@
+// The request schema of PEFT's other methods: defaults from PEFT's configs and coded errors with
+// the JSON Pointer of the field at fault.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+
+using nlohmann::json;
+using namespace memfit;
+
+namespace {
+
+json request(json training) {
+  training["micro_batch"] = 1;
+  training["seq_len"] = 512;
+  return {{"schema_version", 1}, {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}}, {"training", training},
+          {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 1}}}};
+}
+
+json run(const json& r) { return json::parse(api::estimate(r.dump())); }
+
+void expect_error(const json& training, const char* path, const char* code = "invalid_value") {
+  const json out = run(request(training));
+  REQUIRE(out["ok"] == false);
+  CHECK(out["error"]["code"] == code);
+  CHECK(out["error"]["path"] == path);
+}
+
+}  // namespace
+
+TEST_CASE("PEFT methods estimate with PEFT's defaults", "[api][peft]") {
+  const json ia3 = run(request({{"method", "ia3"}}));
+  REQUIRE(ia3["ok"] == true);
+  CHECK(ia3["result"]["training"]["lora"]["targets"] == json::array({"k", "v", "down"}));
+  const json vera = run(request({{"method", "vera"}}));
+  REQUIRE(vera["ok"] == true);
+  CHECK(vera["result"]["training"]["lora"]["rank"] == 256);
+  const json prompt = run(request({{"method", "prompt_tuning"}, {"virtual_tokens", 30}}));
+  REQUIRE(prompt["ok"] == true);
+  CHECK(prompt["result"]["training"]["virtual_tokens"] == 30);
+  CHECK(prompt["result"]["states"]["trainable_params"] == 30 * 4096);
+  for (const char* m : {"loha", "lokr", "prefix_tuning"}) {
+    const json out = run(request({{"method", m}}));
+    CHECK(out["ok"] == true);
+  }
+}
+
+TEST_CASE("PEFT settings that do not fit the method are refused with their pointer", "[api][peft]") {
+  expect_error({{"method", "prompt_tuning"}, {"lora", {{"rank", 8}}}}, "/training/lora");
+  expect_error({{"method", "ia3"}, {"lora", {{"rank", 8}}}}, "/training/lora/rank");
+  expect_error({{"method", "lora"}, {"virtual_tokens", 10}}, "/training/virtual_tokens");
+  expect_error({{"method", "prefix_tuning"}, {"activation_checkpointing", "full"}}, "/training/activation_checkpointing");
+  expect_error({{"method", "prompt_tuning"}, {"virtual_tokens", 0}}, "/training/virtual_tokens", "out_of_range");
+}

@@ -1,0 +1,55 @@
+// PEFT's other methods in the launch files: the Python script builds their config class; TRL's
+// command-line config, which builds LoRA only, says so.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "export/launch.h"
+#include "../test_support.h"
+
+using namespace memfit;
+using namespace memfit_test;
+
+namespace {
+
+const LaunchFormat& format(const std::vector<LaunchFormat>& all, const std::string& name) {
+  for (const LaunchFormat& f : all) {
+    if (f.format == name) return f;
+  }
+  FAIL("no launch format " << name);
+  return all.front();
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048);
+  const struct { Method method; const char* config; } cases[] = {
+      {Method::kIa3, "IA3Config(target_modules=['k_proj', 'v_proj', 'down_proj'], feedforward_modules=[\"down_proj\"]"},
+      {Method::kLoha, "LoHaConfig(r=8"}, {Method::kLokr, "LoKrConfig(r=8"}, {Method::kVera, "VeraConfig(r=8"},
+      {Method::kPromptTuning, "PromptTuningConfig(num_virtual_tokens=30"},
+      {Method::kPrefixTuning, "PrefixTuningConfig(num_virtual_tokens=30"}};
+  for (const auto& c : cases) {
+    in.setup.method = c.method;
+    in.setup.lora_rank = 8;
+    in.setup.lora_targets = c.method == Method::kIa3 ? std::vector<std::string>{"k", "v", "down"} : std::vector<std::string>{"q", "v"};
+    in.setup.virtual_tokens = 30;
+    const std::vector<LaunchFormat> all = launch_configs(in);
+    const std::string script = format(all, "python_script").text;
+    INFO(script);
+    CHECK(has(script, c.config));
+    CHECK(has(script, "get_peft_model"));
+    CHECK_FALSE(has(script, "LoraConfig("));
+    const LaunchFormat& trl = format(all, "trl_sft_yaml");
+    CHECK_FALSE(has(trl.text, "use_peft: true"));
+    bool noted = false;
+    for (const std::string& n : trl.notes) noted = noted || has(n, "builds LoRA adapters only");
+    CHECK(noted);
+  }
+}
