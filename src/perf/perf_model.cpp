@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
+#include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "block/activations.h"
@@ -269,7 +270,7 @@ struct GemmMemo {
   GemmKernel g;
   double seconds = 0;
 };
-constexpr std::size_t kGemmMemoSlots = 512;
+constexpr std::size_t kGemmMemoSlots = 512;  // 2^9: the slot is a product hash's top 9 bits
 
 bool same_kernel(const GemmKernel& a, const GemmKernel& b) {
   return a.mainloop_flops == b.mainloop_flops && a.sms == b.sms && a.hbm_bytes_per_s == b.hbm_bytes_per_s &&
@@ -277,13 +278,19 @@ bool same_kernel(const GemmKernel& a, const GemmKernel& b) {
 }
 
 double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g);
+
+std::uint64_t bits_of(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
 }  // namespace
 
 double gemm_time_s(double m, double n, double k, const GemmKernel& g) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
   thread_local GemmMemo memo[kGemmMemoSlots];
-  const std::size_t slot = (std::hash<double>{}(m) * 31 + std::hash<double>{}(n) * 17 + std::hash<double>{}(k) +
-                            std::hash<double>{}(g.mainloop_flops)) % kGemmMemoSlots;
+  const std::size_t slot = (bits_of(m) * 0x9E3779B97F4A7C15ULL ^ bits_of(n) * 0xC2B2AE3D27D4EB4FULL ^
+                            bits_of(k) * 0x165667B19E3779F9ULL ^ bits_of(g.mainloop_flops)) >> 55;  // 9 bits
   GemmMemo& e = memo[slot];
   if (e.m != m || e.n != n || e.k != k || !same_kernel(e.g, g)) e = {m, n, k, g, shaped_gemm_time_s(m, n, k, g)};
   return e.seconds;
