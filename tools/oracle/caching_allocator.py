@@ -136,6 +136,18 @@ class CachingAllocator:
         return tail
 
     # -- requests
+
+    def _split_tail(self, b, size):
+        """Keeps the first `size` bytes of `b`; the rest becomes a free block after it (returned)."""
+        rest = Block(b.addr + size, b.size - size, b.segment, prev=b, nxt=b.next)
+        if b.next:
+            b.next.prev = rest
+        b.next = rest
+        b.size = size
+        self.blocks[rest.addr] = rest
+        self._insert_free(rest)
+        return rest
+
     def alloc(self, size, stream=0):
         size = round_size(size)
         small = size <= SMALL_SIZE
@@ -149,13 +161,7 @@ class CachingAllocator:
         remaining = b.size - size
         split = remaining >= MIN_BLOCK if (small or self.expandable) else remaining > SMALL_SIZE
         if split:
-            rest = Block(b.addr + size, remaining, b.segment, prev=b, nxt=b.next)
-            if b.next:
-                b.next.prev = rest
-            b.next = rest
-            b.size = size
-            self.blocks[rest.addr] = rest
-            self._insert_free(rest)
+            rest = self._split_tail(b, size)
             if self.expandable_tail.get((small, stream)) is b:
                 self.expandable_tail[(small, stream)] = rest
         b.allocated = True
@@ -211,13 +217,7 @@ class CachingAllocator:
             host.addr, host.size = addr, host.size - head.size
             self.blocks[addr] = host
         if host.size > size:
-            rest = Block(addr + size, host.size - size, host.segment, prev=host, nxt=host.next)
-            if host.next:
-                host.next.prev = rest
-            host.next = rest
-            host.size = size
-            self.blocks[rest.addr] = rest
-            self._insert_free(rest)
+            self._split_tail(host, size)
         host.allocated = True
         self.allocated_bytes += size
         self.max_allocated_bytes = max(self.max_allocated_bytes, self.allocated_bytes)
