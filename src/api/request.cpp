@@ -159,7 +159,8 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   t.attention = enum_or(f, "attention", kAttentionNames, t.attention);
   t.liger_kernels = f.bool_or({"liger_kernels"}, t.liger_kernels);
   // transformers' apply_liger_kernel swaps the model's loss for Liger's fused linear CE
-  // (fused_linear_cross_entropy=True by default); TRL then leaves its chunked_nll default.
+  // (fused_linear_cross_entropy=True by default); TRL then leaves its chunked_nll default (trl >= 1.15
+  // turns it off and keeps its fused head, kTrlFusedHead, untouched here).
   if (t.liger_kernels && (t.loss == LossKernel::kStandard || t.loss == LossKernel::kChunkedNll)) t.loss = LossKernel::kLigerFlce;
   t.loss = enum_or(f, "loss", kLossNames, t.loss);
   if (t.liger_kernels && t.loss == LossKernel::kChunkedNll) {

@@ -20,7 +20,7 @@ std::int64_t next_power_of_2(std::int64_t n) {
 }  // namespace
 
 bool is_logits_free_kernel(LossKernel k) {
-  return k == LossKernel::kChunkedNll || k == LossKernel::kLigerFlce || k == LossKernel::kCutCe ||
+  return k == LossKernel::kChunkedNll || k == LossKernel::kTrlFusedHead || k == LossKernel::kLigerFlce || k == LossKernel::kCutCe ||
          k == LossKernel::kUnslothFusedCe;
 }
 
@@ -49,6 +49,34 @@ LossKernelBytes chunked_nll_bytes(const LossKernelInput& in) {
   // afterwards). Measured on an H200 (tools/measure/results/chunked_nll_h200.csv).
   const std::int64_t weight_grad = in.weight_trains ? h32 + cv + mul(4, vh) + mul(in.weight_bytes, vh) : 0;
   b.backward = mul(T, H, in.stream_bytes) + w32 + std::max(4 * cv, weight_grad);
+  b.grad = mul(T, H, in.stream_bytes);
+  return b;
+}
+
+LossKernelBytes trl_fused_head_bytes(const LossKernelInput& in) {
+  const std::int64_t T = in.tokens, V = in.vocab, H = in.hidden;
+  const std::int64_t c = std::min(T, kTrlFusedHeadTileTokens);
+  LossKernelBytes b;
+  b.chunk_tokens = c;
+  // hidden_states[mask]: the labelled positions' copy, saved for the backward.
+  b.saved_input_per_token = mul(H, in.stream_bytes);
+  // mm_buf (always 32768 columns wide) and the casts of a tile's inputs to the compute dtype
+  // (copies unless already in it); the last tile's stay referenced until the function returns.
+  const std::int64_t tile = mul(c, kTrlFusedHeadTileVocab, in.compute_bytes);
+  const std::int64_t h_cast = in.stream_bytes == in.compute_bytes ? 0 : mul(c, H, in.compute_bytes);
+  const std::int64_t w_cast = in.weight_bytes == in.compute_bytes ? 0 : mul(std::min(V, kTrlFusedHeadTileVocab), H, in.compute_bytes);
+  const std::int64_t per_tile = tile + h_cast + w_cast;
+  // Forward: the decoder's output beside its copy; seven fp32 running statistics and the int64
+  // targets per token.
+  b.forward = mul(T, H, in.stream_bytes) + mul(T, 7 * 4 + 8) + per_tile;
+  // Backward: fp32 zeros for the hidden-state (and a trained weight's) gradient, accumulated in
+  // place (CUDA addmm out_dtype=float32); then each cast back to its input's dtype while the fp32
+  // sums and the last tile are still referenced. Saved per token: log_z, entropy, targets.
+  const std::int64_t grad_h32 = mul(T, H, 4);
+  const std::int64_t grad_w32 = in.weight_trains ? mul(V, H, 4) : 0;
+  const std::int64_t grad_h_cast = in.stream_bytes == 4 ? 0 : mul(T, H, in.stream_bytes);
+  const std::int64_t grad_w_cast = in.weight_trains && in.weight_bytes != 4 ? mul(V, H, in.weight_bytes) : 0;
+  b.backward = mul(T, 4 + 4 + 8 + 4) + grad_h32 + grad_w32 + per_tile + grad_h_cast + grad_w_cast;
   b.grad = mul(T, H, in.stream_bytes);
   return b;
 }
@@ -129,6 +157,7 @@ LossKernelBytes unsloth_fused_ce_bytes(const LossKernelInput& in) {
 LossKernelBytes logits_free_loss_bytes(LossKernel k, const LossKernelInput& in) {
   switch (k) {
     case LossKernel::kChunkedNll: return chunked_nll_bytes(in);
+    case LossKernel::kTrlFusedHead: return trl_fused_head_bytes(in);
     case LossKernel::kLigerFlce: return liger_flce_bytes(in);
     case LossKernel::kCutCe: return cut_ce_bytes(in);
     case LossKernel::kUnslothFusedCe: return unsloth_fused_ce_bytes(in);

@@ -11,6 +11,10 @@ namespace memfit {
 /// TRL SFTTrainer `loss_type="chunked_nll"`: valid tokens per checkpointed chunk
 /// (huggingface/trl @ f2cd5771: trl/trainer/sft_trainer.py _CHUNKED_LM_HEAD_CHUNK_SIZE = 256).
 inline constexpr std::int64_t kTrlChunkedNllChunkTokens = 256;
+/// TRL >= 1.15's fused LM head: tokens and vocabulary columns per projection tile
+/// (trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE, trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE @ v1.16.0).
+inline constexpr std::int64_t kTrlFusedHeadTileTokens = 4096;
+inline constexpr std::int64_t kTrlFusedHeadTileVocab = 32768;
 /// Unsloth's fused CE: a chunk's fp32 logits are kept under min(free / 2, 4 GiB); the cap is used
 /// (unslothai/unsloth-zoo @ ce232d6c: unsloth_zoo/fused_losses/cross_entropy_loss.py
 /// _get_chunk_multiplier, get_chunk_size).
@@ -41,13 +45,17 @@ struct LossKernelBytes {
 
 /// Whether the kernel computes the output projection itself (its weight is read inside the loss).
 bool loss_computes_projection(LossKernel k);
-/// The kernels of this file: chunked_nll, liger_flce, cut_ce, unsloth_fused_ce.
+/// The kernels of this file: chunked_nll, trl_fused_head, liger_flce, cut_ce, unsloth_fused_ce.
 bool is_logits_free_kernel(LossKernel k);
 
 /// TRL chunked_nll (trl/trainer/sft_trainer.py _chunked_cross_entropy_loss, _chunk): the valid
 /// tokens' hidden states gathered into a sorted copy, then per 256-token chunk under
 /// non-reentrant checkpointing h.float() @ w.float().t(), log_softmax, nll, argmax and entropy.
 LossKernelBytes chunked_nll_bytes(const LossKernelInput& in);
+/// TRL >= 1.15 SFTTrainer's default loss (trl/kernels/chunked_logprob.py ChunkedLogProbFunction
+/// @ v1.16.0): [4096 x 32768] tiles in the compute dtype, folded in place by Triton; saves the
+/// labelled hidden states; backward recomputes each tile and accumulates fp32 gradients.
+LossKernelBytes trl_fused_head_bytes(const LossKernelInput& in);
 /// Liger fused linear cross-entropy (linkedin/Liger-Kernel @ ead96b61:
 /// src/liger_kernel/ops/fused_linear_cross_entropy.py): gradients computed in the forward.
 LossKernelBytes liger_flce_bytes(const LossKernelInput& in);

@@ -567,7 +567,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
   if (t.offload == Offload::kActivations) y << "activation_offloading: true\n";
   if (const std::string optim = hf_optim_name(t); !optim.empty()) y << "optim: " << optim << "\n";
   y << "use_liger_kernel: " << (t.liger_kernels ? "true" : "false") << "\n";
-  if (t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard) {
+  if (t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard || t.loss == LossKernel::kTrlFusedHead) {
     y << "loss_type: " << (t.loss == LossKernel::kChunkedNll ? "chunked_nll" : "nll") << "\n";
   }
   if (lora) {
@@ -582,7 +582,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
   f.text = y.str();
   f.notes.emplace_back("run: trl sft --config sft_config.yaml --dataset_name <dataset>" +
                        std::string(in.layout.gpus() > 1 ? " under accelerate launch --config_file accelerate_config.yaml (the accelerate format)" : ""));
-  if (!(t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard || (t.loss == LossKernel::kLigerFlce && t.liger_kernels))) {
+  if (!(t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard || t.loss == LossKernel::kTrlFusedHead || (t.loss == LossKernel::kLigerFlce && t.liger_kernels))) {
     f.notes.emplace_back(std::string("SFTConfig has no loss_type for the ") + (t.loss == LossKernel::kCutCe ? "Cut Cross-Entropy" : "chosen") +
                          " loss kernel; it is patched into the model by the training script");
   }

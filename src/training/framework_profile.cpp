@@ -421,10 +421,15 @@ FrameworkProfile trl() {
   // autocasts over it: fp32 weights, gradients and AdamW states with bf16 compute.
   t.precision = Precision::kAmpBf16;
   t.checkpointing = Checkpointing::kFull;        // gradient_checkpointing=True
-  t.loss = LossKernel::kChunkedNll;              // loss_type None -> "chunked_nll" (without use_liger_kernel)
+  t.loss = LossKernel::kTrlFusedHead;            // loss_type "nll" through add_fused_lm_head, liger or not
   t.liger_kernels = false;                       // use_liger_kernel=False (TrainingArguments)
   t.packed = false;                              // packing=False, padding_free=False: batches padded to their longest
   t.seq_len = 1024;                              // max_length=1024
+  // Before chunked_nll's own entry below, which reads the loss this one leaves.
+  p.history.push_back({202610, "loss_type None defaults to \"chunked_nll\" (the fused LM head is not in the SFTTrainer)",
+                       "trl 1.14.0 (2026-09-25) sft_config.py loss_type None -> chunked_nll; trl 1.15.0 (PyPI 2026-10-08) "
+                       "sft_trainer.py add_fused_lm_head, loss_type default \"nll\"",
+                       [](TrainingSetup& s) { if (s.loss == LossKernel::kTrlFusedHead) s.loss = LossKernel::kChunkedNll; }});
   p.history.push_back({202606, "loss_type defaults to \"nll\": the model's own loss over the full logits",
                        "huggingface/trl b58947c7e (2026-06-14, #5846 \"Default SFT loss to chunked_nll\"; chunked_nll "
                        "itself from 9bcf72943, 2026-04-27, #5575)",
@@ -441,7 +446,9 @@ FrameworkProfile trl() {
                     "huggingface/trl @ f2cd5771: trl/trainer/base_config.py (gradient_checkpointing True, bf16 True unless fp16)",
                     "huggingface/trl @ f2cd5771: trl/trainer/utils.py create_model_from_path (dtype defaults to float32)",
                     "huggingface/trl @ f2cd5771: trl/trainer/sft_trainer.py (_chunked_cross_entropy_loss, "
-                    "_CHUNKED_LM_HEAD_CHUNK_SIZE 256; chunked_nll refused with use_liger_kernel)"});
+                    "_CHUNKED_LM_HEAD_CHUNK_SIZE 256; chunked_nll refused with use_liger_kernel)",
+                    "trl 1.16.0 (PyPI wheel): trl/trainer/sft_trainer.py (add_fused_lm_head; liger's "
+                    "fused_linear_cross_entropy forced off), trl/kernels/chunked_logprob.py (ChunkedLogProbFunction)"});
   return p;
 }
 

@@ -42,7 +42,7 @@ inline constexpr EnumName<AttentionKernel> kAttentionNames[] = {
     {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}, {"flash", AttentionKernel::kFlash}};
 inline constexpr EnumName<LossKernel> kLossNames[] = {
     {"standard", LossKernel::kStandard}, {"chunked", LossKernel::kChunked}, {"fused", LossKernel::kFused},
-    {"chunked_nll", LossKernel::kChunkedNll}, {"liger_flce", LossKernel::kLigerFlce}, {"cut_ce", LossKernel::kCutCe},
+    {"chunked_nll", LossKernel::kChunkedNll}, {"trl_fused_head", LossKernel::kTrlFusedHead}, {"liger_flce", LossKernel::kLigerFlce}, {"cut_ce", LossKernel::kCutCe},
     {"unsloth_fused_ce", LossKernel::kUnslothFusedCe}};
 inline constexpr EnumName<MemoryCounter> kMemoryCounterNames[] = {
     {"max_allocated", MemoryCounter::kMaxAllocated}, {"peak_active", MemoryCounter::kPeakActive},

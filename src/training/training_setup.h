@@ -25,8 +25,8 @@ enum class Checkpointing { kNone, kFull, kSelective };
 enum class AttentionKernel { kEager, kSdpa, kFlash };
 /// chunked: torchtune / litgpt (every chunk's logits kept until backward); fused: a generic fused
 /// linear + CE (RuntimeProfile::fused_loss_chunk_tokens at a time); the logits-free kernels
-/// (block/loss_kernels.h): TRL chunked_nll, Liger fused linear CE, Cut Cross-Entropy, Unsloth's.
-enum class LossKernel { kStandard, kChunked, kFused, kChunkedNll, kLigerFlce, kCutCe, kUnslothFusedCe };
+/// (block/loss_kernels.h): TRL chunked_nll and fused LM head, Liger fused linear CE, Cut Cross-Entropy, Unsloth's.
+enum class LossKernel { kStandard, kChunked, kFused, kChunkedNll, kTrlFusedHead, kLigerFlce, kCutCe, kUnslothFusedCe };
 enum class Offload { kNone, kOptimizer, kParamsOptimizer, kActivations };
 /// The allocator counter a framework's own memory log prints (docs/frameworks.md).
 enum class MemoryCounter { kMaxAllocated, kPeakActive, kMaxReserved, kNvidiaSmi };

@@ -38,7 +38,7 @@ export function rng(seed) {
 }
 
 const FRAMEWORKS = ['hf_trainer', 'deepspeed', 'megatron', 'torchtitan', 'torchtune', 'fsdp_qlora', 'peft_bench', 'trl', 'unsloth'];
-const LOSSES = ['standard', 'chunked', 'fused', 'chunked_nll', 'liger_flce', 'cut_ce', 'unsloth_fused_ce'];
+const LOSSES = ['standard', 'chunked', 'fused', 'chunked_nll', 'trl_fused_head', 'liger_flce', 'cut_ce', 'unsloth_fused_ce'];
 const METHODS = ['full', 'full', 'lora', 'qlora', 'dora', 'freeze'];
 const PRECISIONS = ['bf16', 'amp_bf16', 'amp_fp16', 'fp32', 'fp16', 'fp8'];
 const OPTIMIZERS = ['adamw', 'adamw_8bit', 'paged_adamw_8bit', 'sgd', 'sgd_momentum', 'adafactor', 'lion', 'muon'];

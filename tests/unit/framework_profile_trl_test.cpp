@@ -31,7 +31,7 @@ json training_of(const json& req) {
 
 TEST_CASE("trl: SFTConfig's defaults", "[frameworks][trl]") {
   const json t = training_of(request("trl"));
-  CHECK(t["loss"] == "chunked_nll");
+  CHECK(t["loss"] == "trl_fused_head");
   CHECK(t["activation_checkpointing"] == "full");
   CHECK(t["precision"] == "amp_bf16");
   CHECK(t["seq_len"] == 1024);
@@ -42,6 +42,10 @@ TEST_CASE("trl: SFTConfig's defaults", "[frameworks][trl]") {
 
 TEST_CASE("trl: each dated default applies before its month only", "[frameworks][trl]") {
   json req = request("trl");
+  req["training"]["framework_version"] = "2026-10";
+  CHECK(training_of(req)["loss"] == "trl_fused_head");
+  req["training"]["framework_version"] = "2026-09";  // before trl 1.15: chunked_nll
+  CHECK(training_of(req)["loss"] == "chunked_nll");
   req["training"]["framework_version"] = "2026-06";
   CHECK(training_of(req)["loss"] == "chunked_nll");
   req["training"]["framework_version"] = "2026-05";  // before #5846: nll
@@ -58,9 +62,12 @@ TEST_CASE("trl: each dated default applies before its month only", "[frameworks]
   CHECK(training_of(req)["loss"] == "chunked_nll");
 }
 
-TEST_CASE("trl: use_liger_kernel switches the loss to Liger's and refuses chunked_nll", "[frameworks][trl]") {
+TEST_CASE("trl: use_liger_kernel switches the loss to Liger's before the fused head and refuses chunked_nll", "[frameworks][trl]") {
   json req = request("trl");
   req["training"]["liger_kernels"] = true;
+  // trl >= 1.15 turns Liger's fused_linear_cross_entropy off and keeps its own fused head.
+  CHECK(training_of(req)["loss"] == "trl_fused_head");
+  req["training"]["framework_version"] = "2026-09";
   const json t = training_of(req);
   CHECK(t["loss"] == "liger_flce");
   CHECK(t["liger_kernels"] == true);
@@ -132,7 +139,7 @@ TEST_CASE("a logits-free loss sits far below torchtune's chunked loss at long se
   const long long logits_bf16 = 16384LL * 151936 * 2;
   CHECK(chunked >= 3 * logits_bf16);
   CHECK(standard > chunked);
-  for (const char* k : {"chunked_nll", "liger_flce", "cut_ce", "unsloth_fused_ce"}) {
+  for (const char* k : {"chunked_nll", "trl_fused_head", "liger_flce", "cut_ce", "unsloth_fused_ce"}) {
     INFO(k);
     const long long b = logits_loss_at(k);
     CHECK(b > 0);

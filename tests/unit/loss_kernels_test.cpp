@@ -71,14 +71,44 @@ TEST_CASE("chunked_nll agrees with its measured peaks within 0.5 %", "[loss_kern
   }
 }
 
+// trl 1.16.0's ChunkedLogProbFunction on CUDA (Triton folds in place, addmm out_dtype=float32).
+TEST_CASE("trl_fused_head: [4096 x 32768] tiles, fp32 gradient sums cast back at the end", "[loss_kernels]") {
+  const std::int64_t T = 16384, c = 4096, vh = kV * kH, tile = c * 32768 * 2;
+  const LossKernelBytes frozen = trl_fused_head_bytes(bf16_input(T, false));
+  CHECK(frozen.chunk_tokens == c);
+  CHECK(frozen.saved_input_per_token == 2 * kH);
+  // Forward: the decoder's output beside its copy, 7 fp32 statistics + int64 targets, one bf16 tile.
+  CHECK(frozen.forward == T * kH * 2 + T * 36 + tile);
+  // Backward: fp32 grad_hidden, the tile, then grad_hidden.to(bf16); log_z, entropy, targets, grad_logprobs.
+  CHECK(frozen.backward == T * 20 + T * kH * 4 + tile + T * kH * 2);
+  CHECK(frozen.grad == T * kH * 2);
+  // A trained head adds its fp32 gradient sum and the bf16 cast that becomes .grad.
+  const LossKernelBytes trained = trl_fused_head_bytes(bf16_input(T, true));
+  CHECK(trained.backward == frozen.backward + 4 * vh + 2 * vh);
+  // Fewer tokens than a tile: the buffer is that many rows, still 32768 columns wide.
+  CHECK(trl_fused_head_bytes(bf16_input(511, false)).forward == 511 * kH * 2 + 511 * 36 + 511 * 32768 * 2);
+}
+
+TEST_CASE("trl_fused_head under autocast casts each tile's inputs to bf16 and keeps fp32 gradients", "[loss_kernels]") {
+  LossKernelInput in = bf16_input(8192, true);
+  in.stream_bytes = in.weight_bytes = 4;
+  in.autocast = true;
+  const std::int64_t c = 4096, tile = c * 32768 * 2, casts = c * kH * 2 + 32768LL * kH * 2;
+  const LossKernelBytes b = trl_fused_head_bytes(in);
+  CHECK(b.forward == 8192 * kH * 4 + 8192 * 36 + tile + casts);
+  // fp32 inputs: the gradients are returned as they are, no cast back.
+  CHECK(b.backward == 8192 * 20 + 8192 * kH * 4 + 4 * kV * kH + tile + casts);
+}
+
 TEST_CASE("a logits-free kernel grows with tokens by hidden-size terms only", "[loss_kernels]") {
-  for (const LossKernel k : {LossKernel::kChunkedNll, LossKernel::kLigerFlce, LossKernel::kCutCe}) {
+  for (const LossKernel k : {LossKernel::kChunkedNll, LossKernel::kTrlFusedHead, LossKernel::kLigerFlce, LossKernel::kCutCe}) {
     INFO(static_cast<int>(k));
-    // Past the chunk sizes the growth per token is a few H-wide rows, far below one vocabulary row.
+    // Past the chunk sizes the growth per token is a few H-wide rows (trl_fused_head: the fp32
+    // gradient sum and its bf16 cast, 6H), far below one vocabulary row.
     const LossKernelBytes a = logits_free_loss_bytes(k, bf16_input(1 << 16, true));
     const LossKernelBytes b = logits_free_loss_bytes(k, bf16_input(1 << 17, true));
     const std::int64_t per_token_backward = (b.backward - a.backward) / (1 << 16);
-    CHECK(per_token_backward <= 4 * kH + 16);
+    CHECK(per_token_backward <= 6 * kH + 32);
     CHECK(per_token_backward < kV);
   }
 }

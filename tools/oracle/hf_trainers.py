@@ -83,12 +83,13 @@ def triton_folds_in_place():
     except ImportError:
         yield
         return
-    saved = chunked_logprob._forward_tile, chunked_logprob._backward_tile
+    saved = chunked_logprob._forward_tile, chunked_logprob._backward_tile, chunked_logprob._addmm_fp32
     chunked_logprob._forward_tile = chunked_logprob._backward_tile = lambda *args, **kwargs: None
+    chunked_logprob._addmm_fp32 = lambda *args, **kwargs: None
     try:
         yield
     finally:
-        chunked_logprob._forward_tile, chunked_logprob._backward_tile = saved
+        chunked_logprob._forward_tile, chunked_logprob._backward_tile, chunked_logprob._addmm_fp32 = saved
 
 
 def fake_batch(tracker, case, vocab_size):
