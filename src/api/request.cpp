@@ -262,14 +262,17 @@ bool read_backend(const Json& parallel) {
 // accelerate re-enabled FSDP2 for bitsandbytes 4-bit models in v1.7.0 (PR #3546, 2025-05).
 constexpr std::int64_t kAccelerateFsdp2QloraYyyymm = 202505;
 
-// parallel.fsdp_version: which FSDP accelerate runs under the HF Trainer (fsdp_version in its
+// parallel.fsdp_version: which FSDP accelerate runs under the HF Trainer, TRL or a loop (fsdp_version in its
 // config). 2: fully_shard, whose all-gathers are copied out per parameter, and which shards a
 // 4-bit model where it was loaded (DistributedBehaviour::fsdp2_wraps_loaded_4bit_model).
 void read_fsdp_version(const FieldReader& f, const FrameworkProfile& profile, std::int64_t yyyymm, DistributedBehaviour& b) {
   const std::int64_t version = f.int_or({"fsdp_version"}, 1, 2, 1);
-  if (profile.id != Framework::kHfTrainer) {
+  const bool through_accelerate = profile.id == Framework::kHfTrainer || profile.id == Framework::kTrl ||
+                                  profile.id == Framework::kTransformersLoop;
+  if (!through_accelerate) {
     throw Error(ErrorCode::kInvalidValue, f.path("fsdp_version"),
-                "fsdp_version selects accelerate's FSDP under hf_trainer; " + profile.key + " fixes its own");
+                "fsdp_version selects accelerate's FSDP under hf_trainer, trl and transformers_loop; " + profile.key +
+                    " fixes its own");
   }
   if (version == 2) {
     b.gather_copy_out = true;

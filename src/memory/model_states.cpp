@@ -136,7 +136,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   // github.com/KellerJordan/Muon README). muon_matrix_state: the matrices' momentum bytes by class.
   std::int64_t muon_matrix_state[2] = {}, muon_step_temp = 0;
   std::int64_t layer_grad_sum = 0;
-  std::int64_t layer_gather = 0, layer_reduce = 0;  // of the layer being visited
+  std::int64_t layer_gather = 0, layer_reduce = 0, layer_reduce_input = 0;  // of the layer being visited
   // Gradient element bytes of base weights as computed in backward, and as reduced.
   const GradientBytes grad_bytes = base_gradient_bytes(t, shard.behaviour);
 
@@ -200,8 +200,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         // The computed gradient, and its fp32 copy when the reduction upcasts it.
         const std::int64_t upcast = grad_bytes.reduced != grad_bytes.computed ? grad_bytes.reduced : 0;
         layer_reduce += per_copy * copies * (grad_bytes.computed + upcast);
-      } else if (s.kind == ModuleKind::kLmHead || s.kind == ModuleKind::kNorm) {
-        m.head_gradient_bytes += n * gb;
+        layer_reduce_input += per_copy * copies * grad_bytes.reduced;
+      } else {
+        m.root_unsharded_gradient_bytes += n * grad_bytes.computed;
+        m.root_reduce_input_bytes += n * grad_bytes.reduced;
+        if (s.kind == ModuleKind::kLmHead || s.kind == ModuleKind::kNorm) {
+          m.head_gradient_bytes += n * gb;
+          m.root_head_unsharded_gradient_bytes += n * grad_bytes.computed;
+        }
       }
     }
     if (autocast_amp(t) && s.linear_weight && quant == BaseQuant::kNone) {
@@ -229,6 +235,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         layer_grad_sum += a * adapter_elem_bytes;
         layer_gather += per_adapter * copies * adapter_elem_bytes;
         layer_reduce += per_adapter * copies * adapter_elem_bytes;
+        layer_reduce_input += per_adapter * copies * adapter_elem_bytes;
       } else {
         m.head_gradient_bytes += a * adapter_elem_bytes;
       }
@@ -246,7 +253,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const std::int64_t count = shard.held(g.first_layer, g.layer_count);
     if (count == 0) continue;
     held_layers += count;
-    layer_gather = layer_reduce = 0;
+    layer_gather = layer_reduce = layer_reduce_input = 0;
     // Freeze decides per layer; other methods treat the group uniformly.
     if (t.method == Method::kFreeze) {
       for (std::int64_t i = 0; i < g.layer_count; ++i) {
@@ -255,11 +262,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       }
       layer_gather /= count;
       layer_reduce /= count;
+      layer_reduce_input /= count;
     } else {
       for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, count, true);
     }
     m.gather_layer_bytes = std::max(m.gather_layer_bytes, layer_gather);
     m.reduce_layer_bytes = std::max(m.reduce_layer_bytes, layer_reduce);
+    m.reduce_layer_input_bytes = std::max(m.reduce_layer_input_bytes, layer_reduce_input);
     m.largest_layer_gradient_bytes = std::max(m.largest_layer_gradient_bytes, (layer_grad_sum - before) / count);
   }
   add_method_extras(arch, t, shard, vera_max_in, vera_max_out, held_layers, m, cls[0], trainable_elems[0]);
@@ -317,8 +326,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const double ratio = static_cast<double>(m.gradients_bytes) / static_cast<double>(unsharded_gradients);
     m.layer_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.layer_gradient_bytes) * ratio);
     m.head_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.head_gradient_bytes) * ratio);
+    m.root_sharded_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.root_unsharded_gradient_bytes) * ratio);
   }
-  if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = 0;
+  if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = m.reduce_layer_input_bytes = 0;
   if (z == Sharding::kZero3 && shard.behaviour.gather_replaces_shard && div[0] > 1) {
     const auto others = [&](std::int64_t b) { return b / div[0] * (div[0] - 1) + b % div[0] * (div[0] - 1) / div[0]; };
     m.gather_layer_bytes = others(m.gather_layer_bytes);
@@ -329,7 +339,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.gradients_bytes = m.layer_gradient_bytes = m.head_gradient_bytes = m.reduce_layer_bytes = 0;
     m.largest_layer_gradient_bytes = 0;
   }
-  if (z != Sharding::kZero3) m.gather_layer_bytes = m.gather_root_bytes = m.gather_head_bytes = 0;
+  if (z != Sharding::kZero3) {
+    m.gather_layer_bytes = m.gather_root_bytes = m.gather_head_bytes = 0;
+    m.root_unsharded_gradient_bytes = m.root_head_unsharded_gradient_bytes = m.root_reduce_input_bytes = 0;
+    m.root_sharded_gradient_bytes = 0;
+  }
   const bool pipelined = !(shard.embedding && shard.head);
   if (z == Sharding::kZero3 && pipelined && shard.behaviour.pp_defers_grad_sync) {
     // The sharded gradients appear only at the last micro-batch's reduce-scatter; until then the

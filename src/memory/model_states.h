@@ -54,6 +54,15 @@ struct ModelStates {
   /// ZeRO-2/3: one block's unsharded gradients waiting for the reduce-scatter (with the fp32
   /// copy when gradients are reduced in fp32).
   std::int64_t reduce_layer_bytes = 0;
+  /// ZeRO-2/3: one block's reduce-scatter input (its gradients in the reduce dtype).
+  std::int64_t reduce_layer_input_bytes = 0;
+  /// ZeRO-3: the root unit's (embeddings, final norm, head) trainable parameters' unsharded
+  /// gradients in the computed dtype, the head side's part of them, the group's reduce-scatter
+  /// input in the reduce dtype, and the root's share of gradients_bytes (its sharded gradients).
+  std::int64_t root_unsharded_gradient_bytes = 0;
+  std::int64_t root_head_unsharded_gradient_bytes = 0;
+  std::int64_t root_reduce_input_bytes = 0;
+  std::int64_t root_sharded_gradient_bytes = 0;
   /// ZeRO-3 under pipeline parallelism with deferred gradient sync: the rank's unsharded
   /// gradients in the reduce dtype, accumulated over the micro-batches of a step.
   std::int64_t unsharded_accumulated_gradient_bytes = 0;

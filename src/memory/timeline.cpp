@@ -574,6 +574,15 @@ class Replay {
     b.weights_bytes += embedding_unit;
     note(&at, tl, best, b, "forward", {rank_.kind.embedding ? "embedding" : "receive activations"}, -1);
     b.weights_bytes -= embedding_unit;
+    if (zero3 && beh.root_unit_gathered && beh.gather_copy_out && beh.reshard_after_forward && rank_.kind.embedding &&
+        !groups_.empty()) {
+      // FSDP2 frees a group's all-gather output only when the next group's all-gather is waited on
+      // (_fsdp_param_group.py wait_for_unshard, comm_ctx.all_gather_state): the root's flat output
+      // (beside its copied-out parameters) meets the first block's.
+      Breakdown first = b;
+      first.communication_bytes += checked_add(states_.gather_root_bytes, states_.gather_layer_bytes, "gather bytes");
+      note(&at, tl, best, first, "forward", {"all-gather of layer ", groups_.front().first_layer}, groups_.front().first_layer);
+    }
     std::int64_t all_kept = b.activations_bytes;
     std::int64_t gathered_layers = 0;  // without reshard-after-forward, blocks stay gathered
     for (const GroupActs& g : groups_) {
@@ -643,8 +652,22 @@ class Replay {
     // Backward: head gradients first, then layers from the top. With the optimizer in backward
     // each gradient is consumed by its step as soon as it is complete: one layer's worth is live.
     const bool grads_full = grads_live || grads_persistent;
+    // FSDP2 root (fully_shard on the model, its blocks wrapped apart): the root's gradients are
+    // reduce-scattered together by its post-backward at the end of backward (torch
+    // _fully_shard/_fsdp_state.py _root_post_backward_final_callback); until then the head's
+    // unsharded gradient waits, and no root shard exists on a first micro-batch.
+    const bool root_reduced_last = zero3 && beh.root_unit_gathered && beh.gather_copy_out && !in_backward_step &&
+                                   rank_.kind.head && rank_.kind.embedding;
+    const std::int64_t head_waiting = root_reduced_last ? states_.root_head_unsharded_gradient_bytes : 0;
+    const std::int64_t root_shards = root_reduced_last && !grads_full ? states_.root_sharded_gradient_bytes : 0;
+    // FSDP2 keeps the last reduce-scatter's input until the next group's reduce-scatter
+    // (_fsdp_param_group.py post_backward: comm_ctx.reduce_scatter_state): one block's, from the
+    // first block reduced on.
+    const std::int64_t reduced_held = zero3 && beh.gather_copy_out && !in_backward_step ? states_.reduce_layer_input_bytes : 0;
+    std::int64_t held_now = 0;
     b.gradients_bytes = in_backward_step ? states_.head_gradient_bytes
-                                         : (grads_full ? states_.gradients_bytes : states_.head_gradient_bytes);
+                                         : (grads_full ? states_.gradients_bytes
+                                                       : (root_reduced_last ? 0 : states_.head_gradient_bytes));
     // A tied output layer's gradient contribution to the shared table waits in autograd's input
     // buffer for the embedding's, from the output layer's backward to the embedding backward
     // (the table's accumulation node runs once both have arrived).
@@ -654,7 +677,7 @@ class Replay {
       // The output layer's backward: the logits' gradient (every chunk's: the loss backward runs
       // before any output projection's) meets the output layer's weight gradient and its input.
       Breakdown head = b;
-      head.gradients_bytes += tied_held;
+      head.gradients_bytes += tied_held + head_waiting;
       head.logits_loss_bytes = checked_add(loss.held, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
       note(&at, tl, best, head, "backward", {"output layer backward"}, -1);
@@ -685,8 +708,11 @@ class Replay {
       top.gradients_bytes += states_.reduce_layer_bytes;
       top.side_stream_bytes += zero3 ? states_.reduce_layer_bytes : 0;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
-      top.gradients_bytes += tied_held;
+      top.gradients_bytes += tied_held + head_waiting;
+      const std::int64_t held_at_top = held_now;
+      top.communication_bytes += held_at_top;
       note(&at, tl, best, top, "backward", {"layer ", g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1);
+      if (g.layers > 1) held_now = reduced_held;
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
       Breakdown bottom = top;
       if (!grads_full && !in_backward_step) {
@@ -695,16 +721,22 @@ class Replay {
       if (progressive) {
         bottom.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers - 1, "gather bytes");  // resharded after backward
       }
+      if (zero3 && beh.reshard_after_forward && g.first_layer == 0 && rank_.kind.embedding) {
+        bottom.weights_bytes -= gathered_window - states_.gather_layer_bytes;  // no block below the first to prefetch
+      }
       bottom.activations_bytes = below + g.kept_bytes + recompute + flowing + offload_window_;
+      bottom.communication_bytes += held_now - held_at_top;
       note(&at, tl, best, bottom, "backward", {"layer ", g.first_layer}, g.first_layer);
-      b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes - tied_held;
+      held_now = reduced_held;
+      b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes - tied_held - head_waiting;
       b.side_stream_bytes = 0;
       if (progressive) b.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
     }
     // At the embedding backward the table's two contributions meet (the held one, the dense
     // one below); on a first micro-batch the table's gradient is not assigned yet, so the held
     // contribution stands in for it within gradients_bytes.
-    b.gradients_bytes = in_backward_step ? tied_held : states_.gradients_bytes + (grads_full ? tied_held : 0);
+    b.gradients_bytes = in_backward_step ? tied_held
+                                         : states_.gradients_bytes - root_shards + head_waiting + (grads_full ? tied_held : 0);
     b.activations_bytes = in_flight + model_level;
     if (rank_.kind.embedding) {
       // The embedding's dense (v, h) gradient. As the table's first gradient AccumulateGrad keeps
@@ -716,9 +748,22 @@ class Replay {
       const bool stolen = !grads_full && !in_backward_step && tied_held == 0 &&
                           (rank_.shard.sharding == Sharding::kNone || rank_.shard.sharding == Sharding::kZero1);
       b.temporaries_bytes = stolen ? 0 : states_.embedding_grad_bytes + tied_held;
+      b.communication_bytes += held_now;
       b.weights_bytes += embedding_unit;
       note(&at, tl, best, b, "backward", {"embedding backward"}, -1);
       b.weights_bytes -= embedding_unit;
+      b.communication_bytes -= held_now;
+    }
+    if (root_reduced_last) {
+      // The root reshards, then its reduce-scatter input (one buffer of the group's gradients in
+      // the reduce dtype) is copied in while the unsharded gradients live (_fsdp_param_group.py
+      // post_backward; _fsdp_collectives.py foreach_reduce, foreach_reduce_scatter_copy_in).
+      Breakdown rs = b;
+      rs.weights_bytes -= root_gathered;
+      rs.temporaries_bytes = checked_add(rs.temporaries_bytes, states_.root_reduce_input_bytes, "gradient bytes");
+      rs.communication_bytes += held_now;
+      note(&at, tl, best, rs, "backward", {"root reduce-scatter"}, -1);
+      b.gradients_bytes = states_.gradients_bytes;
     }
 
     // Optimizer step: states created lazily on the first step, plus the step's temporaries.

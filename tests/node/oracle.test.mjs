@@ -20,10 +20,17 @@ const FLOOR = {
   max_median_abs_error_pct: 0.1,
   max_p90_abs_error_pct: 0.75,
 };
-// Within 2 %, per runner: the plain loop's 673 cases at 98.1 %; the Trainer's and TRL's 176 at 83.5 %, held down by
-// TRL 1.x's tiled LM head and PEFT 0.18 on transformers 5's MoE (docs/oracle.md mechanisms 13, 14: not modelled yet).
-const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.83 };
+// Within 2 %, per runner: the plain loop's 673 cases at 98.1 %; the Trainer's and TRL's 176 at 83.5 % when committed,
+// held down by PEFT 0.18 on transformers 5's MoE (docs/oracle.md mechanism 14, not modelled); FSDP2's 36 at 64 %
+// (mechanism 15: the full fine-tunes over by up to 4.6 %, the safe side).
+const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.83, fsdp2_loop: 0.6 };
 const ISSUE_TARGET_WITHIN_2PCT_SHARE = 0.95;
+
+/// The runner that traced a row: the id names it (the CSV's framework column is memfit's profile).
+function runnerOfRow(row) {
+  if (row.id.includes('-fsdp2loop-')) return 'fsdp2_loop';
+  return row.framework === 'transformers_loop' ? 'transformers_loop' : 'hf_trainer_and_trl';
+}
 
 const cases = v.readCases(readFileSync(`${root}tests/oracle/cases.csv`, 'utf8'));
 const records = new Map(readFileSync(`${root}tests/oracle/records.jsonl`, 'utf8').split('\n')
@@ -50,8 +57,7 @@ test('memfit agrees with the oracle at least as well as when the cases were comm
   assert.equal(report.rows.length, cases.length);
   const s = agreement(report.rows);
   const msg = JSON.stringify(s);
-  const runnerOf = new Map(cases.map((row) => [row.id, row.framework === 'transformers_loop' ? 'transformers_loop'
-    : 'hf_trainer_and_trl']));
+  const runnerOf = new Map(cases.map((row) => [row.id, runnerOfRow(row)]));
   for (const [runner, floor] of Object.entries(WITHIN_2PCT_FLOOR_BY_RUNNER)) {
     const own = agreement(report.rows.filter((r) => runnerOf.get(r.id) === runner));
     assert.ok(own.count > 0 && own.within_2pct_share >= floor, `${runner} within ${WITHIN_PCT} %: ${JSON.stringify(own)}`);

@@ -122,6 +122,8 @@ def case_id(c):
     elif c.get("virtual_tokens"):
         method = f"{method}{c['virtual_tokens']}"
     runner = [] if c["framework"] == "transformers_loop" else [c["framework"]]
+    if c.get("dp", 1) > 1:
+        runner.append(f"dp{c['dp']}")
     parts = [c["version_set"], *runner, c["family"], f"L{c['layers']}", method, c["precision"],
              "ac" if c["activation_checkpointing"] == "full" else "noac", c["attention"], c["optimizer"],
              f"b{c['micro_batch']}s{c['seq_len']}"]
@@ -172,7 +174,7 @@ def all_cases():
     shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
-    return cases + trainer_cases() + peft_and_optimizer_cases()
+    return cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases()
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -253,4 +255,28 @@ def peft_and_optimizer_cases():
                 c.update(optimizer=optimizer, micro_batch=b, seq_len=s, layers=layers)
                 c["id"] = case_id(c)
                 out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Runner fsdp2_loop (tools/oracle/fsdp2_loop.py): the plain loop sharded by FSDP2 per decoder layer and at the root,
+# rank 0 of 2, 4 and 8, pure bf16; full and LoRA x checkpointing none / full; untied families (re-tying after
+# to_empty would bypass FSDP2's parameter bookkeeping).
+FSDP2_FAMILIES = ("llama3_gqa", "qwen3_qknorm", "qwen25_bias")
+FSDP2_WORLD_SIZES = (2, 4, 8)
+
+
+def fsdp2_cases():
+    out = []
+    for family in FSDP2_FAMILIES:
+        model_id, layers, _ = FAMILIES[family]
+        oracle_id = reduced_config(model_id, layers)
+        for dp in FSDP2_WORLD_SIZES:
+            for method, rank, targets in (("full", None, None), ("lora", 16, "all-linear")):
+                for ac in ("none", "full"):
+                    c = base_case("cur_2026_11", family, oracle_id)
+                    c.update(framework="fsdp2_loop", dp=dp, sharding="zero3", method=method, lora_rank=rank,
+                             lora_targets=targets, activation_checkpointing=ac, seq_len=1024, layers=layers)
+                    c["id"] = case_id(c)
+                    out.append(c)
     return out

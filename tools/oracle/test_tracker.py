@@ -92,5 +92,26 @@ class MlpTest(unittest.TestCase):
         self.assertEqual(sum(end.values()), w + 2 * w + self.B * self.IN * F32)  # weights, AdamW states, x
 
 
+@unittest.skipIf(torch is None, "torch is not installed")
+class StorageResizeTest(unittest.TestCase):
+    """FSDP frees a gathered parameter with UntypedStorage.resize_(0) and gathers into the same storage again."""
+
+    def test_resize_to_zero_frees_and_back_allocates(self):
+        with FakeTensorMode():
+            t = tr.LiveBytes()
+            with t:
+                x = torch.empty(1024, dtype=torch.float32)
+                self.assertEqual(t.total_bytes, 4096)
+                x.untyped_storage().resize_(0)
+                self.assertEqual(t.total_bytes, 0)
+                x.untyped_storage().resize_(8192)
+                self.assertEqual(t.total_bytes, 8192)
+                self.assertEqual(t.peak_bytes, 8192)
+                self.assertEqual(t.block_of(x).category, "weights")
+            self.assertIsNot(torch.UntypedStorage.resize_, None)
+            del x
+            self.assertEqual(t.total_bytes, 0)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -28,6 +28,13 @@ def rounded_bytes(nbytes, round_bytes=CUDA_BLOCK_ROUND_BYTES):
     return -(-nbytes // round_bytes) * round_bytes
 
 
+def local_tensor(t):
+    """A DTensor's shard on this rank (FSDP2, tensor parallelism): the wrapper's storage has the global shape, the
+    device holds only `_local_tensor` (torch/distributed/tensor/_api.py). Anything else as it is."""
+    local = getattr(t, "_local_tensor", None)
+    return local if isinstance(local, torch.Tensor) else t
+
+
 class Block:
     __slots__ = ("nbytes", "category", "op", "module", "phase", "serial", "__weakref__")
 
@@ -65,26 +72,56 @@ class LiveBytes(TorchDispatchMode):
 
     # -- storages -------------------------------------------------------------------------------------------------
     def block_of(self, tensor):
-        return self.live.get(tensor.untyped_storage()._cdata)
+        return self.live.get(local_tensor(tensor).untyped_storage()._cdata)
 
     def track(self, tensor, category, op="external"):
         """Registers `tensor`'s storage (if new) and gives it `category`; returns its Block."""
-        storage = tensor.untyped_storage()
-        key = storage._cdata
-        block = self.live.get(key)
+        storage = local_tensor(tensor).untyped_storage()
+        block = self.live.get(storage._cdata)
         if block is None:
-            block = Block(rounded_bytes(storage.nbytes(), self.round_bytes), category, op, self.module,
-                          f"{self.phase}{self.step}")
-            self.live[key] = block
-            self.total_bytes += block.nbytes
-            self.serial += 1
-            block.serial = self.serial
-            if self.events is not None:
-                self.events.append(("alloc", block.serial, block.nbytes))
-            weakref.finalize(storage, self._free, key, block)
+            block = self._allocate(storage, storage.nbytes(), category, op)
         else:
             block.mark(category)
         return block
+
+    def _allocate(self, storage, nbytes, category, op):
+        key = storage._cdata
+        block = Block(rounded_bytes(nbytes, self.round_bytes), category, op, self.module, f"{self.phase}{self.step}")
+        self.live[key] = block
+        self.total_bytes += block.nbytes
+        self.serial += 1
+        block.serial = self.serial
+        if self.events is not None:
+            self.events.append(("alloc", block.serial, block.nbytes))
+        weakref.finalize(storage, self._free, key, block)
+        return block
+
+    def resized(self, storage, nbytes, op="resize_"):
+        """FSDP frees a gathered parameter by resizing its storage to 0 and gathers it again into the same storage
+        (torch/distributed/fsdp/_fully_shard/_fsdp_param.py free_storage / alloc_storage): the old block is freed
+        and, for a size above 0, a new one allocated (a gathered parameter: weights)."""
+        old = self.live.get(storage._cdata)
+        if old is not None:
+            self._free(storage._cdata, old)
+        if nbytes > 0:
+            self._allocate(storage, nbytes, "weights", op)
+            self._check_peak(op)
+
+    def __enter__(self):
+        tracker, resize = self, torch.UntypedStorage.resize_
+
+        def tracked_resize(storage, nbytes):
+            out = resize(storage, nbytes)
+            tracker.resized(storage, nbytes)
+            return out
+
+        self._untracked_resize = resize
+        torch.UntypedStorage.resize_ = tracked_resize
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch.UntypedStorage.resize_ = self._untracked_resize
+        return super().__exit__(*exc)
 
     def mark(self, tensor, category):
         if isinstance(tensor, torch.Tensor):
@@ -103,18 +140,21 @@ class LiveBytes(TorchDispatchMode):
         self.ops += 1
         fresh = "logits_loss" if self.region == "head" and self.phase in ("forward", "backward") else "temporaries"
         flat, _ = tree_flatten(out)
-        for t in flat:
+        for t in map(local_tensor, flat):
             if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in self.live:
                 if t.dim() == 0 and self.phase == "optimizer" and self.optimizer_scalars_on_host:
                     continue
                 self.track(t, fresh, op=func.__name__)
+        self._check_peak(func.__name__)
+        return out
+
+    def _check_peak(self, op):
         if self.total_bytes > self.peak_bytes:
             self.peak_bytes = self.total_bytes
             self.peak_blocks = list(self.live.values())
             node = torch._C._current_autograd_node()
-            self.peak_where = {"phase": self.phase, "step": self.step, "op": func.__name__, "module": self.module,
+            self.peak_where = {"phase": self.phase, "step": self.step, "op": op, "module": self.module,
                                "autograd_node": node.name() if node is not None else "", "op_index": self.ops}
-        return out
 
     # -- results --------------------------------------------------------------------------------------------------
     def breakdown(self, blocks=None):

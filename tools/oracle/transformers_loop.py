@@ -201,8 +201,9 @@ def unpacked_positions():
         masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
 
 
-def run_case(case, config_path, steps=None):
-    """Runs `steps` training steps on fake tensors; returns the tracker."""
+def run_case(case, config_path, steps=None, shard=None):
+    """Runs `steps` training steps on fake tensors; returns the tracker. `shard(model)`, if given, wraps the model on
+    meta before its storage is made (fsdp2_loop.py)."""
     steps = steps or case.get("steps", 2)
     unpacked_positions()
     config = load_config(config_path, case)
@@ -213,6 +214,8 @@ def run_case(case, config_path, steps=None):
     amp = case["precision"] == "amp_bf16"
     tracker.optimizer_scalars_on_host = case["optimizer_impl"] != "fused"
     with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():
+        if shard is not None:
+            shard(model)
         model.to_empty(device="cpu")
         if getattr(config, "tie_word_embeddings", False):
             model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
@@ -253,6 +256,9 @@ def run_case(case, config_path, steps=None):
                 if case.get("release_outputs"):
                     outputs = None
                 tracker.phase, tracker.module = "optimizer", "optimizer"
+                for p in trainable:  # FSDP2 sets a shard's reduced gradient without the accumulate hook
+                    if p.grad is not None and tracker.block_of(p.grad) is not None:
+                        tracker.mark(p.grad, "gradients")
                 opt.step()
                 for state in opt.state.values():
                     for v in state.values():

@@ -47,7 +47,7 @@ def lazy(module, name):
 def main():
     import transformers_loop
     runners = {"transformers_loop": transformers_loop.run_case, "hf_trainer": lazy("hf_trainers", "run_hf_trainer"),
-               "trl": lazy("hf_trainers", "run_trl")}
+               "trl": lazy("hf_trainers", "run_trl"), "fsdp2_loop": lazy("fsdp2_loop", "run_fsdp2")}
     for line in sys.stdin:
         case = json.loads(line)
         start = time.time()
