@@ -197,9 +197,12 @@ class Searcher {
   // The groups below are those of one (tp, pp, cp, vpp, ep), by their keys (group_keys.h).
   // Speed bounds (negative: not computed yet).
   GroupSlots<BoundKey, double> bounds_{};
-  // The stage costs the bounds of each speed key rest on, by GPU kind (the largest micro-batch;
-  // shared by the sharding stages). Empty: not computed yet.
-  GroupSlots<SpeedKey, std::vector<StageCosts>> bound_costs_;
+  // By speed group: the stage costs its speed bounds rest on (the group's largest micro-batch,
+  // shared by the sharding stages), GPU-kind entries from bound_costs_[slot] (slot -1: none
+  // yet), and that micro-batch's index; the walk's step times at it read them too.
+  std::vector<std::int32_t> bound_slot_;
+  std::vector<std::uint32_t> bound_micro_batch_;
+  std::vector<StageCosts> bound_costs_;
   // Speed groups, and the stage costs of each group's micro-batches on each GPU kind, computed on
   // first use (the step times of its structures share them; kept only for up to
   // kMaxCachedStageCosts values).
@@ -313,7 +316,6 @@ class Searcher {
             const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(expert_ranks) : std::vector<std::int64_t>{1}, in_.space.ep);
             for (std::int64_t ep : eps) {
               bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
-              for (std::vector<StageCosts>& costs : bound_costs_) costs.clear();
               speed_groups_.fill(-1);
               activation_groups_.fill(-1);
               floor_groups_.fill(-1);
@@ -401,8 +403,7 @@ class Searcher {
       group_states_.emplace_back();
     }
     s.floor_group = static_cast<std::uint32_t>(group);
-    const SpeedKey speed_of = speed_key(s.layout, t);
-    std::int64_t& speed = speed_groups_[speed_of];
+    std::int64_t& speed = speed_groups_[speed_key(s.layout, t)];
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
     std::int64_t& acts = activation_groups_[activation_key(s.layout, t)];
@@ -413,18 +414,7 @@ class Searcher {
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
-        std::vector<StageCosts>& costs = bound_costs_[speed_of];
-        if (costs.empty()) {
-          const std::size_t mb = micro_batch_index(timed_.back());
-          for (std::size_t i = 0; i < clusters_.size(); ++i) {
-            costs.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
-            // The speed group's step times at this micro-batch read the same costs.
-            if (const auto [entry, known] = stage_entry(s.speed_group, mb, i); entry && !*known) {
-              *entry = costs.back();
-              *known = 1;
-            }
-          }
-        }
+        const StageCosts* costs = bound_costs_of(s, t);
         // The slowest kind sets the pace: the least of the kinds' bounds bounds it.
         bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0], &costs[0]);
         for (std::size_t i = 1; i < clusters_.size(); ++i) {
@@ -547,12 +537,32 @@ class Searcher {
   // The stage costs of a candidate on GPU kind `kind`, shared by its speed group (null: not
   // cached, when the space has too many micro-batch values).
   const StageCosts* stage_costs_of(const Structure& s, const Timed& c, std::size_t kind) {
-    const auto [costs, known] = stage_entry(s.speed_group, micro_batch_index(c), kind);
+    const std::size_t mb = micro_batch_index(c);
+    const auto [costs, known] = stage_entry(s.speed_group, mb, kind);
     if (costs && !*known) {
-      *costs = stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
+      const std::int32_t bounded = s.speed_group < bound_slot_.size() ? bound_slot_[s.speed_group] : -1;
+      *costs = bounded >= 0 && bound_micro_batch_[s.speed_group] == mb
+                   ? bound_costs_[static_cast<std::size_t>(bounded) * clusters_.size() + kind]
+                   : stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
       *known = 1;
     }
     return costs;
+  }
+
+  // The stage costs the speed bounds of structure `s` (its setup `t` at its largest micro-batch)
+  // rest on, one per GPU kind, computed once for its speed group.
+  const StageCosts* bound_costs_of(const Structure& s, const TrainingSetup& t) {
+    if (bound_slot_.size() <= s.speed_group) {
+      bound_slot_.resize(s.speed_group + 1, -1);
+      bound_micro_batch_.resize(s.speed_group + 1, 0);
+    }
+    std::int32_t& slot = bound_slot_[s.speed_group];
+    if (slot < 0) {
+      slot = static_cast<std::int32_t>(bound_costs_.size() / clusters_.size());
+      bound_micro_batch_[s.speed_group] = static_cast<std::uint32_t>(micro_batch_index(timed_.back()));
+      for (std::size_t i = 0; i < clusters_.size(); ++i) bound_costs_.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
+    }
+    return &bound_costs_[static_cast<std::size_t>(slot) * clusters_.size()];
   }
 
   // The cache entry of speed group `group` at micro-batch index `mb` on GPU kind `kind` and its
