@@ -1,7 +1,9 @@
 # Layering rules (README "Layout"), checked by grep so a violation fails ctest:
 # 1. nothing under src/ mentions Emscripten; 2. formula code never includes JSON (nlohmann or the
 # reader's Json alias); 3. the step-time model never includes the memory model (both read block/);
-# 4. wasm_bindings/ includes only the api facade; 5. nothing reads the sibling shared/ folder.
+# 4. wasm_bindings/ includes only the api facade; 5. nothing reads the sibling shared/ folder;
+# 6. the engines (ENGINES, CMakeLists.txt: built without exception cleanups in WASM) catch nothing
+# and turn no flagged size into an exception (src/common/units.h: the api does).
 file(GLOB_RECURSE core ${ROOT}/src/*.h ${ROOT}/src/*.cpp)
 foreach(f ${core})
   file(READ ${f} text)
@@ -42,4 +44,16 @@ foreach(f ${anything})
     message(FATAL_ERROR "the project must not read the sibling shared folder: ${f}")
   endif()
 endforeach()
+foreach(engine ${ENGINES})
+  file(GLOB_RECURSE sources ${ROOT}/src/${engine}/*)
+  foreach(f ${sources})
+    file(READ ${f} text)
+    if(text MATCHES "catch *\\(|throw_if_beyond_exact|throw_beyond_exact")
+      message(FATAL_ERROR "the engines throw nothing for data and catch nothing: ${f}")
+    endif()
+  endforeach()
+endforeach()
+if(NOT ENGINES)
+  message(FATAL_ERROR "no engine folders given (-DENGINES)")
+endif()
 message(STATUS "layering rules hold")

@@ -39,10 +39,15 @@ std::string fail(std::string_view code, const std::string& message, const std::s
   return env.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// A size past 2^53 that the engines flagged (units.h) and no narrower call site turned into its
+// error ends the request here, as the first one found.
 template <typename F>
 std::string guarded(F&& body) {
+  take_beyond_exact();
   try {
-    return ok(body());
+    Json result = body();
+    throw_if_beyond_exact();
+    return ok(std::move(result));
   } catch (const Error& e) {
     return fail(error_code_name(e.code()), e.what(), e.path());
   } catch (const std::bad_alloc&) {
@@ -94,6 +99,7 @@ Json reference_to_json(const EstimateRequest& r, reference::Accounting accountin
   reference::ReferenceResult x;
   try {
     x = reference::compute(accounting, reference::shape_of(r.model.arch, *r.model.inventory), reference_inputs(r));
+    throw_if_beyond_exact();
   } catch (const Error& e) {
     // The formulas name their own variables; point at the request field each comes from.
     static const std::pair<const char*, const char*> kFields[] = {
@@ -260,6 +266,7 @@ void add_unknown_ranges(const Json& request, const EstimateRequest& r, const Eva
     variant["training"]["framework_version"] = month_text(month);
     const EstimateRequest variant_request = read_estimate_request(variant);
     variants.push_back(evaluate(problem_of(variant_request), Detail::kMemory));
+    if (variants.back().beyond_exact) throw_beyond_exact(variants.back().beyond_exact);
     listed.push_back({{"framework_version", month_text(month)}, {"device_total_bytes", variants.back().peak().device_total_bytes}});
   }
   const RangeJudgement range = judge_range(ev, variants);
@@ -288,6 +295,7 @@ std::string estimate(std::string_view request_text) {
     const EstimateRequest r = read_estimate_request(request);
     return at_pointer("/training", [&] {
       const Evaluation ev = evaluate(problem_of(r));
+      if (ev.beyond_exact) throw_beyond_exact(ev.beyond_exact);
       Json result = estimate_result(r, ev);
       if (r.gpu_mix.empty()) add_unknown_ranges(request, r, ev, result);
       return result;

@@ -430,6 +430,7 @@ const ParsedPreset& parsed_preset(const presets::ModelPreset& p) {
     ParsedPreset entry;
     entry.arch = parse_hf_config_text(p.config_text);
     entry.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(entry.arch));
+    throw_if_beyond_exact();
     it = parsed.emplace(p.id, std::move(entry)).first;
   }
   return it->second;
@@ -461,6 +462,7 @@ void check_schema_version(const FieldReader& f) {
 ResolvedModel model_from_config(ModelArchitecture arch) {
   ResolvedModel r;
   r.inventory = std::make_shared<const TensorInventory>(build_tensor_inventory(arch));
+  throw_if_beyond_exact();
   r.id = arch.name;
   r.source = "config";
   r.arch = std::move(arch);

@@ -22,12 +22,14 @@
 
 namespace memfit::api {
 
-/// Runs `body`; an Error without a pointer (a derived quantity past 2^53, units.h) is raised again
-/// at `pointer`, the part of the request that quantity comes from.
+/// Runs `body`; an Error without a pointer (a derived quantity past 2^53, flagged by the engines:
+/// units.h) is raised at `pointer`, the part of the request that quantity comes from.
 template <typename F>
 auto at_pointer(const std::string& pointer, F&& body) -> decltype(body()) {
   try {
-    return body();
+    decltype(body()) result = body();
+    throw_if_beyond_exact();
+    return result;
   } catch (const Error& e) {
     if (!e.path().empty()) throw;
     throw Error(e.code(), pointer, e.what());

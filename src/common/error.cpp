@@ -25,8 +25,27 @@ std::string_view error_code_name(ErrorCode code) {
   return "internal";
 }
 
+namespace {
+// The calling thread's overflow flag (units.h): the first quantity past 2^53 since it was taken.
+thread_local const char* beyond_exact_what = nullptr;
+}  // namespace
+
+void note_beyond_exact(const char* what) noexcept {
+  if (beyond_exact_what == nullptr) beyond_exact_what = what;
+}
+
+const char* take_beyond_exact() noexcept {
+  const char* what = beyond_exact_what;
+  beyond_exact_what = nullptr;
+  return what;
+}
+
 void throw_beyond_exact(const char* what) {
   throw Error(ErrorCode::kOutOfRange, "", std::string(what) + " exceeds 2^53");
+}
+
+void throw_if_beyond_exact() {
+  if (const char* what = take_beyond_exact()) throw_beyond_exact(what);
 }
 
 }  // namespace memfit

@@ -49,7 +49,8 @@ FitReport assess_fit(const ModelArchitecture& arch, const TensorInventory& inv, 
   auto fits = [&](std::int64_t mb) {
     TrainingSetup probe = t;
     probe.micro_batch = mb;
-    const std::optional<PeakSummary> peak = try_estimate_peak(arch, inv, probe, layout, rt, nullptr);  // nullopt past 2^53
+    // Sizes past 2^53 do not fit.
+    const auto peak = unless_beyond_exact([&] { return estimate_peak(arch, inv, probe, layout, rt); });
     return peak && peak->device_total_bytes <= gpu.memory_total_bytes;
   };
   r.max_micro_batch = largest_fitting_micro_batch(fits, r.max_micro_batch_capped);

@@ -1,6 +1,4 @@
-// The rank kinds of a layout and what each holds (see timeline.h). Compiled without exception
-// cleanups in the WebAssembly build, like the layout rules it calls: nothing here throws but a
-// fatal allocation failure (docs/toolchain.md).
+// The rank kinds of a layout and what each holds (see timeline.h).
 #include <algorithm>
 
 #include "common/units.h"

@@ -998,52 +998,23 @@ std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64
   return add(total, nccl);
 }
 
-// The search's entry points catch the out_of_range error of the checked arithmetic here, in a
-// translation unit compiled with exception cleanups, and return nullopt instead.
-namespace {
-template <typename F>
-auto unless_beyond_exact(F&& f) -> std::optional<decltype(f())> {
-  try {
-    return f();
-  } catch (const Error& err) {
-    if (err.code() != ErrorCode::kOutOfRange) throw;
-    return std::nullopt;
-  }
-}
-}  // namespace
-
-std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
-                                             const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes,
-                                             std::int64_t* first_activation_bytes) {
-  return unless_beyond_exact([&]() -> std::optional<PeakSummary> {
-    bool within = true;
-    PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within, first_activation_bytes);
-    if (!within) return std::nullopt;
-    return p;
-  }).value_or(std::nullopt);
+std::optional<PeakSummary> estimate_peak_within(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
+                                                const std::vector<ModelStates>* states, std::int64_t oom_above_bytes,
+                                                std::int64_t* first_activation_bytes) {
+  bool within = true;
+  PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within, first_activation_bytes);
+  if (!within) return std::nullopt;
+  return p;
 }
 
-std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
-                                                             const TrainingSetup& t, const ParallelLayout& l,
-                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states,
-                                                             std::int64_t oom_above_bytes, std::int64_t* first_activation_bytes) {
-  return unless_beyond_exact([&]() -> std::optional<std::vector<RankPeak>> {
-    std::vector<RankPeak> out;
-    if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out, first_activation_bytes)) return std::nullopt;
-    return out;
-  }).value_or(std::nullopt);
-}
-
-std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                                              const TrainingSetup& t, const ParallelLayout& l,
-                                                              ModelStatesMemo* memo) {
-  return unless_beyond_exact([&] { return rank_model_states(arch, inv, t, l, memo); });
-}
-
-std::optional<std::int64_t> try_device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
-                                                         const ParallelLayout& l, const RuntimeProfile& rt) {
-  return unless_beyond_exact([&] { return device_total_floor_bytes(states, t, l, rt); });
+std::optional<std::vector<RankPeak>> estimate_rank_peaks_within(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                                const TrainingSetup& t, const ParallelLayout& l,
+                                                                const RuntimeProfile& rt, const std::vector<ModelStates>* states,
+                                                                std::int64_t oom_above_bytes, std::int64_t* first_activation_bytes) {
+  std::vector<RankPeak> out;
+  if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out, first_activation_bytes)) return std::nullopt;
+  return out;
 }
 
 }  // namespace memfit

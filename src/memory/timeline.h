@@ -224,24 +224,21 @@ std::vector<ModelStates> rank_model_states(const ModelArchitecture& arch, const 
                                            const TrainingSetup& t, const ParallelLayout& l,
                                            ModelStatesMemo* memo = nullptr);
 
-/// The search's entry points: the same results, with sizes past the 2^53 bound returned as
-/// nullopt (the search reads them as out of memory) instead of the out_of_range error, so that
-/// no exception crosses the search's frames (WebAssembly builds compile the search without
-/// exception cleanups: docs/toolchain.md). Other errors still throw.
-/// With `oom_above_bytes`, also nullopt as soon as one rank kind's forward floor (its replay's
-/// end of forward less that moment's transients: model states, the step's gradients and
-/// buffers, every activation saved for the backward) passes that device total: the layout is
+/// The search's and the fit probe's replays: nullopt as soon as one rank kind's forward floor (its
+/// replay's end of forward less that moment's transients: model states, the step's gradients and
+/// buffers, every activation saved for the backward) passes `oom_above_bytes`: the layout is
 /// out of memory on any GPU of that size, and its remaining replays are skipped (the search's
-/// fastest-first walk; the nullopt carries no size).
+/// fastest-first walk; the nullopt carries no size). Sizes past 2^53 are flagged as everywhere
+/// (units.h): callers that read them as out of memory wrap the call in unless_beyond_exact.
 inline constexpr std::int64_t kNoMemoryLimit = std::numeric_limits<std::int64_t>::max();
 /// `first_activation_bytes`, when given, receives what the first rank kind's forward floor holds
 /// beyond its model states and buffers (set once that kind's replay is built, even when the
 /// estimate is then cut): the activations its forward saves, this micro-batch's and those in
 /// flight, and the pipeline send/receive buffers. They depend on neither sharding nor offload.
-std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, const TensorInventory& inv,
-                                             const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
-                                             const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit,
-                                             std::int64_t* first_activation_bytes = nullptr);
+std::optional<PeakSummary> estimate_peak_within(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
+                                                const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit,
+                                                std::int64_t* first_activation_bytes = nullptr);
 /// A lower bound on the first rank kind's forward floor (device total) with no replay: its
 /// weights and optimizer states (live at the floor), those activations, its paged states, the
 /// cuBLAS workspace, the CUDA context and the NCCL buffers (the floor adds the step's gradients,
@@ -250,17 +247,14 @@ std::optional<PeakSummary> try_estimate_peak(const ModelArchitecture& arch, cons
 /// Saturates instead of throwing.
 std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64_t first_activation_bytes,
                                        const ParallelLayout& l, const RuntimeProfile& rt) noexcept;
-std::optional<std::vector<RankPeak>> try_estimate_rank_peaks(const ModelArchitecture& arch, const TensorInventory& inv,
-                                                             const TrainingSetup& t, const ParallelLayout& l,
-                                                             const RuntimeProfile& rt, const std::vector<ModelStates>* states,
-                                                             std::int64_t oom_above_bytes = kNoMemoryLimit,
-                                                             std::int64_t* first_activation_bytes = nullptr);
+std::optional<std::vector<RankPeak>> estimate_rank_peaks_within(const ModelArchitecture& arch, const TensorInventory& inv,
+                                                                const TrainingSetup& t, const ParallelLayout& l,
+                                                                const RuntimeProfile& rt, const std::vector<ModelStates>* states,
+                                                                std::int64_t oom_above_bytes = kNoMemoryLimit,
+                                                                std::int64_t* first_activation_bytes = nullptr);
 /// The largest forward floor of `l`'s rank kinds (device total), never above estimate_peak's.
 std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                               const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});
-std::optional<std::vector<ModelStates>> try_rank_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
-                                                              const TrainingSetup& t, const ParallelLayout& l,
-                                                              ModelStatesMemo* memo = nullptr);
 
 /// A lower bound on the device total of the most-loaded rank of `l`, whatever the micro-batch
 /// and the activations: the steady step's optimizer moment holds every rank's weights,
@@ -273,8 +267,5 @@ std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const Tenso
 /// The same floor from the layout's rank_model_states.
 std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
                                       const ParallelLayout& l, const RuntimeProfile& rt = {});
-/// The same, nullopt past the 2^53 bound (the search's entry point, as try_estimate_peak).
-std::optional<std::int64_t> try_device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
-                                                         const ParallelLayout& l, const RuntimeProfile& rt);
 
 }  // namespace memfit

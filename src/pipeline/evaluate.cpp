@@ -7,6 +7,51 @@
 
 namespace memfit {
 
+std::vector<ClusterSpec> clusters_by_gpu_kind(const ClusterSpec& cluster, const std::vector<GpuGroup>& gpu_mix) {
+  if (gpu_mix.empty()) return {cluster};
+  std::vector<ClusterSpec> kinds(gpu_mix.size(), cluster);
+  for (std::size_t i = 0; i < gpu_mix.size(); ++i) kinds[i].gpu = gpu_mix[i].gpu;
+  return kinds;
+}
+
+std::optional<PeakVerdict> judge_peaks(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                                       const ParallelLayout& l, const RuntimeProfile& rt, const ClusterSpec& cluster,
+                                       const std::vector<GpuGroup>& gpu_mix, const ReplayHints& hints) {
+  PeakVerdict v;
+  if (gpu_mix.empty()) {
+    std::optional<PeakSummary> peak = unless_beyond_exact([&] {
+      return estimate_peak_within(arch, inv, t, l, rt, hints.states, hints.oom_above_bytes, hints.first_activation_bytes);
+    }).value_or(std::nullopt);
+    if (!peak) return std::nullopt;
+    const std::int64_t memory = cluster.gpu.memory_total_bytes;
+    v.verdict = verdict_for(peak->device_total_bytes, memory);
+    v.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
+    v.peak = std::move(*peak);
+    return v;
+  }
+  const std::optional<std::vector<RankPeak>> kinds = unless_beyond_exact([&] {
+    return estimate_rank_peaks_within(arch, inv, t, l, rt, hints.states, hints.oom_above_bytes, hints.first_activation_bytes);
+  }).value_or(std::nullopt);
+  if (!kinds) return std::nullopt;
+  // The headline is the most-loaded kind, as on one kind of GPU.
+  std::size_t top = 0;
+  for (std::size_t k = 1; k < kinds->size(); ++k) {
+    if ((*kinds)[k].device_total_bytes > (*kinds)[top].device_total_bytes) top = k;
+  }
+  const RankPeak& most = (*kinds)[top];
+  v.peak = PeakSummary{most.peak_allocated_bytes, most.peak_reserved_bytes, most.device_total_bytes, top, most.rank_kind};
+  // Every stage on its own block of GPUs, placed by memory.
+  MixedFit fit = place_stages(*kinds, l, cluster.gpus, gpu_mix);
+  v.verdict = fit.verdict;
+  v.usage_fraction = fit.usage_fraction;
+  v.placement = std::move(fit.kinds);
+  return v;
+}
+
+HostFit node_host_fit(std::int64_t most_host_bytes_per_rank, const ClusterSpec& cluster) {
+  return host_fit(most_host_bytes_per_rank, cluster.gpus, cluster.gpus_per_node, cluster.host_memory_bytes_per_node);
+}
+
 namespace {
 
 // Every stage of the layout on its own GPUs, placed by memory.
@@ -19,38 +64,27 @@ MixedFit place(const Problem& p, const DistributedEstimate& d) {
   return place_stages(kinds, d.layout, p.cluster.gpus, p.gpu_mix);
 }
 
-// The verdict and largest micro-batch of a mixed cluster, as assess_fit gives them for one kind of GPU.
-FitReport mixed_fit(const Problem& p, const DistributedEstimate& d, const MixedFit& placed, const RuntimeProfile& rt) {
-  FitReport fit;
-  fit.verdict = placed.verdict;
-  fit.usage_fraction = placed.usage_fraction;
-  if (!p.search_max_micro_batch) return fit;
+// The largest micro-batch whose peaks fit the cluster (one GPU kind or the mixed placement).
+void probe_max_micro_batch(const Problem& p, const DistributedEstimate& d, const RuntimeProfile& rt, FitReport& fit) {
   TrainingSetup probe = p.training;
   fit.max_micro_batch = largest_fitting_micro_batch(
       [&](std::int64_t mb) {
         probe.micro_batch = mb;
-        const auto kinds = try_estimate_rank_peaks(*p.arch, *p.inv, probe, d.layout, rt, nullptr);
-        if (!kinds) return false;  // sizes past the 2^53 bound
-        return place_stages(*kinds, d.layout, p.cluster.gpus, p.gpu_mix).verdict != Verdict::kOom;
+        const std::optional<PeakVerdict> v = judge_peaks(*p.arch, *p.inv, probe, d.layout, rt, p.cluster, p.gpu_mix);
+        return v && v->verdict != Verdict::kOom;
       },
       fit.max_micro_batch_capped);
-  return fit;
 }
 
 // Every rank waits for the slowest kind of GPU: the longest step time of the cluster's kinds.
 void add_step_time(const Problem& p, Evaluation& ev) {
   const PerfBasis basis = build_perf_basis(*p.arch, *p.inv, ev.distributed.setup);
-  ev.step_cluster = p.cluster;
-  ev.step = estimate_step_time(basis, ev.distributed.setup, ev.distributed.layout, ev.step_cluster, ev.perf_constants);
-  for (std::size_t i = 1; i < p.gpu_mix.size(); ++i) {
-    ClusterSpec other = p.cluster;
-    other.gpu = p.gpu_mix[i].gpu;
-    const StepTime st = estimate_step_time(basis, ev.distributed.setup, ev.distributed.layout, other, ev.perf_constants);
-    if (st.tokens_per_s < ev.step.tokens_per_s) {
-      ev.step = st;
-      ev.step_cluster = other;
-    }
-  }
+  const std::vector<ClusterSpec> kinds = clusters_by_gpu_kind(p.cluster, p.gpu_mix);
+  auto [step, slowest] = slowest_step_time(kinds.size(), [&](std::size_t i) {
+    return estimate_step_time(basis, ev.distributed.setup, ev.distributed.layout, kinds[i], ev.perf_constants);
+  });
+  ev.step = std::move(step);
+  ev.step_cluster = kinds[slowest];
 }
 
 // The most-used stage of a mixed placement (the one compared with its GPUs' memory).
@@ -69,26 +103,28 @@ Evaluation evaluate(const Problem& p, Detail detail) {
   ev.runtime = runtime_for(p.cluster.gpu);
   ev.step_cluster = p.cluster;
   ev.distributed = estimate_distributed(*p.arch, *p.inv, p.training, p.parallel, ev.runtime);
+  ev.beyond_exact = take_beyond_exact();
+  if (ev.beyond_exact) return ev;
   const DistributedEstimate& d = ev.distributed;
   const bool max_micro_batch = p.search_max_micro_batch && detail == Detail::kFull;
   if (!p.gpu_mix.empty()) {
     ev.placement = place(p, d);
-    Problem probe = p;
-    probe.search_max_micro_batch = max_micro_batch;
-    ev.fit = mixed_fit(probe, d, *ev.placement, ev.runtime);
+    ev.fit.verdict = ev.placement->verdict;
+    ev.fit.usage_fraction = ev.placement->usage_fraction;
     ev.compared_bytes = most_used_stage(*ev.placement).device_total_bytes;
     ev.gpu_memory_bytes = most_used_stage(*ev.placement).gpu_memory_bytes;
   } else {
     ev.fit = assess_fit(*p.arch, *p.inv, p.training, p.parallel, p.cluster.gpu, ev.peak().device_total_bytes, ev.runtime,
-                        max_micro_batch);
+                        false);
     ev.compared_bytes = ev.peak().device_total_bytes;
     ev.gpu_memory_bytes = p.cluster.gpu.memory_total_bytes;
   }
+  if (max_micro_batch) probe_max_micro_batch(p, d, ev.runtime, ev.fit);
   ev.layer_model_states_bytes = block_model_states_bytes(*p.arch, *p.inv, d.setup, d.ranks[d.peak_rank].context.shard);
   // Offload: host memory of one node (its GPUs' shards, the most any rank kind offloads as the bound).
   std::int64_t host_per_rank = 0;
   for (const RankEstimate& k : d.ranks) host_per_rank = std::max(host_per_rank, k.estimate.states.host_bytes);
-  ev.host = host_fit(host_per_rank, p.cluster.gpus, p.cluster.gpus_per_node, p.cluster.host_memory_bytes_per_node);
+  ev.host = node_host_fit(host_per_rank, p.cluster);
   if (detail == Detail::kMemory) return ev;
   add_step_time(p, ev);
   ev.capability_rule = capability_rule(framework_capabilities(p.framework, p.framework_yyyymm), d.layout, d.setup,

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "hardware/gpu_spec.h"
@@ -34,6 +35,8 @@ struct Problem {
 enum class Detail { kMemory, kFull };
 
 struct Evaluation {
+  /// A size past 2^53 (units.h): the quantity named, and nothing below is meaningful.
+  const char* beyond_exact = nullptr;
   RuntimeProfile runtime;
   DistributedEstimate distributed;
   FitReport fit;                        // the GPU verdict (the mixed placement's with gpu_mix)
@@ -55,6 +58,51 @@ struct Evaluation {
 };
 
 Evaluation evaluate(const Problem& p, Detail detail = Detail::kFull);
+
+// The steps of an evaluation the search runs per candidate with its own shortcuts (shared model
+// states, stage costs, a cut at the GPU's memory): one path for both.
+
+/// The cluster as each of its GPU kinds: `cluster` alone, or one copy per group of `gpu_mix`.
+std::vector<ClusterSpec> clusters_by_gpu_kind(const ClusterSpec& cluster, const std::vector<GpuGroup>& gpu_mix);
+
+/// Every rank waits for the slowest kind of GPU: the step time of kind 0 ... kinds - 1 (`time(i)`)
+/// with the fewest tokens/s (the first such), and its kind.
+template <typename TimeOfKind>
+std::pair<StepTime, std::size_t> slowest_step_time(std::size_t kinds, TimeOfKind&& time) {
+  std::pair<StepTime, std::size_t> slowest{time(std::size_t{0}), 0};
+  for (std::size_t i = 1; i < kinds; ++i) {
+    StepTime st = time(i);
+    if (st.tokens_per_s < slowest.first.tokens_per_s) slowest = {std::move(st), i};
+  }
+  return slowest;
+}
+
+/// Shortcuts a caller may hand the memory replay (the search's): the layout's model states
+/// (rank_model_states), a device total past which a rank kind's forward floor ends the estimate
+/// (estimate_peak_within), and where the first rank kind's forward activations go.
+struct ReplayHints {
+  const std::vector<ModelStates>* states = nullptr;
+  std::int64_t oom_above_bytes = kNoMemoryLimit;
+  std::int64_t* first_activation_bytes = nullptr;
+};
+
+/// What a layout's peaks say on the cluster: the most-loaded rank kind's peaks and their verdict
+/// on its GPU, or with a GPU mix every stage placed by memory (the verdict the worst stage's).
+struct PeakVerdict {
+  PeakSummary peak;
+  Verdict verdict = Verdict::kOom;
+  double usage_fraction = 0;
+  std::vector<StagePlacement> placement;  // with a GPU mix
+};
+/// The peaks of `t` on `l` and their verdict on `cluster` / `gpu_mix`: the estimate's
+/// largest-micro-batch probe and each search candidate. nullopt: cut by the hints' limit, or a
+/// size past 2^53 (out of memory either way).
+std::optional<PeakVerdict> judge_peaks(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
+                                       const ParallelLayout& l, const RuntimeProfile& rt, const ClusterSpec& cluster,
+                                       const std::vector<GpuGroup>& gpu_mix, const ReplayHints& hints = {});
+
+/// The host memory of one node against the most any rank kind offloads (ModelStates::host_bytes).
+HostFit node_host_fit(std::int64_t most_host_bytes_per_rank, const ClusterSpec& cluster);
 
 /// One counter over the dated behaviours of a setting the request leaves unknown.
 struct ByteRange {

@@ -57,6 +57,7 @@ double times_python_max(std::int64_t params, std::int64_t int_factor, double flo
 
 // gpu_mem is the sum of the terms; cpu_mem is truncated by int().
 ReferenceResult finish(ReferenceResult r, double cpu_mem) {
+  throw_if_beyond_exact();  // a product above past 2^53 (units.h)
   r.cpu_bytes = detail::truncate_bytes(cpu_mem, "cpu bytes");
   for (const Term& term : r.terms) r.model_states_bytes += term.bytes;
   r.total_bytes = r.model_states_bytes;

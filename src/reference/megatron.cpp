@@ -50,6 +50,7 @@ ReferenceResult finish(ReferenceResult r, std::int64_t states, std::int64_t acti
   r.model_states_bytes = states;
   r.activations_bytes = activations;
   r.total_bytes = checked_add(states, activations, "total bytes");
+  throw_if_beyond_exact();  // units.h
   return r;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "pipeline/evaluate.h"
 #include "search/group_keys.h"
 
 namespace memfit {
@@ -122,17 +123,12 @@ struct WalkEntry {
 class Searcher {
  public:
   explicit Searcher(const SearchInput& in)
-      : in_(in), basis_(build_perf_basis(*in.arch, *in.inv, in.training)), scratch_(in.training) {
+      : in_(in),
+        basis_(build_perf_basis(*in.arch, *in.inv, in.training)),
+        clusters_(clusters_by_gpu_kind(in.cluster, in.gpu_mix)),
+        scratch_(in.training) {
     // One view of the cluster per GPU kind (a single one unless the cluster mixes kinds), each
     // with its matmul efficiency looked up once rather than in every step time.
-    if (in.gpu_mix.empty()) {
-      clusters_.push_back(in.cluster);
-    } else {
-      for (const GpuGroup& g : in.gpu_mix) {
-        clusters_.push_back(in.cluster);
-        clusters_.back().gpu = g.gpu;
-      }
-    }
     for (const ClusterSpec& c : clusters_) perfs_.push_back(resolved_for(in.perf, c.gpu));
   }
 
@@ -184,8 +180,9 @@ class Searcher {
   TrainingSetup scratch_;  // see scratch_setup
   SearchResult r_;
   std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key
-  const char* last_reject_code_ = nullptr;  // the rule reject() counted last, and its entry
-  std::map<std::string, std::int64_t, std::less<>>::iterator last_reject_;
+  // The rules reject() has counted, by the address of their code's literal, with their counters
+  // in rejected_ (map nodes stay put).
+  std::vector<std::pair<const char*, std::int64_t*>> reject_counters_;
   std::vector<Structure> structures_;
   std::vector<std::uint32_t> structure_family_;  // structures_[i].family, packed
   std::vector<Timed> timed_;
@@ -200,9 +197,12 @@ class Searcher {
   // The groups below are those of one (tp, pp, cp, vpp, ep), by their keys (group_keys.h).
   // Speed bounds (negative: not computed yet).
   GroupSlots<BoundKey, double> bounds_{};
-  // The stage costs the bounds of each speed key rest on, by GPU kind (the largest micro-batch;
-  // shared by the sharding stages). Empty: not computed yet.
-  GroupSlots<SpeedKey, std::vector<StageCosts>> bound_costs_;
+  // By speed group: the stage costs its speed bounds rest on (the group's largest micro-batch,
+  // shared by the sharding stages), GPU-kind entries from bound_costs_[slot] (slot -1: none
+  // yet), and that micro-batch's index; the walk's step times at it read them too.
+  std::vector<std::int32_t> bound_slot_;
+  std::vector<std::uint32_t> bound_micro_batch_;
+  std::vector<StageCosts> bound_costs_;
   // Speed groups, and the stage costs of each group's micro-batches on each GPU kind, computed on
   // first use (the step times of its structures share them; kept only for up to
   // kMaxCachedStageCosts values).
@@ -214,7 +214,7 @@ class Searcher {
   std::vector<std::int64_t> activation_bytes_;
   static constexpr std::size_t kMaxCachedStageCosts = 16;
   std::size_t speed_group_count_ = 0;
-  std::vector<std::int64_t> stage_slot_;       // by speed group: its first cache entry, or -1
+  std::vector<std::int64_t> stage_slot_;       // by speed group: its first cache entry, or -1 (or absent)
   std::vector<StageCosts> stage_cache_;        // n_mb x GPU kinds entries per slot
   std::vector<std::uint8_t> stage_known_;
   // Device-total floors by floor group (-1: not computed yet); the group of the structures
@@ -229,7 +229,9 @@ class Searcher {
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
 
-  // Family of a layout, looked up by the few facts its name depends on.
+  // Family of a layout, looked up by the few facts its name depends on: the sharding stage in bits
+  // 0-1 and the offload in bits 8-10 (a value added to either enum must widen its field).
+  static_assert(kShardingStages <= 4 && kOffloadModes <= 8, "family_of's bit fields alias");
   std::size_t family_of(const ParallelLayout& l, Offload off) {
     const std::int64_t code = static_cast<std::int64_t>(l.sharding) | (l.dp * l.cp > 1) << 2 | (l.tp > 1) << 3 |
                               l.sequence_parallel << 4 | (l.pp > 1) << 5 | (l.cp > 1) << 6 | (l.ep > 1) << 7 |
@@ -254,14 +256,22 @@ class Searcher {
     return families_.size() - 1;
   }
 
-  // `code` is a rule's string literal: consecutive rejections by the same rule reuse its entry.
+  // `code` is a rule's string literal: a rule counted before is found by its address.
   void reject(const char* code, std::int64_t n) {
-    if (code != last_reject_code_) {
-      last_reject_ = rejected_.find(std::string_view(code));
-      if (last_reject_ == rejected_.end()) last_reject_ = rejected_.emplace(code, 0).first;
-      last_reject_code_ = code;
+    std::int64_t* counter = nullptr;
+    for (const auto& [known, count] : reject_counters_) {
+      if (known == code) {
+        counter = count;
+        break;
+      }
     }
-    last_reject_->second += n;
+    if (!counter) {
+      auto it = rejected_.find(std::string_view(code));
+      if (it == rejected_.end()) it = rejected_.emplace(code, 0).first;
+      counter = &it->second;
+      reject_counters_.emplace_back(code, counter);
+    }
+    *counter += n;
     r_.enumerated += n;
   }
 
@@ -306,7 +316,6 @@ class Searcher {
             const std::vector<std::int64_t> eps = allowed(a.is_moe() ? divisors(expert_ranks) : std::vector<std::int64_t>{1}, in_.space.ep);
             for (std::int64_t ep : eps) {
               bounds_.fill(-1);  // the speed bounds of this (tp, pp, cp, vpp, ep)
-              for (std::vector<StageCosts>& costs : bound_costs_) costs.clear();
               speed_groups_.fill(-1);
               activation_groups_.fill(-1);
               floor_groups_.fill(-1);
@@ -394,8 +403,7 @@ class Searcher {
       group_states_.emplace_back();
     }
     s.floor_group = static_cast<std::uint32_t>(group);
-    const SpeedKey speed_of = speed_key(s.layout, t);
-    std::int64_t& speed = speed_groups_[speed_of];
+    std::int64_t& speed = speed_groups_[speed_key(s.layout, t)];
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
     std::int64_t& acts = activation_groups_[activation_key(s.layout, t)];
@@ -406,10 +414,7 @@ class Searcher {
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
-        std::vector<StageCosts>& costs = bound_costs_[speed_of];
-        if (costs.empty()) {
-          for (std::size_t i = 0; i < clusters_.size(); ++i) costs.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
-        }
+        const StageCosts* costs = bound_costs_of(s, t);
         // The slowest kind sets the pace: the least of the kinds' bounds bounds it.
         bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0], &costs[0]);
         for (std::size_t i = 1; i < clusters_.size(); ++i) {
@@ -458,7 +463,7 @@ class Searcher {
     // the estimate would reach, with no size, as its cut at the forward floor gives.
     std::int64_t* acts = known_activations(s, c);
     const std::vector<ModelStates>* states = acts && *acts >= 0 ? states_of(s) : nullptr;
-    std::optional<Assessed> a;
+    std::optional<PeakVerdict> a;
     if (states && forward_floor_lower_bound(states->front(), *acts, s.layout, in_.runtime) > largest_memory(s)) {
       ++r_.settled_by_activations;
     } else {
@@ -495,53 +500,18 @@ class Searcher {
     return cand;
   }
 
-  // What one memory estimate says of a candidate: the most-loaded rank kind's peaks and, on a
-  // mixed cluster, where the stages of each kind run. nullopt: sizes past the 2^53 bound (out of
-  // memory).
-  struct Assessed {
-    PeakSummary peak;
-    Verdict verdict = Verdict::kOom;
-    double usage_fraction = 0;
-    std::vector<StagePlacement> placement;
-  };
-  // `first_activations`: receives the first rank kind's forward-floor activations.
-  std::optional<Assessed> assess(const Structure& s, const TrainingSetup& t, std::int64_t* first_activations = nullptr) {
+  // `first_activations`: receives the first rank kind's forward-floor activations. The fastest-first
+  // walk needs no size of a layout that does not fit: a rank kind whose forward floor passes the
+  // most memory a rank can have ends the estimate there (the verdict is the same).
+  std::optional<PeakVerdict> assess(const Structure& s, const TrainingSetup& t, std::int64_t* first_activations = nullptr) {
     const std::vector<ModelStates>* states = states_of(s);
     if (!states) return std::nullopt;
-    Assessed a;
-    if (in_.gpu_mix.empty()) {
-      // The fastest-first walk needs no size of a layout that does not fit: a rank kind whose
-      // forward floor passes the GPU ends the estimate there (the verdict is the same).
-      const std::int64_t memory = in_.cluster.gpu.memory_total_bytes;
-      std::optional<PeakSummary> peak = try_estimate_peak(*in_.arch, *in_.inv, t, s.layout, in_.runtime, states,
-                                                          cut_at_floor_ ? memory : kNoMemoryLimit, first_activations);
-      if (!peak) return std::nullopt;
-      a.verdict = verdict_for(peak->device_total_bytes, memory);
-      a.usage_fraction = static_cast<double>(peak->device_total_bytes) / static_cast<double>(memory);
-      a.peak = std::move(*peak);
-      return a;
-    }
-    // Past the largest GPU of the mix, a rank kind fits no block.
-    const std::optional<std::vector<RankPeak>> kinds = try_estimate_rank_peaks(
-        *in_.arch, *in_.inv, t, s.layout, in_.runtime, states, cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit, first_activations);
-    if (!kinds) return std::nullopt;
-    // The headline is the most-loaded kind, as on one kind of GPU.
-    std::size_t top = 0;
-    for (std::size_t k = 1; k < kinds->size(); ++k) {
-      if ((*kinds)[k].device_total_bytes > (*kinds)[top].device_total_bytes) top = k;
-    }
-    a.peak = PeakSummary{(*kinds)[top].peak_allocated_bytes, (*kinds)[top].peak_reserved_bytes, (*kinds)[top].device_total_bytes,
-                         top, (*kinds)[top].rank_kind};
-    // Every stage on its own block of GPUs, placed by memory.
-    MixedFit fit = place_stages(*kinds, s.layout, in_.cluster.gpus, in_.gpu_mix);
-    a.verdict = fit.verdict;
-    a.usage_fraction = fit.usage_fraction;
-    a.placement = std::move(fit.kinds);
-    return a;
+    const ReplayHints hints{states, cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit, first_activations};
+    return judge_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, in_.cluster, in_.gpu_mix, hints);
   }
 
   // Memory estimates of the fastest-first walk stop at a rank kind's forward floor past the
-  // GPU (try_estimate_peak's limit): such a candidate is out of memory with no size, so it
+  // GPU (estimate_peak_within's limit): such a candidate is out of memory with no size, so it
   // neither records the structure's least bytes nor stands as its family's closest layout;
   // settle_closest, which needs sizes, estimates in full.
   bool cut_at_floor_ = false;
@@ -559,32 +529,56 @@ class Searcher {
   StepTime step_time(const Timed& c) {
     const Structure& s = structures_[c.structure];
     const TrainingSetup& t = scratch_setup(c);
-    StepTime slowest = estimate_step_time(basis_, t, s.layout, clusters_[0], perfs_[0], stage_costs_of(s, c, 0));
-    for (std::size_t i = 1; i < clusters_.size(); ++i) {
-      StepTime st = estimate_step_time(basis_, t, s.layout, clusters_[i], perfs_[i], stage_costs_of(s, c, i));
-      if (st.tokens_per_s < slowest.tokens_per_s) slowest = st;
-    }
-    return slowest;
+    return slowest_step_time(clusters_.size(), [&](std::size_t i) {
+      return estimate_step_time(basis_, t, s.layout, clusters_[i], perfs_[i], stage_costs_of(s, c, i));
+    }).first;
   }
 
   // The stage costs of a candidate on GPU kind `kind`, shared by its speed group (null: not
   // cached, when the space has too many micro-batch values).
   const StageCosts* stage_costs_of(const Structure& s, const Timed& c, std::size_t kind) {
+    const std::size_t mb = micro_batch_index(c);
+    const auto [costs, known] = stage_entry(s.speed_group, mb, kind);
+    if (costs && !*known) {
+      const std::int32_t bounded = s.speed_group < bound_slot_.size() ? bound_slot_[s.speed_group] : -1;
+      *costs = bounded >= 0 && bound_micro_batch_[s.speed_group] == mb
+                   ? bound_costs_[static_cast<std::size_t>(bounded) * clusters_.size() + kind]
+                   : stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
+      *known = 1;
+    }
+    return costs;
+  }
+
+  // The stage costs the speed bounds of structure `s` (its setup `t` at its largest micro-batch)
+  // rest on, one per GPU kind, computed once for its speed group.
+  const StageCosts* bound_costs_of(const Structure& s, const TrainingSetup& t) {
+    if (bound_slot_.size() <= s.speed_group) {
+      bound_slot_.resize(s.speed_group + 1, -1);
+      bound_micro_batch_.resize(s.speed_group + 1, 0);
+    }
+    std::int32_t& slot = bound_slot_[s.speed_group];
+    if (slot < 0) {
+      slot = static_cast<std::int32_t>(bound_costs_.size() / clusters_.size());
+      bound_micro_batch_[s.speed_group] = static_cast<std::uint32_t>(micro_batch_index(timed_.back()));
+      for (std::size_t i = 0; i < clusters_.size(); ++i) bound_costs_.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
+    }
+    return &bound_costs_[static_cast<std::size_t>(slot) * clusters_.size()];
+  }
+
+  // The cache entry of speed group `group` at micro-batch index `mb` on GPU kind `kind` and its
+  // known flag; null when the space has more micro-batch values than the cache keeps.
+  std::pair<StageCosts*, std::uint8_t*> stage_entry(std::uint32_t group, std::size_t mb, std::size_t kind) {
     const std::size_t per_slot = micro_batches_.size() * clusters_.size();
-    if (per_slot > kMaxCachedStageCosts) return nullptr;
-    if (stage_slot_.empty()) stage_slot_.assign(speed_group_count_, -1);
-    std::int64_t& slot = stage_slot_[s.speed_group];
+    if (per_slot > kMaxCachedStageCosts) return {nullptr, nullptr};
+    if (stage_slot_.size() <= group) stage_slot_.resize(group + 1, -1);
+    std::int64_t& slot = stage_slot_[group];
     if (slot < 0) {
       slot = static_cast<std::int64_t>(stage_cache_.size());
       stage_cache_.resize(stage_cache_.size() + per_slot);
       stage_known_.resize(stage_known_.size() + per_slot, 0);
     }
-    const std::size_t at = static_cast<std::size_t>(slot) + micro_batch_index(c) * clusters_.size() + kind;
-    if (!stage_known_[at]) {
-      stage_cache_[at] = stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
-      stage_known_[at] = 1;
-    }
-    return &stage_cache_[at];
+    const std::size_t at = static_cast<std::size_t>(slot) + mb * clusters_.size() + kind;
+    return {&stage_cache_[at], &stage_known_[at]};
   }
 
   // The model states of the structure's floor group, computed on first use; null past the 2^53
@@ -592,7 +586,8 @@ class Searcher {
   const std::vector<ModelStates>* states_of(const Structure& s) {
     auto& [known, states] = group_states_[s.floor_group];
     if (!known) {
-      states = try_rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout, &states_memo_);
+      states = unless_beyond_exact(
+          [&] { return rank_model_states(*in_.arch, *in_.inv, scratch_setup(timed_[s.first]), s.layout, &states_memo_); });
       known = true;
     }
     return states ? &*states : nullptr;
@@ -606,7 +601,8 @@ class Searcher {
     if (floor < 0) {
       const std::vector<ModelStates>* states = states_of(s);
       const std::optional<std::int64_t> f =
-          states ? try_device_total_floor_bytes(*states, scratch_setup(timed_[s.first]), s.layout, in_.runtime) : std::nullopt;
+          states ? unless_beyond_exact([&] { return device_total_floor_bytes(*states, scratch_setup(timed_[s.first]), s.layout, in_.runtime); })
+                 : std::nullopt;
       floor = f ? *f : std::numeric_limits<std::int64_t>::max();
     }
     return floor;
@@ -622,7 +618,7 @@ class Searcher {
       }
     }
     if (per_rank == 0) return HostFit{0, in_.cluster.host_memory_bytes_per_node, false};
-    return host_fit(per_rank, in_.cluster.gpus, in_.cluster.gpus_per_node, in_.cluster.host_memory_bytes_per_node);
+    return node_host_fit(per_rank, in_.cluster);
   }
 
   // Persistent state alone past the GPU's memory, or offloaded states past the host's, settles
@@ -877,7 +873,7 @@ class Searcher {
             [&](std::int64_t mb) {
               if (mb <= c.setup.micro_batch) return true;
               probe.micro_batch = mb;
-              const std::optional<Assessed> a = assess(s, probe);
+              const std::optional<PeakVerdict> a = assess(s, probe);
               return a && a->verdict != Verdict::kOom;
             },
             m.max_micro_batch_capped);
@@ -954,8 +950,8 @@ SearchResult run_search(const SearchInput& in) {
   if (in.top < 1 || in.top > kMaxSearchTop) {
     throw Error(ErrorCode::kOutOfRange, "/search/top", "top must be 1 … " + std::to_string(kMaxSearchTop));
   }
-  // The search's frames hold no exception cleanups in WebAssembly builds (docs/toolchain.md):
-  // the candidate bound is thrown here, with nothing left to destroy.
+  // The engines hold no exception cleanups in WebAssembly builds (docs/toolchain.md): the
+  // candidate bound is a status of the search, thrown here with nothing left to destroy.
   std::optional<SearchResult> r = Searcher(in).run();
   if (!r) throw Error(ErrorCode::kOutOfRange, "/search", candidate_bound_message(in.max_candidates));
   if (r->top.empty() && in.suggest) add_suggestions(in, *r);

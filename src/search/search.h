@@ -8,7 +8,7 @@
 // only when the upper bound of their tokens/s comes up in the walk (tokens_per_s_upper_bound), a
 // layout whose persistent state alone exceeds the GPU (device_total_floor_bytes) is out of memory
 // without a replay, and a memory estimate stops at the first rank kind whose forward floor
-// passes the GPU (try_estimate_peak's limit). Memory grows with the micro-batch, so a layout that
+// passes the GPU (estimate_peak_within's limit). Memory grows with the micro-batch, so a layout that
 // runs out of memory at micro-batch b is out of memory for every larger one without another
 // estimate.
 #pragma once

@@ -71,9 +71,9 @@ test('estimate through WASM: the same numbers from both builds, errors as envelo
   assert.equal(bad.error.path, '/training/seq_len');
 });
 
-// The search's translation units are built without exception cleanups (CMakeLists.txt): the
-// candidate bound and sizes past 2^53 must reach the caller as data through the paths that
-// replace the throws, and leave the module as it was.
+// The engines are built without exception cleanups (CMakeLists.txt, MEMFIT_ENGINES): the
+// candidate bound and sizes past 2^53 (a flag, src/common/units.h) must reach the caller as data,
+// and leave the module as it was.
 test('search without exception cleanups: the candidate bound and sizes past 2^53 as data, module unchanged', async () => {
   const normal = JSON.stringify({
     model: { preset: 'meta-llama/Llama-3.1-70B-Instruct' },

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "api/api.h"
+#include "common/units.h"
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
 
@@ -17,6 +18,7 @@ struct Caught {
 Caught parse_error(const std::string& text) {
   try {
     build_tensor_inventory(parse_hf_config_text(text));
+    throw_if_beyond_exact();  // the inventory flags a size past 2^53 (units.h)
   } catch (const Error& e) {
     return {std::string(error_code_name(e.code())), e.path(), e.what()};
   }

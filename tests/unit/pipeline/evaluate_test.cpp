@@ -90,3 +90,61 @@ TEST_CASE("judge_range: the high end decides the verdict only when it is above t
   CHECK(above.gpu_verdict == Verdict::kOom);  // fits at the point, OOM at the high end
   CHECK(above.usage_fraction > 1.0);
 }
+
+TEST_CASE("judge_peaks: the estimate's peaks and verdict, on one GPU kind and placed on a mix", "[pipeline]") {
+  const Model m("meta-llama/Llama-3.1-8B");
+  Problem p = one_gpu(m, "H100-80GB", 1);
+  p.cluster.gpus = 4;
+  p.parallel.pp = 2;
+  p.parallel.dp = 2;
+  for (const bool mixed : {false, true}) {
+    if (mixed) p.gpu_mix = {{*presets::find_gpu("H100-80GB"), 2}, {*presets::find_gpu("A100-40GB"), 2}};
+    const Evaluation ev = evaluate(p, Detail::kMemory);
+    const std::optional<PeakVerdict> v =
+        judge_peaks(*p.arch, *p.inv, p.training, p.parallel, ev.runtime, p.cluster, p.gpu_mix);
+    REQUIRE(v);
+    CHECK(v->peak.device_total_bytes == ev.peak().device_total_bytes);
+    CHECK(v->peak.peak_rank == ev.distributed.peak_rank);
+    CHECK(v->verdict == ev.fit.verdict);
+    CHECK(v->usage_fraction == ev.fit.usage_fraction);
+    CHECK(v->placement.size() == (mixed ? ev.placement->kinds.size() : 0));
+    // A limit below the forward floor cuts the replay: no size, out of memory.
+    ReplayHints cut;
+    cut.oom_above_bytes = 1;
+    CHECK_FALSE(judge_peaks(*p.arch, *p.inv, p.training, p.parallel, ev.runtime, p.cluster, p.gpu_mix, cut).has_value());
+  }
+}
+
+TEST_CASE("a size past 2^53 is data: evaluate names it, judge_peaks reads it as out of memory, the flag is left clear", "[pipeline][limits]") {
+  const Model m("meta-llama/Llama-3.2-1B-Instruct");
+  Problem p = one_gpu(m, "H100-80GB", 65536);
+  p.training.seq_len = 16777216;
+  take_beyond_exact();
+  const Evaluation ev = evaluate(p);
+  REQUIRE(ev.beyond_exact != nullptr);
+  CHECK(take_beyond_exact() == nullptr);  // taken by evaluate: the api raises it from the evaluation
+  CHECK_FALSE(judge_peaks(*p.arch, *p.inv, p.training, p.parallel, ev.runtime, p.cluster, p.gpu_mix).has_value());
+  CHECK(take_beyond_exact() == nullptr);
+  // A flag raised before a judged call stays for the caller.
+  note_beyond_exact("earlier");
+  CHECK_FALSE(judge_peaks(*p.arch, *p.inv, p.training, p.parallel, ev.runtime, p.cluster, p.gpu_mix).has_value());
+  CHECK(std::string(take_beyond_exact()) == "earlier");
+}
+
+TEST_CASE("clusters_by_gpu_kind and slowest_step_time: one view per kind, the fewest tokens/s kept (the first on ties)", "[pipeline]") {
+  ClusterSpec c = memfit_test::cluster("H100-80GB", 4);
+  CHECK(clusters_by_gpu_kind(c, {}).size() == 1);
+  const std::vector<GpuGroup> mix = {{*presets::find_gpu("H100-80GB"), 2}, {*presets::find_gpu("A100-40GB"), 2}};
+  const std::vector<ClusterSpec> kinds = clusters_by_gpu_kind(c, mix);
+  REQUIRE(kinds.size() == 2);
+  CHECK(kinds[1].gpu.id == "A100-40GB");
+  CHECK(kinds[1].gpus == 4);
+  const double rates[] = {5.0, 3.0, 3.0, 4.0};
+  const auto [st, kind] = slowest_step_time(4, [&](std::size_t i) {
+    StepTime t;
+    t.tokens_per_s = rates[i];
+    return t;
+  });
+  CHECK(kind == 1);
+  CHECK(st.tokens_per_s == 3.0);
+}
