@@ -54,8 +54,10 @@
 #include "export/launch.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <initializer_list>
-#include <sstream>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "hf_config/json_input.h"
@@ -64,6 +66,35 @@
 namespace memfit {
 
 namespace {
+
+// Text built with `<<` as Text prints it (integers in decimal, doubles as "%g"),
+// without the iostream locale machinery (about 20 KiB of the page's gzip).
+class Text {
+ public:
+  Text& operator<<(std::string_view s) {
+    out_.append(s);
+    return *this;
+  }
+  Text& operator<<(char c) {
+    out_.push_back(c);
+    return *this;
+  }
+  template <class Int, std::enable_if_t<std::is_integral_v<Int>, int> = 0>
+  Text& operator<<(Int v) {
+    out_.append(std::to_string(v));
+    return *this;
+  }
+  Text& operator<<(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    out_.append(buf);
+    return *this;
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+};
 
 LaunchFormat named(const char* format, const char* file_name) {
   LaunchFormat f;
@@ -167,7 +198,7 @@ LaunchFormat accelerate(const LaunchInput& in) {
     f.notes.emplace_back("accelerate's config covers data parallelism (DDP, FSDP, DeepSpeed ZeRO); for tp/pp/cp/ep use Megatron-LM or torchtitan");
     return f;
   }
-  std::ostringstream y;
+  Text y;
   const std::string dt = dtype_name(in.setup.precision);
   const bool ds = l.sharding == Sharding::kZero1 || in.setup.offload == Offload::kOptimizer;
   const bool fsdp = !ds && (l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3);
@@ -243,7 +274,7 @@ LaunchFormat megatron(const LaunchInput& in) {
     return f;
   }
   const ModelArchitecture& a = *in.arch;
-  std::ostringstream s;
+  Text s;
   auto arg = [&](const std::string& name, const std::string& value = "") {
     s << "  --" << name << (value.empty() ? "" : " " + value) << " \\\n";
   };
@@ -344,7 +375,7 @@ LaunchFormat torchtitan(const LaunchInput& in) {
     f.notes.emplace_back("torchtitan trains all weights (no LoRA recipe)");
     return f;
   }
-  std::ostringstream t;
+  Text t;
   const std::int64_t shard = l.sharding == Sharding::kZero3 ? l.dense_shard() / std::max<std::int64_t>(1, l.cp) : 1;
   const std::int64_t replicate = l.sharding == Sharding::kZero3 ? std::max<std::int64_t>(1, l.dp / std::max<std::int64_t>(1, shard)) : l.dp;
   t << "[job]\ndump_folder = \"./outputs\"\n\n";
@@ -454,7 +485,7 @@ LaunchFormat torchtune(const LaunchInput& in) {
     return f;
   }
   std::string recipe = std::string(lora ? "lora" : "full") + "_finetune_" + (distributed ? "distributed" : "single_device");
-  std::ostringstream c;
+  Text c;
   c << "tune run";
   if (distributed) c << " --nnodes " << nodes(in) << " --nproc_per_node " << std::min(in.gpus_per_node, l.gpus());
   c << " " << recipe << " --config <model config>";
@@ -552,7 +583,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
   const TrainingSetup& t = in.setup;
   const std::string dt = dtype_name(t.precision);
   const bool lora = is_lora_like(t.method);
-  std::ostringstream y;
+  Text y;
   y << "model_name_or_path: " << in.model_id << "\n";
   // AMP: the float32 model under bf16/fp16 autocast; pure 16-bit: the model loaded in that dtype.
   y << "dtype: " << (dt == "fp32" || amp_like(t) ? "float32" : dt == "fp16" ? "float16" : "bfloat16") << "\n";
@@ -603,7 +634,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // target_modules, use_dora), prepare_model_for_kbit_training, get_peft_model.
 // PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
 // prompt_tuning,prefix_tuning}/config.py: target_modules, feedforward_modules, r, num_virtual_tokens).
-void python_other_peft(std::ostringstream& p, const TrainingSetup& t) {
+void python_other_peft(Text& p, const TrainingSetup& t) {
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
   std::vector<std::string> targets = hf_modules(t.lora_targets);
   const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
@@ -619,7 +650,7 @@ void python_other_peft(std::ostringstream& p, const TrainingSetup& t) {
   p << ", task_type=\"CAUSAL_LM\"))\n";
 }
 
-void python_model_setup(std::ostringstream& p, const LaunchInput& in, const char* torch_dtype) {
+void python_model_setup(Text& p, const LaunchInput& in, const char* torch_dtype) {
   const TrainingSetup& t = in.setup;
   const bool lora = is_lora_like(t.method);
   if (t.method == Method::kQlora) {
@@ -674,7 +705,7 @@ LaunchFormat python_script(const LaunchInput& in) {
   }
   const char* dtype = torch_dtype_of(t.precision);
   const std::string mixed = dtype_name(t.precision);
-  std::ostringstream p;
+  Text p;
   if (deepspeed_loop) {
     p << "# deepspeed --num_nodes " << nodes(in) << " --num_gpus " << std::min(in.gpus_per_node, l.gpus()) << " train.py\n";
   } else {
@@ -720,7 +751,7 @@ LaunchFormat unsloth_script(const LaunchInput& in) {
   }
   const bool lora = is_lora_like(t.method);
   const std::string dt = dtype_name(t.precision);
-  std::ostringstream py;
+  Text py;
   py << "from unsloth import FastLanguageModel\n";
   py << "import torch\n";
   py << "from trl import SFTConfig, SFTTrainer\n\n";
@@ -783,7 +814,7 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
                           : t.precision == Precision::kAmpBf16 ? "bf16_autocast"
                           : t.precision == Precision::kAmpFp16 ? "fp16_autocast"
                                                                : "bf16";
-  std::ostringstream c;
+  Text c;
   c << "python train.py --model_name " << in.model_id << " --train_type " << (t.method == Method::kFull ? "full" : t.method == Method::kLora ? "lora" : "qlora")
     << " --world_size " << l.gpus() << " --batch_size " << t.micro_batch << " --gradient_accumulation_steps " << t.grad_accum
     << " --context_length " << t.seq_len << " --precision " << precision << " --sharding_strategy " << strategy

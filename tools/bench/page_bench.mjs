@@ -1,10 +1,14 @@
 // Page benchmark in Debian's Chromium (prints numbers, asserts nothing): time from navigation to
 // the first result, per update (the estimate shown, then the search, charts and launch configs
-// settled), and the sizes of what the page ships, raw and gzip.
+// settled), and the sizes of what the page ships, raw and gzip. Each run also navigates to a
+// baseline, alternating with the page: the same document with a trivial module (8 bytes) in
+// place of memfit's, decoded, inflated and instantiated the same way, that marks its "first
+// result" as soon as that module is ready: what loading a page this size costs on this host now.
 // Usage: node tools/bench/page_bench.mjs [runs]
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
+import { tmpdir, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -15,16 +19,55 @@ const runs = Number(process.argv[2] || 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const stats = (xs) => `median ${median(xs).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)} (n=${xs.length})`;
 
-const server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', site], { stdio: ['ignore', 'pipe', 'ignore'] });
-const base = await new Promise((resolve) => server.stdout.on('data', (d) => {
-  const m = /port (\d+)/.exec(String(d));
-  if (m) resolve(`http://127.0.0.1:${m[1]}`);
-}));
+/// The baseline document: the page's styles and markup, its module replaced by an empty one.
+function baselineSite() {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-baseline-'));
+  const html = readFileSync(join(site, 'index.html'), 'utf8');
+  const head = html.slice(0, html.indexOf('<script'));
+  const trivial = gzipSync(Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])).toString('base64');
+  const boot = `<script type="application/octet-stream" id="memfit-wasm">${trivial}</script>
+<script>
+(async () => {
+  const text = atob(document.getElementById('memfit-wasm').textContent);
+  const packed = Uint8Array.from(text, (c) => c.charCodeAt(0));
+  const stream = new Blob([packed]).stream().pipeThrough(new DecompressionStream('gzip'));
+  await WebAssembly.instantiate(await new Response(stream).arrayBuffer());
+  const at = performance.now().toFixed(1);
+  Object.assign(document.body.dataset, { moduleMs: at, firstResultMs: at, searchMs: '0', ready: '1' });
+})();
+</script>
+</body></html>`;
+  writeFileSync(join(dir, 'index.html'), head + boot);
+  return dir;
+}
+const baseline = baselineSite();
+
+const serve = (dir) => new Promise((resolve) => {
+  const server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
+  server.stdout.on('data', (d) => {
+    const m = /port (\d+)/.exec(String(d));
+    if (m) resolve({ server, base: `http://127.0.0.1:${m[1]}` });
+  });
+});
+const served = await serve(site);
+const servedBaseline = await serve(baseline);
+const { base } = served;
+const load = [loadavg()[0]];
+const baselineFirst = [];
+async function runBaseline() {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${servedBaseline.base}/index.html`);
+  await page.waitForSelector('body[data-ready="1"]');
+  baselineFirst.push(Number(await page.evaluate(() => document.body.dataset.firstResultMs)));
+  await context.close();
+}
 const browser = await chromium.launch({ executablePath: process.env.MEMFIT_CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
 
 const first = [], moduleReady = [], searched = [], update = [], settled = [];
 for (let i = 0; i < runs; i += 1) {
+  await runBaseline();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.goto(`${base}/index.html`);
@@ -54,10 +97,14 @@ for (let i = 0; i < runs; i += 1) {
   }
   await context.close();
 }
+load.push(loadavg()[0]);
 await browser.close();
-server.kill();
+served.server.kill();
+servedBaseline.server.kill();
+rmSync(baseline, { recursive: true });
 
-console.log('page (Llama-3.1-8B, 8 x H100, served from 127.0.0.1)');
+console.log(`page (Llama-3.1-8B, 8 x H100, served from 127.0.0.1); load average ${load.map((l) => l.toFixed(1)).join(' -> ')}`);
+console.log(`  baseline: trivial module ready     ${stats(baselineFirst)}`);
 console.log(`  module ready after navigation     ${stats(moduleReady)}`);
 console.log(`  first result after navigation     ${stats(first)}`);
 console.log(`  first search (every method)       ${stats(searched)}`);

@@ -415,8 +415,21 @@
         this.fail(error);
       }
       this.options.onUpdate?.(performance.now() - t0);
-      clearTimeout(this.pending);
-      this.pending = setTimeout(() => this.refine(), 0);
+      this.refineAfterPaint();
+    }
+
+    /// The search once the estimate just rendered is on screen (the frame after it), or after a
+    /// second where no frame comes (a hidden document draws none); a newer update supersedes it.
+    refineAfterPaint() {
+      const token = {};
+      this.pending = token;
+      const run = () => {
+        if (this.pending !== token) return;
+        this.pending = null;
+        this.refine();
+      };
+      requestAnimationFrame(() => setTimeout(run, 0));
+      setTimeout(run, document.hidden ? 0 : 1000);
     }
 
     /// The model's architecture and exact parameter count; a pasted config's errors point into it.
