@@ -158,6 +158,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"tp_backward_overlap", b.tp_backward_overlap},
            {"pp_scatter_gather", b.pp_scatter_gather},
            {"param_gather_overlaps_forward", b.param_gather_overlaps_forward},
+           {"dp_reduce_overlaps_backward", b.dp_reduce_overlaps_backward},
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},
            {"grads_in_param_chunks", b.grads_in_param_chunks},
            {"gather_replaces_shard", b.gather_replaces_shard},

@@ -104,6 +104,10 @@ struct DistributedBehaviour {
   /// beside the next step's first forward (Megatron --overlap-param-gather,
   /// core/distributed/distributed_data_parallel.py forward pre-hooks); otherwise it is waited on.
   bool param_gather_overlaps_forward = false;
+  /// The data-parallel gradient reduction (all-reduce, or ZeRO-1/2's reduce-scatter) runs bucket
+  /// by bucket beside the last micro-batch's backward; otherwise it starts when the backward
+  /// has ended (Megatron-LM before --overlap-grad-reduce, e801b2bb, 2023-09).
+  bool dp_reduce_overlaps_backward = true;
   /// Without sequence parallelism, each tp rank sends 1/tp of a pipeline stage's activation (or
   /// its gradient) and the receiving stage all-gathers the pieces in its tp group (Megatron-LM
   /// 2021-02 to 2023-03, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).

@@ -1007,7 +1007,8 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   st.gradient_reduce_element_bytes = static_cast<double>(reduced_gradient_element_bytes(t, l));
   const double grad_bytes = trainable_rank * st.gradient_reduce_element_bytes;
   const double param16_bytes = sc.params * act_bytes;
-  const double overlap_window = sc.bwd_s;  // the last micro-batch's backward hides the reduction
+  // The last micro-batch's backward hides the reduction, where the framework overlaps them.
+  const double overlap_window = l.behaviour.dp_reduce_overlaps_backward ? sc.bwd_s : 0.0;
   // The least share of an overlapped collective's time the step pays (overlapped_exposed_s).
   const double contention = overlap_contention_share(k.overlap_compute_slowdown);
   if (dpn > 1) {

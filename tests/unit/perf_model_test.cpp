@@ -151,6 +151,31 @@ TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]")
   }
 }
 
+TEST_CASE("Megatron before 2023-09 reduced its gradients after the backward and waited for its parameter gather", "[perf][dp]") {
+  const FrameworkProfile& megatron = framework_profile(Framework::kMegatron);
+  const DistributedBehaviour aug2023 = framework_behaviour(megatron, 202308);
+  const DistributedBehaviour sep2023 = framework_behaviour(megatron, 202309);
+  CHECK_FALSE(aug2023.dp_reduce_overlaps_backward);
+  CHECK_FALSE(aug2023.param_gather_overlaps_forward);
+  CHECK(sep2023.dp_reduce_overlaps_backward);
+  CHECK(framework_behaviour(framework_profile(Framework::kTorchtitan), 0).dp_reduce_overlaps_backward);
+
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TrainingSetup t = bf16(1, 4096, 4);
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 16, 1);
+  ParallelLayout l;
+  l.dp = 16;  // DDP: one all-reduce of the 16-bit gradients, one rank per node
+  const StepTime beside = estimate_step_time(b, t, l, c);
+  l.behaviour.dp_reduce_overlaps_backward = false;
+  const StepTime after = estimate_step_time(b, t, l, c);
+  const StageCosts sc = stage_costs(b, t, l, c);
+  // Waited: the whole all-reduce; beside the backward: what sticks out past it.
+  REQUIRE(after.comm.dp_s > 2 * sc.last.bwd_s);
+  CHECK(after.comm.dp_s - beside.comm.dp_s == Approx(sc.last.bwd_s).epsilon(1e-6));
+  CHECK(after.communication_total_s == Approx(beside.communication_total_s).epsilon(1e-12));
+}
+
 TEST_CASE("data-parallel reductions that cross nodes are slower; more data parallelism raises throughput", "[perf][dp]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const PerfBasis b = basis_of(a, bf16(1, 4096));

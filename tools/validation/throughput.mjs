@@ -4,8 +4,9 @@
 // whose first predictions are frozen in tests/validation/blind/throughput_blind.json), then the
 // ranking statistics per source: Spearman within each cluster, median and p90 |error|, the share
 // optimistic, and whether the measured best of a cluster is memfit's #1 or in its top 3.
-// Usage: node tools/validation/throughput.mjs [--freeze]   (after `npm run build`)
+// Usage: node tools/validation/throughput.mjs [--freeze | --add]   (after `npm run build`)
 //   --freeze records the blind rows' current predictions; it refuses to overwrite a record.
+//   --add records the predictions of blind rows added since, beside the frozen ones.
 import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { execSync } from 'node:child_process';
@@ -55,10 +56,13 @@ function stepTokensPerS(row) {
 
 // Rows of one cluster run the same model, task and sequence on the same GPUs, number included:
 // the layouts a user chooses between.
-function clusterKey(request, modelName) {
+// A source that measured on several days names the row's day and shape (`cluster`): layouts are
+// compared within one day's runs.
+function clusterKey(request, modelName, sourceCluster) {
   const t = request.training, c = request.cluster;
   const gpu = c.gpu?.preset ?? c.gpu?.spec?.id ?? '?';
-  return `${gpu} × ${c.gpus} · ${modelName} · ${t.method ?? 'full'} · seq ${t.seq_len}`;
+  const key = `${gpu} × ${c.gpus} · ${modelName} · ${t.method ?? 'full'} · seq ${t.seq_len}`;
+  return sourceCluster ? `${key} · ${sourceCluster}` : key;
 }
 
 function evaluate(data) {
@@ -72,11 +76,11 @@ function evaluate(data) {
     } else {
       request = structuredClone(raw.request);
       const m = request.model;
-      modelName = m.validation_config ?? m.preset ?? `${m.config.n_layer} × ${m.config.n_embd}`;
+      modelName = m.validation_config ?? m.preset ?? `${m.config.n_layer} × ${m.config.n_embd ?? m.config.n_embed}`;
       // A model of the memory validation's configs, by its id.
       if (request.model.validation_config) request.model = { config: findConfig(request.model.validation_config) };
     }
-    let row = { ...raw, cluster: clusterKey(request, modelName) };
+    let row = { ...raw, cluster: clusterKey(request, modelName, raw.cluster) };
     if (raw.tflops_per_gpu !== undefined) row.tps = (raw.tflops_per_gpu * 1e12) / flopsPerToken(raw, request.model.config);
     if (raw.step_time_s !== undefined) row.tps = stepTokensPerS(raw);
     const spec = gpuSpec(data, row.source);
@@ -204,14 +208,27 @@ const blindData = readJson('tests', 'validation', 'throughput_blind.json');
 const blind = evaluate(blindData);
 const freezeFile = join(root, 'tests', 'validation', 'blind', 'throughput_blind.json');
 
+const git = (cmd) => execSync(cmd, { cwd: root, encoding: 'utf8' }).trim();
+const provenance = () => ({ commit: git('git rev-parse HEAD'), dirty: git('git status --porcelain -- src wasm_bindings') !== '', date: new Date().toISOString() });
+const frozenRow = (r) => ({ id: r.id, measured_tokens_per_s_per_gpu: r.tps, memfit_tokens_per_s_per_gpu: r.predicted ?? null, error: r.error ?? null });
 if (process.argv.includes('--freeze')) {
   if (existsSync(freezeFile)) throw new Error(`${freezeFile} exists: a freeze is a record, never overwritten`);
-  const git = (cmd) => execSync(cmd, { cwd: root, encoding: 'utf8' }).trim();
   const record = {
     about: 'memfit\'s predictions for tests/validation/throughput_blind.json before the step-time model was changed for it (tools/validation/throughput.mjs --freeze).',
-    commit: git('git rev-parse HEAD'), dirty: git('git status --porcelain -- src wasm_bindings') !== '', date: new Date().toISOString(),
-    rows: blind.map((r) => ({ id: r.id, measured_tokens_per_s_per_gpu: r.tps, memfit_tokens_per_s_per_gpu: r.predicted ?? null, error: r.error ?? null })),
+    ...provenance(),
+    rows: blind.map(frozenRow),
   };
+  writeFileSync(freezeFile, `${JSON.stringify(record, null, 1)}\n`);
+}
+// --add records the rows added to the blind file since, each batch with its own commit and date;
+// the rows already frozen are never touched.
+if (process.argv.includes('--add')) {
+  const record = JSON.parse(readFileSync(freezeFile, 'utf8'));
+  const known = new Set(record.rows.map((r) => r.id));
+  const added = blind.filter((r) => !known.has(r.id));
+  if (!added.length) throw new Error('--add: every blind row is already frozen');
+  record.additions = [...(record.additions ?? []), { ...provenance(), ids: added.map((r) => r.id) }];
+  record.rows.push(...added.map(frozenRow));
   writeFileSync(freezeFile, `${JSON.stringify(record, null, 1)}\n`);
 }
 const frozen = existsSync(freezeFile)
@@ -220,7 +237,7 @@ const frozen = existsSync(freezeFile)
 
 const out = tables(shaped, { titan: 'torchtitan', tune: 'torchtune', megatron: 'Megatron-LM' });
 out.push('', '**Blind rows** (`tests/validation/throughput_blind.json`: published runs the model was not shaped on; the blind columns are the frozen first predictions):', '');
-out.push(...tables(blind, { nemo: 'NeMo', bridge: 'Megatron-Bridge' }, frozen));
+out.push(...tables(blind, { nemo: 'NeMo', bridge: 'Megatron-Bridge', bloom: 'BigScience BLOOM tuning' }, frozen));
 out.push('', '**Ranking per source.** A cluster is one model, task and sequence length on the same GPUs, number included. Optimistic: memfit faster than measured (the dangerous direction for a plan).', '');
 const current = ['', (r) => r.predicted];
 out.push(...rankingTable('shaped-on source', bySource(shaped), [current]));
