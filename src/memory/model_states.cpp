@@ -377,7 +377,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   m.largest_trainable_tensor_bytes = largest_trainable;
   const bool adam_like = t.optimizer == Optimizer::kAdamW || t.optimizer == Optimizer::kPagedAdamW32bit;
   const std::int64_t stepped_states = m.optimizer_states_bytes;
-  if (t.optimizer_in_backward) {
+  if (projects_gradients(t.optimizer)) {
+    // galore_torch / apollo_torch step one parameter at a time (a for-loop, no foreach), in the
+    // step or, layer-wise, in each parameter's gradient hook.
+    m.optimizer_step_temp_bytes = std::max(projected_step_temp, 2 * largest_unprojected);
+  } else if (t.optimizer == Optimizer::kAdamMini) {
+    // adam_mini.py steps one tensor at a time: grad * grad (reduced per row) then the update m * stepsize.
+    m.optimizer_step_temp_bytes = largest_trainable;
+  } else if (t.optimizer_in_backward) {
     // One parameter stepped at a time inside backward: at most one tensor's temporaries.
     m.optimizer_step_temp_bytes = adam_like ? largest_trainable : 0;
   } else if (adam_like) {
@@ -388,12 +395,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
   } else if (t.optimizer == Optimizer::kAdafactor) {
     m.optimizer_step_temp_bytes = adafactor_step_temp;
-  } else if (projects_gradients(t.optimizer)) {
-    // galore_torch / apollo_torch step one parameter at a time (a for-loop, no foreach).
-    m.optimizer_step_temp_bytes = std::max(projected_step_temp, 2 * largest_unprojected);
-  } else if (t.optimizer == Optimizer::kAdamMini) {
-    // adam_mini.py steps one tensor at a time: grad * grad (reduced per row) then the update m * stepsize.
-    m.optimizer_step_temp_bytes = largest_trainable;
+
   } else if (t.optimizer == Optimizer::kMuon) {
     // The AdamW group's foreach sqrt(exp_avg_sq) copy (half its states), or Newton–Schulz on the
     // largest matrix, whichever is larger: the two groups step one after the other.
