@@ -65,6 +65,16 @@ std::int64_t large_pool_states(Optimizer o, std::int64_t tensor_elems, std::int6
   return checked_mul(elems, per_param, "state bytes");
 }
 
+// Adam-mini's second moments of one tensor (Adam-mini @ 402aadf adam_mini.py): one per head for q
+// and k (m viewed as rows of hidden² / heads elements), one per output row for the other matrices
+// (embedding, output layer, v, o, MLP), one for any other tensor (norms).
+std::int64_t adam_mini_second_moments(const TensorSpec& s, const ModelArchitecture& arch) {
+  if (s.shape.size() != 2) return 1;
+  const std::int64_t head_numel = arch.hidden_size * arch.hidden_size / std::max<std::int64_t>(1, arch.attention.num_heads);
+  if ((s.role == "q" || s.role == "k") && head_numel > 0 && s.numel() % head_numel == 0) return s.numel() / head_numel;
+  return s.shape[0];
+}
+
 // Totals of one class of parameters (dense or expert), before data-parallel sharding.
 struct ClassBytes {
   std::int64_t weights = 0, gradients = 0, states = 0;
@@ -207,7 +217,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
           const std::int64_t rows = s.shape[0], cols = s.shape[1];
           projected_full_state[c] += checked_mul(n, state_bytes_per_param(t.optimizer, eb), "state bytes");
           // This rank's share of the matrix (tensor parallelism splits it like the weight).
-          const std::int64_t low = ceil_div(projected_state_elems(t.projection_rank, rows, cols) * per_copy, rows * cols);
+          // APOLLO also keeps the scaled gradient's norm, a 0-dim tensor (apollo.py state["scaled_grad"]).
+          const std::int64_t norm = t.optimizer == Optimizer::kGaloreAdamW ? 0 : 1;
+          const std::int64_t low = ceil_div(projected_state_elems(t.projection_rank, rows, cols) * per_copy, rows * cols) + norm;
           projected_low_state[c] += checked_mul(low * eb, copies * layers_in_group, "state bytes");
           projected_step_temp = std::max(projected_step_temp, projected_step_temp_bytes(t.projection_rank, rows, cols, eb,
                                                                                           t.optimizer == Optimizer::kGaloreAdamW) *
@@ -217,7 +229,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         }
       }
       if (t.optimizer == Optimizer::kAdamMini) {
-        adam_mini_v += (s.shape.size() == 2 ? s.shape[0] : 1) * (master_in_opt ? 4 : bytes_per) * copies * layers_in_group;
+        adam_mini_v += adam_mini_second_moments(s, arch) * (master_in_opt ? 4 : bytes_per) * copies * layers_in_group;
       }
       if (t.optimizer == Optimizer::kAdafactor) {
         adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <iterator>
+
 #include "api/api.h"
 #include "training/parameters.h"
 
@@ -57,21 +59,22 @@ TEST_CASE("projected optimizers in an estimate: AdamW on the rest, projected sta
       for (const auto& [rows, cols] : kMatrices) low += projected_state_elems(rank, rows, cols);
       INFO(precision << " rank " << rank);
       CHECK(optimizer_states(req) == (2 * kOther + kLayers * low) * e);
+      // APOLLO also keeps each matrix's scaled-gradient norm, one element.
       req["training"]["optimizer"] = "apollo_adamw";
-      CHECK(optimizer_states(req) == (2 * kOther + kLayers * low) * e);
+      CHECK(optimizer_states(req) == (2 * kOther + kLayers * (low + 7)) * e);
     }
   }
   std::int64_t mini = 0;
-  for (const auto& [rows, cols] : kMatrices) mini += projected_state_elems(1, rows, cols);
+  for (const auto& [rows, cols] : kMatrices) mini += projected_state_elems(1, rows, cols) + 1;
   CHECK(optimizer_states(request("apollo_mini", "fp32")) == (2 * kOther + kLayers * mini) * 4);
 }
 
-TEST_CASE("Adam-mini keeps one first moment per parameter and one second moment per row", "[training][optimizers]") {
-  std::int64_t params = kOther, rows = 2 * kVocab + 2 * kLayers + 1;  // embedding and head rows, one per norm
-  for (const auto& [r, c] : kMatrices) {
-    params += kLayers * r * c;
-    rows += kLayers * r;
-  }
+TEST_CASE("Adam-mini keeps one first moment per parameter and one second moment per row or head", "[training][optimizers]") {
+  // Embedding and head rows, one per norm; q and k one per head (4 query, 2 key-value heads), the
+  // other matrices one per row.
+  std::int64_t params = kOther, rows = 2 * kVocab + 2 * kLayers + 1 + kLayers * (4 + 2);
+  for (const auto& [r, c] : kMatrices) params += kLayers * r * c;
+  for (std::size_t i = 2; i < std::size(kMatrices); ++i) rows += kLayers * kMatrices[i].first;
   CHECK(optimizer_states(request("adam_mini", "fp32")) == (params + rows) * 4);
   CHECK(optimizer_states(request("adam_mini", "bf16")) == (params + rows) * 2);
 }
