@@ -508,8 +508,20 @@ FrameworkProfile axolotl() {
   t.attention = AttentionKernel::kSdpa;          // attn_implementation None: transformers' sdpa
   t.lora_dropout = 0.0;                          // lora_dropout: 0.0
   // _configure_embedding_dtypes (outside FSDP): embed_tokens and lm_head (and every "norm"
-  // module) to float32 over the 16-bit model.
+  // module) to float32 over the 16-bit model; the recipe says when they go back.
   t.embeddings_fp32 = true;
+  // loaders/model.py should_convert: with an adapter, an attention implementation other than
+  // eager / sdpa (attn_needs_dtype_cast) or Cut Cross-Entropy, the norms and embeddings go back to
+  // torch_dtype, after prepare_model_for_kbit_training upcast them for a 4/8-bit base. Before
+  // #478 (merged 2023-08-25) nothing was upcast for a full fine-tune, and a k-bit base's fp32
+  // params went back only under flash attention.
+  p.recipe = [](TrainingSetup& s, bool, std::int64_t yyyymm) {
+    const bool before_478 = yyyymm > 0 && yyyymm < 202309;
+    const bool flash = s.attention == AttentionKernel::kFlash;
+    const bool converted_back = before_478 ? flash : is_adapter_method(s.method) || flash || s.loss == LossKernel::kCutCe;
+    if (before_478 || converted_back) s.embeddings_fp32 = false;
+    if (converted_back && is_adapter_method(s.method)) s.kbit_prep_fp32 = false;
+  };
   p.sources.insert(p.sources.begin(),
                    {"axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/utils/schemas/config.py (bf16 \"auto\", "
                     "gradient_checkpointing False, sequence_len 512, sample_packing None, attn_implementation None)",
@@ -519,6 +531,12 @@ FrameworkProfile axolotl() {
                     "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/loaders/model.py _configure_embedding_dtypes, "
                     "_convert_embedding_modules_dtype (embeddings, lm_head, norms to float32 unless FSDP; "
                     "prepare_model_for_kbit_training for 4/8-bit LoRA outside FSDP / ZeRO-3)",
+                    "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/loaders/model.py should_convert (adapter, "
+                    "attn_needs_dtype_cast, cut_cross_entropy: back to torch_dtype); utils/schemas/enums.py "
+                    "ATTN_IMPLS_WITHOUT_DTYPE_CAST {eager, sdpa}",
+                    "axolotl-ai-cloud/axolotl 0b7ba57e (2023-08-25, #478 \"fix types w lora\"): the fp32 upcast per "
+                    "Ramesh et al. and the conversion back; before it, utils/models.py @ dc71d887 converted back under "
+                    "flash_attention only",
                     "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/loaders/adapter.py (get_peft_model: PEFT's "
                     "autocast_adapter_dtype unless peft_autocast_adapter_dtype)"});
   return p;

@@ -99,3 +99,22 @@ TEST_CASE("axolotl and llamafactory run on the DeepSpeed engine and train the me
   CHECK(framework_capabilities(Framework::kLlamaFactory).methods[static_cast<int>(Method::kFreeze)]);
   CHECK_FALSE(framework_capabilities(Framework::kLlamaFactory).methods[static_cast<int>(Method::kIa3)]);
 }
+
+TEST_CASE("axolotl: the upcast goes back with an adapter, flash attention or CCE, and did not exist before #478", "[frameworks][axolotl]") {
+  auto framework = [](json training) {
+    json req = framework_request("axolotl", "meta-llama/Llama-3.1-8B");
+    req["training"].update(training);
+    return result_of(req)["framework"];
+  };
+  CHECK(framework({{"attention", "sdpa"}})["embeddings_fp32"] == true);
+  CHECK(framework({{"attention", "flash"}})["embeddings_fp32"] == false);
+  CHECK(framework({{"loss", "cut_ce"}})["embeddings_fp32"] == false);
+  // QLoRA: prepare_model_for_kbit_training's fp32 norms and embeddings are converted back.
+  const json qlora = framework({{"method", "qlora"}});
+  CHECK(qlora["embeddings_fp32"] == false);
+  CHECK(qlora["kbit_prep_fp32"] == false);
+  // 2023-08 (before #478): no upcast for a full fine-tune; a k-bit base keeps fp32 params without flash attention.
+  CHECK(framework({{"framework_version", "2023-08"}})["embeddings_fp32"] == false);
+  CHECK(framework({{"framework_version", "2023-08"}, {"method", "qlora"}})["kbit_prep_fp32"] == true);
+  CHECK(framework({{"framework_version", "2023-08"}, {"method", "qlora"}, {"attention", "flash"}})["kbit_prep_fp32"] == false);
+}
