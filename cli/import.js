@@ -91,7 +91,7 @@ async function runImport(args, loadModule, fail) {
   }
   const M = await loadModule();
   const presets = presetIds(M);
-  const frameworks = hasFramework(M, 'trl') ? ['trl'] : [];
+  const frameworks = ['trl', 'axolotl', 'llamafactory'].filter((id) => hasFramework(M, id));
   const answer = importFiles(files, { yaml: YAML, format: opts.format, presets, frameworks, readFile: fileReader(files[0].name) });
   if (!answer.ok) {
     process.stdout.write(`${JSON.stringify({ ok: false, schema_version: 1, error: answer.error })}\n`);

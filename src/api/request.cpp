@@ -89,6 +89,33 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kVera) t.lora_rank = 256;
 }
 
+/// GaLore / APOLLO: `projection` {rank, update_gap} and the methods they train. HF Trainer's
+/// galore_* / apollo_* optimizers project the full gradients of the optim_target_modules linears
+/// (transformers _get_galore_optimizer, _get_apollo_optimizer: rank 128, update_proj_gap 200);
+/// APOLLO-Mini is rank 1 with a tensor-wise scale (Zhu et al. 2024, §4).
+void read_projection(const FieldReader& f, TrainingSetup& t) {
+  const bool projects = projects_gradients(t.optimizer);
+  if (projects && !(t.method == Method::kFull || t.method == Method::kFreeze)) {
+    throw Error(ErrorCode::kInvalidValue, f.path("optimizer"),
+                "galore_adamw, apollo_adamw and apollo_mini project full-rank weight gradients: method full or freeze");
+  }
+  if (t.optimizer == Optimizer::kApolloMini) t.projection_rank = 1;
+  const Json* p = f.find({"projection"});
+  if (!p) return;
+  if (!projects) {
+    throw Error(ErrorCode::kInvalidValue, f.path("projection"), "projection needs optimizer galore_adamw, apollo_adamw or apollo_mini");
+  }
+  if (!p->is_object()) throw Error(ErrorCode::kInvalidType, f.path("projection"), "projection must be an object");
+  const FieldReader pr(*p, f.path("projection"));
+  reject_unknown_keys(pr, {"rank", "update_gap"});
+  t.projection_rank = pr.int_or({"rank"}, 1, kMaxLoraRank, t.projection_rank);
+  if (t.optimizer == Optimizer::kApolloMini && t.projection_rank != 1) {
+    throw Error(ErrorCode::kInvalidValue, pr.path("rank"), "apollo_mini is APOLLO at rank 1: use apollo_adamw for rank " +
+                                                               std::to_string(t.projection_rank));
+  }
+  t.projection_update_gap = pr.int_or({"update_gap"}, 1, 1'000'000, t.projection_update_gap);
+}
+
 TrainingSetup read_training(const Json& j, const std::string& path, const FrameworkProfile*& profile,
                             std::int64_t num_layers, std::int64_t& yyyymm) {
   const FieldReader f(j, path);
@@ -96,7 +123,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
-                          "expandable_segments"});
+                          "expandable_segments", "projection"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -121,6 +148,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   TrainingSetup t = framework_defaults(*profile, yyyymm);
   t.method = enum_or(f, "method", kMethodNames, t.method);
   const bool lora = is_lora_like(t.method);
+  if (profile->method_defaults) profile->method_defaults(t);
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
@@ -150,6 +178,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   t.optimizer = enum_or(f, "optimizer", kOptimizerNames, t.optimizer);
   t.optimizer_impl = enum_or(f, "optimizer_impl", kOptimizerImplNames, t.optimizer_impl);
   t.optimizer_in_backward = f.bool_or({"optimizer_in_backward"}, t.optimizer_in_backward);
+  read_projection(f, t);
   t.micro_batch = f.int_or({"micro_batch"}, 1, kMaxMicroBatch, t.micro_batch);
   t.grad_accum = f.int_or({"grad_accum"}, 1, kMaxGradAccum, t.grad_accum);
   t.seq_len = f.int_or({"seq_len"}, 1, kMaxSeqLen, t.seq_len);
@@ -573,12 +602,16 @@ EstimateRequest read_estimate_request(const Json& req) {
   const bool deepspeed_engine = parallel && read_backend(*parallel);
   if (deepspeed_engine && !runs_deepspeed_engine(r.framework->id)) {
     throw Error(ErrorCode::kInvalidValue, "/parallel/backend",
-                "backend deepspeed applies to frameworks that hand the model to DeepSpeed (hf_trainer, trl), not " +
+                "backend deepspeed applies to frameworks that hand the model to DeepSpeed (hf_trainer, trl, axolotl, llamafactory), not " +
                     r.framework->key);
   }
   r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus,
                              deepspeed_engine ? framework_profile(Framework::kDeepspeed) : *r.framework, framework_yyyymm);
   if (deepspeed_engine) apply_deepspeed_engine(r.training, r.parallel.behaviour, r.model.arch.hidden_size);
+  // Axolotl leaves the embeddings 16-bit under FSDP (loaders/model.py _configure_embedding_dtypes:
+  // not is_fsdp_enabled); ZeRO-2/3 without the DeepSpeed engine is FSDP here.
+  const bool fsdp = !deepspeed_engine && (r.parallel.sharding == Sharding::kZero2 || r.parallel.sharding == Sharding::kZero3);
+  if (fsdp && r.framework->id == Framework::kAxolotl) r.training.embeddings_fp32 = false;
   r.parallel.gpus_per_node = r.gpus_per_node;
   if (auto v = check_layout(r.parallel, r.model.arch, r.training)) {
     // Rules on training fields name them; the rest are fields of the layout.

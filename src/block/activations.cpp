@@ -152,7 +152,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
                              : a.attention.head_dim;
   const std::int64_t dv = a.attention.layout == QkvLayout::kLowRank ? a.attention.v_head_dim : d;
   const std::int64_t e = activation_bytes(t.precision);   // element bytes of activations
-  const bool amp = autocast_amp(t);
+  // fp32 residual stream with 16-bit casts per linear: AMP, or fp32 embeddings under autocast.
+  const bool amp = fp32_residual_stream(t);
   const bool lora = is_lora_like(t.method);
   // fp8 linears (Transformer Engine) save their inputs as fp8 casts plus a scale.
   const bool fp8_saved = t.precision == Precision::kFp8 && t.fp8_saves_fp8_inputs;

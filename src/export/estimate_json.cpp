@@ -52,6 +52,7 @@ Json training_to_json(const TrainingSetup& t) {
                      : t.selective_every_other_mm ? "every other matmul output kept" : "attention core recomputed";
   }
   if (amp_like(t)) j["amp_weights"] = name_of(t.amp_weights, kAmpWeightsNames);
+  if (projects_gradients(t.optimizer)) j["projection"] = {{"rank", t.projection_rank}, {"update_gap", t.projection_update_gap}};
   return j;
 }
 
@@ -64,6 +65,7 @@ Json framework_to_json(const FrameworkProfile& p, const TrainingSetup& t) {
               {"outputs_held_across_steps", t.outputs_held_across_steps},
               {"adapters_fp32", t.adapters_fp32},
               {"kbit_prep_fp32", t.kbit_prep_fp32},
+              {"embeddings_fp32", t.embeddings_fp32},
               {"sources", p.sources}};
 }
 

@@ -541,7 +541,11 @@ std::string hf_optim_name(const TrainingSetup& t) {
     case Optimizer::kSgdMomentum: return "sgd";
     case Optimizer::kAdafactor: return "adafactor";
     case Optimizer::kLion: return "lion_32bit";
-    case Optimizer::kMuon: return "";
+    case Optimizer::kMuon:
+    case Optimizer::kAdamMini: return "";
+    case Optimizer::kGaloreAdamW: return "galore_adamw";
+    case Optimizer::kApolloAdamW:
+    case Optimizer::kApolloMini: return "apollo_adamw";
   }
   return "";
 }
@@ -573,6 +577,15 @@ const char* peft_config_class(Method m) {
   }
 }
 
+// The GaLore / APOLLO / Adam-mini settings under HF TrainingArguments names (optim,
+// optim_target_modules, optim_args: transformers _get_galore_optimizer / _get_apollo_optimizer).
+void hf_low_rank_optim(std::ostringstream& y, const TrainingSetup& t) {
+  if (!projects_gradients(t.optimizer)) return;
+  y << "optim_target_modules: [attn, mlp]\n";
+  y << "optim_args: \"rank=" << t.projection_rank << ",update_proj_gap=" << t.projection_update_gap
+    << (t.optimizer == Optimizer::kApolloMini ? ",scale_type=tensor,scale=128" : "") << "\"\n";
+}
+
 LaunchFormat trl_sft(const LaunchInput& in) {
   LaunchFormat f = named("trl_sft_yaml", "sft_config.yaml");
   if (model_parallel(in.layout)) {
@@ -597,6 +610,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
   y << "gradient_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "false" : "true") << "\n";
   if (t.offload == Offload::kActivations) y << "activation_offloading: true\n";
   if (const std::string optim = hf_optim_name(t); !optim.empty()) y << "optim: " << optim << "\n";
+  hf_low_rank_optim(y, t);
   y << "use_liger_kernel: " << (t.liger_kernels ? "true" : "false") << "\n";
   if (t.loss == LossKernel::kChunkedNll || t.loss == LossKernel::kStandard || t.loss == LossKernel::kTrlFusedHead) {
     y << "loss_type: " << (t.loss == LossKernel::kChunkedNll ? "chunked_nll" : "nll") << "\n";
@@ -792,6 +806,173 @@ LaunchFormat unsloth_script(const LaunchInput& in) {
   return f;
 }
 
+// How an HF-Trainer YAML (Axolotl, LLaMA-Factory) shards: DeepSpeed for ZeRO-1 and optimizer
+// offload (as accelerate() picks), FSDP for ZeRO-2 / ZeRO-3, nothing on one data rank.
+enum class HfSharding { kNone, kDeepspeed, kFsdp };
+HfSharding hf_sharding(const LaunchInput& in) {
+  const ParallelLayout& l = in.layout;
+  if (l.sharding == Sharding::kZero1 || in.setup.offload == Offload::kOptimizer) return HfSharding::kDeepspeed;
+  if (l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3) return HfSharding::kFsdp;
+  return HfSharding::kNone;
+}
+
+// The DeepSpeed config inline under `deepspeed:` (both take a dict: transformers
+// TrainingArguments.deepspeed, Axolotl's schema `deepspeed: str | dict`), "auto" where the
+// trainer fills it in.
+void inline_deepspeed(std::ostringstream& y, const LaunchInput& in) {
+  y << "deepspeed:\n";
+  y << "  train_micro_batch_size_per_gpu: auto\n  gradient_accumulation_steps: auto\n";
+  y << "  bf16: {enabled: auto}\n  fp16: {enabled: auto}\n";
+  y << "  zero_optimization:\n    stage: " << deepspeed_stage(in) << "\n";
+  if (in.setup.offload == Offload::kOptimizer || in.setup.offload == Offload::kParamsOptimizer) {
+    y << "    offload_optimizer: {device: cpu, pin_memory: true}\n";
+  }
+  if (in.setup.offload == Offload::kParamsOptimizer) y << "    offload_param: {device: cpu, pin_memory: true}\n";
+}
+
+// The launch line both write as the file's first comment (gpus and nodes are not YAML keys).
+std::string accelerate_launch_comment(const LaunchInput& in, const std::string& command) {
+  return "# run: accelerate launch --num_processes " + std::to_string(in.layout.gpus()) + " --num_machines " +
+         std::to_string(nodes(in)) + " " + command + "\n";
+}
+
+LaunchFormat hf_yaml_unsupported(LaunchFormat f, const LaunchInput& in, const char* framework) {
+  f.supported = false;
+  if (model_parallel(in.layout)) {
+    f.notes.emplace_back(std::string(framework) + " runs data parallelism (DDP, FSDP, DeepSpeed ZeRO) under the HF Trainer; "
+                         "for tp/pp/cp/ep use Megatron-LM or torchtitan");
+  } else {
+    f.notes.emplace_back(kDeepSpeedOffloadStages);
+  }
+  return f;
+}
+
+// Axolotl `axolotl train` YAML @ 067b021c (src/axolotl/utils/schemas/config.py, training.py,
+// peft.py, fsdp.py: base_model, adapter, load_in_4bit / load_in_8bit, lora_r, lora_dropout,
+// lora_target_linear, lora_target_modules, peft_use_dora, sequence_len, sample_packing,
+// micro_batch_size, gradient_accumulation_steps, optimizer, bf16, fp16, gradient_checkpointing,
+// activation_offloading, attn_implementation, torch_compile, plugins + liger_* / cut_cross_entropy,
+// deepspeed, fsdp_version, fsdp_config.{reshard_after_forward, offload_params, ...}).
+LaunchFormat axolotl_yaml(const LaunchInput& in) {
+  LaunchFormat f = named("axolotl_yaml", "axolotl.yaml");
+  if (model_parallel(in.layout) || deepspeed_ignores_offload(in)) return hf_yaml_unsupported(f, in, "Axolotl");
+  const TrainingSetup& t = in.setup;
+  const std::string dt = dtype_name(t.precision);
+  std::ostringstream y;
+  y << accelerate_launch_comment(in, "-m axolotl.cli.train axolotl.yaml");
+  y << "base_model: " << in.model_id << "\n";
+  if (is_lora_like(t.method)) {
+    y << "adapter: " << (t.method == Method::kQlora ? "qlora" : "lora") << "\n";
+    y << "load_in_4bit: " << (effective_base_quant(t) == BaseQuant::kNf4 ? "true" : "false") << "\n";
+    y << "load_in_8bit: " << (effective_base_quant(t) == BaseQuant::kInt8 ? "true" : "false") << "\n";
+    y << "lora_r: " << t.lora_rank << "\n";
+    y << "lora_alpha: " << 2 * t.lora_rank << "\n";
+    y << "lora_dropout: " << t.lora_dropout << "\n";
+    if (t.lora_targets == std::vector<std::string>{"all-linear"}) y << "lora_target_linear: true\n";
+    else y << "lora_target_modules: [" << lora_modules(t) << "]\n";
+    if (t.method == Method::kDora) y << "peft_use_dora: true\n";
+  }
+  y << "sequence_len: " << t.seq_len << "\n";
+  y << "sample_packing: " << (t.packed ? "true" : "false") << "\n";
+  y << "micro_batch_size: " << t.micro_batch << "\n";
+  y << "gradient_accumulation_steps: " << t.grad_accum << "\n";
+  if (t.optimizer == Optimizer::kAdamMini) y << "optimizer: adamw_torch  # Adam-mini: no Axolotl optimizer name\n";
+  else if (const std::string optim = hf_optim_name(t); !optim.empty()) y << "optimizer: " << optim << "\n";
+  hf_low_rank_optim(y, t);
+  y << "bf16: " << (dt == "bf16" ? "true" : "false") << "\n";
+  y << "fp16: " << (dt == "fp16" ? "true" : "false") << "\n";
+  y << "gradient_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "false" : "true") << "\n";
+  if (t.offload == Offload::kActivations) y << "activation_offloading: true\n";
+  y << "attn_implementation: " << (t.attention == AttentionKernel::kFlash ? "flash_attention_2" : t.attention == AttentionKernel::kEager ? "eager" : "sdpa") << "\n";
+  if (t.compile) y << "torch_compile: true\n";
+  if (t.liger_kernels || t.loss == LossKernel::kLigerFlce) {
+    y << "plugins: [axolotl.integrations.liger.LigerPlugin]\n";
+    y << "liger_fused_linear_cross_entropy: " << (t.loss == LossKernel::kLigerFlce ? "true" : "false") << "\n";
+    if (t.liger_kernels) y << "liger_rms_norm: true\nliger_glu_activation: true\nliger_rope: true\n";
+  } else if (t.loss == LossKernel::kCutCe) {
+    y << "plugins: [axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin]\ncut_cross_entropy: true\n";
+  }
+  const HfSharding how = hf_sharding(in);
+  if (how == HfSharding::kDeepspeed) inline_deepspeed(y, in);
+  if (how == HfSharding::kFsdp) {
+    y << "fsdp_version: 2\n";
+    y << "fsdp_config:\n";
+    y << "  reshard_after_forward: " << (in.layout.sharding == Sharding::kZero2 ? "false" : "true") << "\n";
+    y << "  offload_params: " << (t.offload == Offload::kParamsOptimizer ? "true" : "false") << "\n";
+    y << "  auto_wrap_policy: TRANSFORMER_BASED_WRAP\n  state_dict_type: SHARDED_STATE_DICT\n";
+    y << "  activation_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "false" : "true") << "\n";
+  }
+  f.text = y.str();
+  f.notes.emplace_back("add datasets: and output_dir:; multi-node: --machine_rank and --main_process_ip per node");
+  if (amp_like(t)) f.notes.emplace_back("Axolotl loads the weights in the bf16 / fp16 it trains in: fp32 weights under autocast are not an Axolotl setting");
+  if (how == HfSharding::kNone && t.embeddings_fp32) f.notes.emplace_back("Axolotl upcasts the embeddings and lm_head to fp32 outside FSDP (the estimate counts them)");
+  return f;
+}
+
+// LLaMA-Factory `llamafactory-cli train` YAML @ ff6d4d12 (hparams/*_args.py: model_name_or_path,
+// stage, finetuning_type, lora_rank, lora_dropout, lora_target, use_dora, quantization_bit,
+// cutoff_len, packing, pure_bf16, disable_gradient_checkpointing, flash_attn, enable_liger_kernel,
+// use_galore / galore_rank / galore_update_interval / galore_target / galore_layerwise, use_apollo /
+// apollo_rank / apollo_scale_type, use_adam_mini; TrainingArguments: per_device_train_batch_size,
+// gradient_accumulation_steps, bf16, fp16, optim, deepspeed, fsdp).
+LaunchFormat llamafactory_yaml(const LaunchInput& in) {
+  LaunchFormat f = named("llamafactory_yaml", "llamafactory.yaml");
+  if (model_parallel(in.layout) || deepspeed_ignores_offload(in)) return hf_yaml_unsupported(f, in, "LLaMA-Factory");
+  const TrainingSetup& t = in.setup;
+  const std::string dt = dtype_name(t.precision);
+  std::ostringstream y;
+  y << accelerate_launch_comment(in, "-m llamafactory.launcher llamafactory.yaml");
+  y << "model_name_or_path: " << in.model_id << "\nstage: sft\ndo_train: true\n";
+  const bool lora = is_lora_like(t.method);
+  y << "finetuning_type: " << (lora ? "lora" : t.method == Method::kFreeze ? "freeze" : "full") << "\n";
+  if (t.method == Method::kFreeze) y << "freeze_trainable_layers: " << t.freeze_trainable_layers << "\n";
+  if (lora) {
+    y << "lora_rank: " << t.lora_rank << "\n";
+    y << "lora_dropout: " << t.lora_dropout << "\n";
+    std::string targets = lora_modules(t);
+    targets.erase(std::remove(targets.begin(), targets.end(), '"'), targets.end());
+    targets.erase(std::remove(targets.begin(), targets.end(), ' '), targets.end());
+    y << "lora_target: " << (targets == "all-linear" ? "all" : targets) << "\n";
+    if (t.method == Method::kDora) y << "use_dora: true\n";
+    if (effective_base_quant(t) == BaseQuant::kNf4) y << "quantization_bit: 4\nquantization_method: bnb\n";
+    if (effective_base_quant(t) == BaseQuant::kInt8) y << "quantization_bit: 8\nquantization_method: bnb\n";
+  }
+  y << "cutoff_len: " << t.seq_len << "\n";
+  y << "packing: " << (t.packed ? "true" : "false") << "\n";
+  y << "per_device_train_batch_size: " << t.micro_batch << "\n";
+  y << "gradient_accumulation_steps: " << t.grad_accum << "\n";
+  const bool pure16 = !amp_like(t) && dt == "bf16" && !lora;
+  if (pure16) y << "pure_bf16: true\n";
+  else y << "bf16: " << (dt == "bf16" ? "true" : "false") << "\nfp16: " << (dt == "fp16" ? "true" : "false") << "\n";
+  y << "disable_gradient_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "true" : "false") << "\n";
+  y << "flash_attn: " << (t.attention == AttentionKernel::kFlash ? "fa2" : t.attention == AttentionKernel::kEager ? "disabled" : "sdpa") << "\n";
+  if (t.liger_kernels || t.loss == LossKernel::kLigerFlce) y << "enable_liger_kernel: true\n";
+  if (t.optimizer == Optimizer::kGaloreAdamW) {
+    y << "use_galore: true\ngalore_target: all\ngalore_rank: " << t.projection_rank << "\ngalore_update_interval: " << t.projection_update_gap << "\n";
+    if (t.optimizer_in_backward) y << "galore_layerwise: true\n";
+  } else if (t.optimizer == Optimizer::kApolloAdamW || t.optimizer == Optimizer::kApolloMini) {
+    y << "use_apollo: true\napollo_target: all\napollo_rank: " << t.projection_rank << "\napollo_update_interval: " << t.projection_update_gap << "\n";
+    if (t.optimizer == Optimizer::kApolloMini) y << "apollo_scale_type: tensor\n";
+    if (t.optimizer_in_backward) y << "apollo_layerwise: true\n";
+  } else if (t.optimizer == Optimizer::kAdamMini) {
+    y << "use_adam_mini: true\n";
+  } else if (const std::string optim = hf_optim_name(t); !optim.empty()) {
+    y << "optim: " << optim << "\n";
+  }
+  const HfSharding how = hf_sharding(in);
+  if (how == HfSharding::kDeepspeed) inline_deepspeed(y, in);
+  if (how == HfSharding::kFsdp) {
+    y << "fsdp: \"" << (in.layout.sharding == Sharding::kZero2 ? "shard_grad_op" : "full_shard") << " auto_wrap"
+      << (t.offload == Offload::kParamsOptimizer ? " offload" : "") << "\"\n";
+  }
+  f.text = y.str();
+  f.notes.emplace_back("add dataset:, template: and output_dir:; or run FORCE_TORCHRUN=1 llamafactory-cli train llamafactory.yaml");
+  if (t.loss == LossKernel::kCutCe || t.loss == LossKernel::kUnslothFusedCe || t.loss == LossKernel::kChunkedNll) {
+    f.notes.emplace_back("LLaMA-Factory has no switch for the estimate's loss kernel: it computes the model's own loss (or Liger's with enable_liger_kernel)");
+  }
+  return f;
+}
+
 // Answer.AI fsdp_qlora train.py @ 05ed9f2 (fsdp_main's arguments): one node, mp.spawn over
 // world_size GPUs.
 LaunchFormat fsdp_qlora(const LaunchInput& in) {
@@ -834,7 +1015,9 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
 }  // namespace
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
-  std::vector<LaunchFormat> all = {deepspeed(in), accelerate(in), megatron(in), torchtitan(in), torchtune(in), trl_sft(in), unsloth_script(in), python_script(in), fsdp_qlora(in)};
+  std::vector<LaunchFormat> all = {deepspeed(in),     accelerate(in),     megatron(in),        torchtitan(in),
+                                   torchtune(in),     trl_sft(in),        unsloth_script(in),  python_script(in),
+                                   fsdp_qlora(in),    axolotl_yaml(in),   llamafactory_yaml(in)};
   const std::vector<std::string> own = framework_capabilities(in.framework).launch_formats;
   // The framework's own formats first, in the order its capabilities list them (its main file first).
   std::vector<LaunchFormat> ordered;

@@ -65,6 +65,16 @@ std::int64_t large_pool_states(Optimizer o, std::int64_t tensor_elems, std::int6
   return checked_mul(elems, per_param, "state bytes");
 }
 
+// Adam-mini's second moments of one tensor (Adam-mini @ 402aadf adam_mini.py): one per head for q
+// and k (m viewed as rows of hidden² / heads elements), one per output row for the other matrices
+// (embedding, output layer, v, o, MLP), one for any other tensor (norms).
+std::int64_t adam_mini_second_moments(const TensorSpec& s, const ModelArchitecture& arch) {
+  if (s.shape.size() != 2) return 1;
+  const std::int64_t head_numel = arch.hidden_size * arch.hidden_size / std::max<std::int64_t>(1, arch.attention.num_heads);
+  if ((s.role == "q" || s.role == "k") && head_numel > 0 && s.numel() % head_numel == 0) return s.numel() / head_numel;
+  return s.shape[0];
+}
+
 // Totals of one class of parameters (dense or expert), before data-parallel sharding.
 struct ClassBytes {
   std::int64_t weights = 0, gradients = 0, states = 0;
@@ -135,6 +145,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   // layer, norms, biases) steps with AdamW (torch/optim/_muon.py takes 2-d parameters only;
   // github.com/KellerJordan/Muon README). muon_matrix_state: the matrices' momentum bytes by class.
   std::int64_t muon_matrix_state[2] = {}, muon_step_temp = 0;
+  // GaLore / APOLLO: the block matrices' AdamW states as counted by state_bytes_per_param, the
+  // projected states replacing them (projected_state_elems), and the largest step temporaries of
+  // a projected matrix and of an unprojected tensor (denom and norm_grad, one tensor at a time).
+  std::int64_t projected_full_state[2] = {}, projected_low_state[2] = {};
+  std::int64_t projected_step_temp = 0, largest_unprojected = 0;
+  // Adam-mini's second moments: one per output row (or head, fewer) of a matrix, one per other tensor.
+  std::int64_t adam_mini_v = 0;
   std::int64_t layer_grad_sum = 0;
   std::int64_t layer_gather = 0, layer_reduce = 0, layer_reduce_input = 0;  // of the layer being visited
   // Gradient element bytes of base weights as computed in backward, and as reduced.
@@ -171,6 +188,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     } else if (quant != BaseQuant::kNone) {
       bytes_per = quant_other_bytes;
     }
+    // Axolotl outside FSDP: the embedding and output layer upcast to fp32 over the 16-bit model.
+    const bool upcast_embedding = t.embeddings_fp32 && bytes_per == 2 &&
+                                  ((s.kind == ModuleKind::kEmbedding && s.role == "embedding") || s.kind == ModuleKind::kLmHead);
+    if (upcast_embedding) bytes_per = 4;
     cls[c].weights = checked_add(cls[c].weights, checked_mul(n, bytes_per, "weight bytes"), "weight bytes");
     if (bytes_per > 0) gather_bytes = per_copy * copies * (gathered_16bit ? 2 : bytes_per);
     if (in_stack) layer_gather += gather_bytes;
@@ -189,6 +210,26 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       if (t.optimizer == Optimizer::kMuon && is_linear_in_block(s) && s.shape.size() == 2) {
         muon_matrix_state[c] += n * (master_in_opt ? 4 : bytes_per);
         muon_step_temp = std::max(muon_step_temp, muon_step_temp_bytes(s.shape[0], s.shape[1], bytes_per));
+      }
+      if (projects_gradients(t.optimizer)) {
+        const std::int64_t eb = master_in_opt ? 4 : bytes_per;
+        if (is_linear_in_block(s) && s.shape.size() == 2) {
+          const std::int64_t rows = s.shape[0], cols = s.shape[1];
+          projected_full_state[c] += checked_mul(n, state_bytes_per_param(t.optimizer, eb), "state bytes");
+          // This rank's share of the matrix (tensor parallelism splits it like the weight).
+          // APOLLO also keeps the scaled gradient's norm, a 0-dim tensor (apollo.py state["scaled_grad"]).
+          const std::int64_t norm = t.optimizer == Optimizer::kGaloreAdamW ? 0 : 1;
+          const std::int64_t low = ceil_div(projected_state_elems(t.projection_rank, rows, cols) * per_copy, rows * cols) + norm;
+          projected_low_state[c] += checked_mul(low * eb, copies * layers_in_group, "state bytes");
+          projected_step_temp = std::max(projected_step_temp, projected_step_temp_bytes(t.projection_rank, rows, cols, eb,
+                                                                                          t.optimizer == Optimizer::kGaloreAdamW) *
+                                                                  per_copy / (rows * cols));
+        } else {
+          largest_unprojected = std::max(largest_unprojected, per_copy * eb);
+        }
+      }
+      if (t.optimizer == Optimizer::kAdamMini) {
+        adam_mini_v += adam_mini_second_moments(s, arch) * (master_in_opt ? 4 : bytes_per) * copies * layers_in_group;
       }
       if (t.optimizer == Optimizer::kAdafactor) {
         adafactor_state += s.shape.size() == 2 ? (s.shape[0] + s.shape[1]) * 4 * copies * layers_in_group : n * 4;
@@ -210,7 +251,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         }
       }
     }
-    if (autocast_amp(t) && s.linear_weight && quant == BaseQuant::kNone) {
+    if ((autocast_amp(t) || (upcast_embedding && s.kind == ModuleKind::kLmHead)) && s.linear_weight && quant == BaseQuant::kNone) {
       m.amp_weight_cast_bytes += n * 2;  // autocast's 16-bit copy, saved by mm for backward
     }
     if (adapters && lora_targets_role(t, s)) {
@@ -286,7 +327,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       cls[c].states = checked_add(cls[c].states, checked_mul(elems, state, "state bytes"), "state bytes");
     }
   }
-  cls[0].states += adafactor_state;
+  cls[0].states += adafactor_state + adam_mini_v;
+  for (int c = 0; c < 2; ++c) cls[c].states = cls[c].states - std::min(cls[c].states, projected_full_state[c]) + projected_low_state[c];
   // state_bytes_per_param counts Muon's elements as AdamW's; the matrices keep one buffer, not two.
   for (int c = 0; c < 2; ++c) cls[c].states -= std::min(cls[c].states, muon_matrix_state[c]);
   const std::int64_t all_states = cls[0].states + cls[1].states;
@@ -361,7 +403,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   m.largest_trainable_tensor_bytes = largest_trainable;
   const bool adam_like = t.optimizer == Optimizer::kAdamW || t.optimizer == Optimizer::kPagedAdamW32bit;
   const std::int64_t stepped_states = m.optimizer_states_bytes;
-  if (t.optimizer_in_backward) {
+  if (projects_gradients(t.optimizer)) {
+    // galore_torch / apollo_torch step one parameter at a time (a for-loop, no foreach), in the
+    // step or, layer-wise, in each parameter's gradient hook.
+    m.optimizer_step_temp_bytes = std::max(projected_step_temp, 2 * largest_unprojected);
+  } else if (t.optimizer == Optimizer::kAdamMini) {
+    // adam_mini.py steps one tensor at a time: grad * grad (reduced per row) then the update m * stepsize.
+    m.optimizer_step_temp_bytes = largest_trainable;
+  } else if (t.optimizer_in_backward) {
     // One parameter stepped at a time inside backward: at most one tensor's temporaries.
     m.optimizer_step_temp_bytes = adam_like ? largest_trainable : 0;
   } else if (adam_like) {
@@ -372,6 +421,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
   } else if (t.optimizer == Optimizer::kAdafactor) {
     m.optimizer_step_temp_bytes = adafactor_step_temp;
+
   } else if (t.optimizer == Optimizer::kMuon) {
     // The AdamW group's foreach sqrt(exp_avg_sq) copy (half its states), or Newton–Schulz on the
     // largest matrix, whichever is larger: the two groups step one after the other.

@@ -332,7 +332,7 @@ class Replay {
     in.vocab = std::max(a_.vocab_size, rank_.shard.padded_vocab);
     in.hidden = a_.hidden_size;
     in.compute_bytes = activation_bytes(t_.precision);
-    in.autocast = autocast_amp(t_);
+    in.autocast = fp32_residual_stream(t_);  // AMP, or autocast over fp32 embeddings (Axolotl)
     in.stream_bytes = in.autocast ? 4 : in.compute_bytes;
     in.weight_bytes = in.autocast || t_.precision == Precision::kFp32 ? 4 : 2;
     in.weight_trains = layer_trains(t_, a_.num_layers, a_.num_layers);

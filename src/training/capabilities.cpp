@@ -47,6 +47,29 @@ FrameworkCapabilities trl() {
   return c;
 }
 
+// Axolotl and LLaMA-Factory train through the HF Trainer (accelerate: DDP, FSDP, DeepSpeed ZeRO);
+// their own YAML carries the training knobs and the sharding (DeepSpeed inline, FSDP keys), the
+// launch command (first comment) the GPU count.
+FrameworkCapabilities axolotl() {
+  FrameworkCapabilities c = hf_trainer();
+  c.launch_formats = {"axolotl_yaml"};
+  // load_adapter: lora / qlora (PEFT LoraConfig, peft_use_dora) and full; no other PEFT method.
+  only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kDora});
+  c.sources.emplace_back("axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/utils/schemas/config.py (deepspeed: str | dict, "
+                         "fsdp_config, fsdp_version), src/axolotl/loaders/adapter.py (adapter lora / qlora)");
+  return c;
+}
+
+FrameworkCapabilities llamafactory() {
+  FrameworkCapabilities c = hf_trainer();
+  c.launch_formats = {"llamafactory_yaml"};
+  // finetuning_type lora (use_dora, quantization_bit), freeze or full (oft not modelled).
+  only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kDora, Method::kFreeze});
+  c.sources.emplace_back("hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/hparams/finetuning_args.py (finetuning_type), "
+                         "examples/deepspeed/*.json, examples/accelerate/fsdp_config.yaml");
+  return c;
+}
+
 // Unsloth as memfit writes it: one GPU, its own script (the launch format's note).
 FrameworkCapabilities unsloth() {
   FrameworkCapabilities c;
@@ -175,6 +198,8 @@ FrameworkCapabilities fsdp_qlora() {
 std::vector<DatedCapability> dated_capabilities(Framework f) {
   switch (f) {
     case Framework::kHfTrainer:
+    case Framework::kAxolotl:
+    case Framework::kLlamaFactory:
       return {{202403, "QLoRA's 4-bit base sharded by FSDP / ZeRO-3",
                "huggingface/transformers v4.39.0 (2024-03): BitsAndBytesConfig bnb_4bit_quant_storage",
                [](FrameworkCapabilities& c) { c.qlora_with_zero3 = false; }}};
@@ -197,6 +222,8 @@ FrameworkCapabilities framework_capabilities(Framework f, std::int64_t yyyymm) {
     case Framework::kFsdpQlora: c = fsdp_qlora(); break;
     case Framework::kTrl: c = trl(); break;
     case Framework::kUnsloth: c = unsloth(); break;
+    case Framework::kAxolotl: c = axolotl(); break;
+    case Framework::kLlamaFactory: c = llamafactory(); break;
     // Measurement harnesses and plain PyTorch: no limit memfit knows of, no launch format.
     default: break;
   }

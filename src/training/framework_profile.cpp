@@ -11,6 +11,14 @@ namespace memfit {
 
 namespace {
 
+// A framework whose code builds on another's: that profile under a new id, key and name.
+FrameworkProfile based_on(FrameworkProfile p, Framework id, const char* key, const char* name) {
+  p.id = id;
+  p.key = key;
+  p.name = name;
+  return p;
+}
+
 FrameworkProfile hf_trainer() {
   FrameworkProfile p{Framework::kHfTrainer, "hf_trainer", "Hugging Face Trainer (+ PEFT)", {}, {}, {}, {}};
   TrainingSetup& t = p.defaults;
@@ -421,10 +429,7 @@ FrameworkProfile colossalai() {
 // TRL's SFTTrainer: an HF Trainer whose SFTConfig changes TrainingArguments' defaults.
 // huggingface/trl @ f2cd5771 (2026-07-24).
 FrameworkProfile trl() {
-  FrameworkProfile p = hf_trainer();
-  p.id = Framework::kTrl;
-  p.key = "trl";
-  p.name = "TRL SFTTrainer (+ PEFT)";
+  FrameworkProfile p = based_on(hf_trainer(), Framework::kTrl, "trl", "TRL SFTTrainer (+ PEFT)");
   TrainingSetup& t = p.defaults;
   // A model given by name loads in float32 unless model_init_kwargs name a dtype, and bf16=True
   // autocasts over it: fp32 weights, gradients and AdamW states with bf16 compute.
@@ -464,10 +469,7 @@ FrameworkProfile trl() {
 // Unsloth: FastLanguageModel loads and patches the model, then TRL's SFTTrainer with Unsloth's
 // config defaults trains it. unslothai/unsloth @ 015bdef0 (2026-08-22), unsloth-zoo @ ce232d6c.
 FrameworkProfile unsloth() {
-  FrameworkProfile p = trl();
-  p.id = Framework::kUnsloth;
-  p.key = "unsloth";
-  p.name = "Unsloth (FastLanguageModel + TRL)";
+  FrameworkProfile p = based_on(trl(), Framework::kUnsloth, "unsloth", "Unsloth (FastLanguageModel + TRL)");
   TrainingSetup& t = p.defaults;
   t.method = Method::kQlora;                     // from_pretrained(load_in_4bit=True): nf4, double quant
   t.precision = Precision::kBf16;                // dtype None -> bf16 on bf16-capable GPUs
@@ -506,6 +508,93 @@ FrameworkProfile unsloth() {
   return p;
 }
 
+// Axolotl: a YAML config over the HF Trainer, with its own model loader.
+// axolotl-ai-cloud/axolotl @ 067b021c (2026-07-24).
+FrameworkProfile axolotl() {
+  FrameworkProfile p = based_on(hf_trainer(), Framework::kAxolotl, "axolotl", "Axolotl (HF Trainer + PEFT)");
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kBf16;                // bf16: "auto" -> bf16 on bf16 GPUs; torch_dtype bf16 (resolve_dtype)
+  t.optimizer = Optimizer::kAdamW;
+  t.optimizer_impl = OptimizerImpl::kFused;      // optimizer: "adamw_torch_fused"
+  t.checkpointing = Checkpointing::kNone;        // gradient_checkpointing: False
+  t.seq_len = 512;                               // sequence_len: 512
+  t.micro_batch = 1;                             // micro_batch_size: 1
+  t.grad_accum = 1;                              // gradient_accumulation_steps: 1
+  t.packed = false;                              // sample_packing: None (dynamic padding)
+  t.attention = AttentionKernel::kSdpa;          // attn_implementation None: transformers' sdpa
+  t.lora_dropout = 0.0;                          // lora_dropout: 0.0
+  // _configure_embedding_dtypes (outside FSDP): embed_tokens and lm_head (and every "norm"
+  // module) to float32 over the 16-bit model; the recipe says when they go back.
+  t.embeddings_fp32 = true;
+  // loaders/model.py should_convert: with an adapter, an attention implementation other than
+  // eager / sdpa (attn_needs_dtype_cast) or Cut Cross-Entropy, the norms and embeddings go back to
+  // torch_dtype, after prepare_model_for_kbit_training upcast them for a 4/8-bit base. Before
+  // #478 (merged 2023-08-25) nothing was upcast for a full fine-tune, and a k-bit base's fp32
+  // params went back only under flash attention.
+  p.recipe = [](TrainingSetup& s, bool, std::int64_t yyyymm) {
+    const bool before_478 = yyyymm > 0 && yyyymm < 202309;
+    const bool flash = s.attention == AttentionKernel::kFlash;
+    const bool converted_back = before_478 ? flash : is_adapter_method(s.method) || flash || s.loss == LossKernel::kCutCe;
+    if (before_478 || converted_back) s.embeddings_fp32 = false;
+    if (converted_back && is_adapter_method(s.method)) s.kbit_prep_fp32 = false;
+  };
+  p.sources.insert(p.sources.begin(),
+                   {"axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/utils/schemas/config.py (bf16 \"auto\", "
+                    "gradient_checkpointing False, sequence_len 512, sample_packing None, attn_implementation None)",
+                    "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/utils/schemas/training.py (optimizer adamw_torch_fused, "
+                    "micro_batch_size 1, gradient_accumulation_steps 1); src/axolotl/utils/schemas/peft.py (lora_dropout 0.0)",
+                    "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/utils/config/__init__.py resolve_dtype (bf16 auto -> bf16)",
+                    "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/loaders/model.py _configure_embedding_dtypes, "
+                    "_convert_embedding_modules_dtype (embeddings, lm_head, norms to float32 unless FSDP; "
+                    "prepare_model_for_kbit_training for 4/8-bit LoRA outside FSDP / ZeRO-3)",
+                    "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/loaders/model.py should_convert (adapter, "
+                    "attn_needs_dtype_cast, cut_cross_entropy: back to torch_dtype); utils/schemas/enums.py "
+                    "ATTN_IMPLS_WITHOUT_DTYPE_CAST {eager, sdpa}",
+                    "axolotl-ai-cloud/axolotl 0b7ba57e (2023-08-25, #478 \"fix types w lora\"): the fp32 upcast per "
+                    "Ramesh et al. and the conversion back; before it, utils/models.py @ dc71d887 converted back under "
+                    "flash_attention only",
+                    "axolotl-ai-cloud/axolotl @ 067b021c: src/axolotl/loaders/adapter.py (get_peft_model: PEFT's "
+                    "autocast_adapter_dtype unless peft_autocast_adapter_dtype)"});
+  return p;
+}
+
+// LLaMA-Factory: `llamafactory-cli train` over the HF Trainer. hiyouga/LLaMA-Factory @ ff6d4d12
+// (2026-08-18).
+FrameworkProfile llamafactory() {
+  FrameworkProfile p = based_on(hf_trainer(), Framework::kLlamaFactory, "llamafactory", "LLaMA-Factory (HF Trainer + PEFT)");
+  TrainingSetup& t = p.defaults;
+  t.method = Method::kLora;                      // finetuning_type: "lora"
+  t.lora_rank = 8;                               // lora_rank: 8
+  t.lora_targets = {"all-linear"};               // lora_target: "all" (find_all_linear_modules)
+  t.lora_dropout = 0.0;                          // lora_dropout: 0.0
+  t.seq_len = 2048;                              // cutoff_len: 2048
+  t.packed = false;                              // packing: None -> stage == "pt" (sft: padded)
+  t.checkpointing = Checkpointing::kFull;        // disable_gradient_checkpointing: False
+  t.precision = Precision::kBf16;                // compute_dtype bf16 (bf16: true, or infer_optim_dtype)
+  // init_adapter: trainable weights cast to fp32 unless pure_bf16 or use_badam (under ZeRO-3 they
+  // load in fp32): full and freeze train fp32 weights under the bf16 autocast of the examples' bf16: true.
+  p.method_defaults = [](TrainingSetup& s) {
+    if (s.method == Method::kFull || s.method == Method::kFreeze) s.precision = Precision::kAmpBf16;
+  };
+  p.history.push_back({202411, "cutoff_len defaults to 1024",
+                       "hiyouga/LLaMA-Factory 1e6f9650 (2024-11-10, \"add vllm config\"): "
+                       "src/llamafactory/hparams/data_args.py cutoff_len 1024 -> 2048",
+                       [](TrainingSetup& s) { s.seq_len = 1024; }});
+  p.sources.insert(p.sources.begin(),
+                   {"hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/hparams/finetuning_args.py (finetuning_type lora, "
+                    "lora_rank 8, lora_target all, lora_dropout 0.0, pure_bf16 False; galore_rank 16, apollo_rank 16)",
+                    "hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/hparams/data_args.py (cutoff_len 2048, packing None); "
+                    "hparams/parser.py (packing = stage == pt; compute_dtype from bf16 / fp16)",
+                    "hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/hparams/model_args.py (flash_attn auto, "
+                    "disable_gradient_checkpointing False, use_reentrant_gc True, upcast_layernorm / upcast_lmhead_output False, "
+                    "enable_liger_kernel False)",
+                    "hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/model/adapter.py init_adapter "
+                    "(cast_trainable_params_to_fp32; autocast_adapter_dtype)",
+                    "hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/model/model_utils/checkpointing.py "
+                    "prepare_model_for_training (gradient_checkpointing_enable per decoder layer)"});
+  return p;
+}
+
 FrameworkProfile other() {
   FrameworkProfile p{Framework::kOther, "other", "other (PyTorch defaults)", {}, {}, {}, {}};
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
@@ -540,7 +629,9 @@ void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
   }
 }
 
-bool runs_deepspeed_engine(Framework f) { return f == Framework::kHfTrainer || f == Framework::kTrl; }
+bool runs_deepspeed_engine(Framework f) {
+  return f == Framework::kHfTrainer || f == Framework::kTrl || f == Framework::kAxolotl || f == Framework::kLlamaFactory;
+}
 
 // accelerate/accelerator.py (Accelerator.__init__): native_amp is set for fp16/bf16 only when the
 // distributed type is not DEEPSPEED or MEGATRON_LM; DeepSpeed's bf16/fp16 optimizer keeps the fp32
@@ -561,7 +652,7 @@ const std::vector<FrameworkProfile>& framework_profiles() {
   static const std::vector<FrameworkProfile> all = {hf_trainer(), transformers_loop(), peft_bench(), torchtune(),
                                                     torchtitan(), megatron(),          deepspeed(),  litgpt(),
                                                     fsdp_qlora(), colossalai(),        trl(),
-                                                    unsloth(),    other()};
+                                                    unsloth(),    axolotl(),          llamafactory(), other()};
   return all;
 }
 

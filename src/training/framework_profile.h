@@ -17,7 +17,7 @@ namespace memfit {
 
 enum class Framework {
   kHfTrainer, kTransformersLoop, kPeftBench, kTorchtune, kTorchtitan, kMegatron, kDeepspeed,
-  kLitgpt, kFsdpQlora, kColossalai, kTrl, kUnsloth, kOther
+  kLitgpt, kFsdpQlora, kColossalai, kTrl, kUnsloth, kAxolotl, kLlamaFactory, kOther
 };
 
 /// A behaviour of the framework's code before a dated change: requests that name an earlier
@@ -47,6 +47,9 @@ struct FrameworkProfile {
   /// the run spans GPUs — as of `yyyymm` (0: the current code); applied once the cluster is
   /// known. Null: none.
   void (*recipe)(TrainingSetup& t, bool distributed, std::int64_t yyyymm) = nullptr;
+  /// Defaults that depend on the method, applied once the request's method is read and before
+  /// its other fields (LLaMA-Factory upcasts full and freeze trainables to fp32). Null: none.
+  void (*method_defaults)(TrainingSetup& t) = nullptr;
 };
 
 /// The profile's defaults as of `yyyymm` (e.g. 202404); 0 means the current code.

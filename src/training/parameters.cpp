@@ -18,6 +18,14 @@ std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
     case Optimizer::kLion: return elem;                 // one momentum buffer
     case Optimizer::kMuon: return 2 * elem;             // AdamW's, less a moment on Muon's matrices (model_states.cpp)
     case Optimizer::kAdafactor: return 0;               // factored: rows + cols, added per tensor
+    // AdamW's on the parameters left unprojected; model_states.cpp replaces the projected
+    // matrices' with projected_state_elems.
+    case Optimizer::kGaloreAdamW:
+    case Optimizer::kApolloAdamW:
+    case Optimizer::kApolloMini: return 2 * elem;
+    // Adam-mini @ 402aadf adam_mini.py: m zeros_like(p); the per-row / per-head v (vmean) is
+    // added per tensor in model_states.cpp.
+    case Optimizer::kAdamMini: return elem;
   }
   return 2 * elem;
 }
@@ -28,7 +36,11 @@ std::int64_t optimizer_state_tensors(Optimizer o) {
     case Optimizer::kPagedAdamW32bit:
     case Optimizer::kAdamW8bit:
     case Optimizer::kPagedAdamW8bit:
-    case Optimizer::kAdamW4bit: return 2;
+    case Optimizer::kAdamW4bit:
+    case Optimizer::kGaloreAdamW:
+    case Optimizer::kApolloAdamW:
+    case Optimizer::kApolloMini: return 2;
+    case Optimizer::kAdamMini: return 1;  // vmean is one element per row or head
     case Optimizer::kSgd:
     case Optimizer::kAdafactor: return 0;  // Adafactor's factored rows and columns are small
     case Optimizer::kSgdMomentum:
@@ -36,6 +48,27 @@ std::int64_t optimizer_state_tensors(Optimizer o) {
     case Optimizer::kMuon: return 1;
   }
   return 2;
+}
+
+// GaLore (Zhao et al. 2024, §4.2: "mr + 2nr" for an m x n weight, m <= n); galore_torch @ 2cc66f8
+// galore_projector.py: rows >= cols keeps Vh[:rank] (rank x cols) and projects to rows x rank, else
+// U[:, :rank]; svd(full_matrices=False) gives at most min(rows, cols) vectors. apollo_torch @
+// 76b3472 random_projector.py keeps its random matrix in the same orientation.
+std::int64_t projected_state_elems(std::int64_t rank, std::int64_t rows, std::int64_t cols) {
+  const std::int64_t r = std::min(rank, std::min(rows, cols));
+  return r * (2 * std::max(rows, cols) + std::min(rows, cols));
+}
+
+// galore_torch adamw.py / apollo_torch apollo.py step: the projected gradient, denom and
+// norm_grad (rank x longer side); GaLore's project_back matmul and its `* scale` copy, APOLLO's
+// p.grad * scaling factor and its norm-growth-limited copy (m x n each). At a refresh GaLore runs
+// torch.linalg.svd on an fp32 copy: U (rows x k), S, Vh (k x cols), k the shorter side.
+std::int64_t projected_step_temp_bytes(std::int64_t rank, std::int64_t rows, std::int64_t cols, std::int64_t elem, bool svd) {
+  const std::int64_t k = std::min(rows, cols);
+  const std::int64_t r = std::min(rank, k);
+  const std::int64_t update = (2 * rows * cols + 3 * r * std::max(rows, cols)) * elem;
+  const std::int64_t refresh = svd ? (elem == 4 ? 0 : 4 * rows * cols) + 4 * k * (rows + cols + 1) : 0;
+  return std::max(update, refresh);
 }
 
 std::pair<std::int64_t, std::int64_t> lokr_factorization(std::int64_t dim) {

@@ -46,5 +46,13 @@ std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std
 std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem);
 /// State tensors the optimizer keeps per parameter tensor (AdamW: exp_avg and exp_avg_sq).
 std::int64_t optimizer_state_tensors(Optimizer o);
+/// Elements GaLore / APOLLO keep for one rows x cols matrix at `rank`: exp_avg and exp_avg_sq of
+/// the projected gradient (rank x the longer side) and the projector (rank x the shorter side),
+/// the rank capped at the shorter side (galore_torch galore_projector.py proj_type "std").
+std::int64_t projected_state_elems(std::int64_t rank, std::int64_t rows, std::int64_t cols);
+/// Bytes of the temporaries of one projected matrix's step, elements of `elem` bytes: the update
+/// (three rank x longer-side tensors, the projected-back m x n gradient and its scaled copy), or
+/// for GaLore (`svd`) the fp32 torch.linalg.svd of the gradient at a projector refresh.
+std::int64_t projected_step_temp_bytes(std::int64_t rank, std::int64_t rows, std::int64_t cols, std::int64_t elem, bool svd);
 
 }  // namespace memfit

@@ -30,7 +30,9 @@ inline constexpr EnumName<Optimizer> kOptimizerNames[] = {
     {"paged_adamw_8bit", Optimizer::kPagedAdamW8bit}, {"paged_adamw_32bit", Optimizer::kPagedAdamW32bit},
     {"adamw_4bit", Optimizer::kAdamW4bit}, {"sgd", Optimizer::kSgd},
     {"sgd_momentum", Optimizer::kSgdMomentum}, {"adafactor", Optimizer::kAdafactor},
-    {"lion", Optimizer::kLion},            {"muon", Optimizer::kMuon}};
+    {"lion", Optimizer::kLion},            {"muon", Optimizer::kMuon},
+    {"galore_adamw", Optimizer::kGaloreAdamW}, {"apollo_adamw", Optimizer::kApolloAdamW},
+    {"apollo_mini", Optimizer::kApolloMini}, {"adam_mini", Optimizer::kAdamMini}};
 inline constexpr EnumName<OptimizerImpl> kOptimizerImplNames[] = {
     {"foreach", OptimizerImpl::kForeach}, {"fused", OptimizerImpl::kFused}, {"forloop", OptimizerImpl::kForLoop}};
 inline constexpr EnumName<Checkpointing> kCheckpointingNames[] = {

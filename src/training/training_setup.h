@@ -16,8 +16,11 @@ enum class BaseQuant { kNone, kNf4, kInt8, kGptq4 };
 /// amp_*: fp32 weights with 16-bit autocast compute; bf16/fp16: pure 16-bit; fp8: fp8 linears
 /// (Transformer Engine style) on top of pure bf16.
 enum class Precision { kFp32, kAmpBf16, kAmpFp16, kBf16, kFp16, kFp8 };
+/// galore_adamw / apollo_adamw / apollo_mini: AdamW moments of a rank-r projection of each block
+/// linear's gradient plus the projector (parameters.h projected_state_elems); adam_mini: one
+/// first moment per element, one second moment per output row (Adam-mini's blocks).
 enum class Optimizer { kAdamW, kAdamW8bit, kPagedAdamW8bit, kPagedAdamW32bit, kAdamW4bit, kSgd,
-                       kSgdMomentum, kAdafactor, kLion, kMuon };
+                       kSgdMomentum, kAdafactor, kLion, kMuon, kGaloreAdamW, kApolloAdamW, kApolloMini, kAdamMini };
 enum class OptimizerImpl { kForeach, kFused, kForLoop };
 /// full: every block recomputed from its input; selective: the attention core recomputed
 /// (Megatron `--recompute-activations`, core_attn).
@@ -48,6 +51,10 @@ struct TrainingSetup {
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
   bool optimizer_in_backward = false;        // step per parameter inside backward, grads freed
+  /// galore_adamw / apollo_adamw: the projection's rank and how many steps it is kept
+  /// (transformers' defaults rank 128, update_proj_gap 200); apollo_mini is rank 1.
+  std::int64_t projection_rank = 128;
+  std::int64_t projection_update_gap = 200;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 2048;
   std::int64_t grad_accum = 1;
@@ -131,6 +138,11 @@ struct TrainingSetup {
   /// transformers/monkey_patch.py). Liger's RoPE saves only cos and sin, as HF's does: no change.
   bool liger_kernels = false;
   bool loss_softmax_in_place = false;  // one fp32 copy becomes the softmax, then its gradient (Megatron vocab-parallel CE)
+  /// The input embedding and the output projection are upcast to fp32 over a 16-bit model, and
+  /// so the residual stream that leaves the embedding runs in fp32 with 16-bit autocast casts per
+  /// linear (Axolotl's _configure_embedding_dtypes outside FSDP). Block norms' weights (also
+  /// upcast there) are not counted: a few kilobytes.
+  bool embeddings_fp32 = false;
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
@@ -153,6 +165,14 @@ inline bool amp_like(const TrainingSetup& t) {
 inline std::int64_t stored_weight_bytes(const TrainingSetup& t) { return amp_like(t) ? 4 : weight_bytes(t.precision); }
 /// AMP through torch.autocast: fp32 parameters and residual stream, 16-bit casts per matmul.
 inline bool autocast_amp(const TrainingSetup& t) { return amp_like(t) && t.amp_weights == AmpWeights::kAutocast; }
+/// The optimizer keeps AdamW moments of a low-rank projection of each block linear's gradient.
+inline bool projects_gradients(Optimizer o) {
+  return o == Optimizer::kGaloreAdamW || o == Optimizer::kApolloAdamW || o == Optimizer::kApolloMini;
+}
+/// The residual stream is fp32 with 16-bit casts per linear: AMP by autocast, or fp32 embeddings.
+inline bool fp32_residual_stream(const TrainingSetup& t) {
+  return autocast_amp(t) || (t.embeddings_fp32 && t.precision != Precision::kFp32 && t.precision != Precision::kFp8);
+}
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr, VeRA.
 inline bool is_adapter_method(Method m) {

@@ -107,7 +107,7 @@ test('search: fastest layouts that fit, --top N, launch configs', () => {
   }
   const rejected = Object.values(j.counts.rejected).reduce((a, b) => a + b, 0);
   assert.equal(j.counts.enumerated, j.counts.valid + rejected);
-  assert.equal(j.launch.length, 9);
+  assert.equal(j.launch.length, 11);
   // The default framework (hf_trainer) launches with accelerate and a train.py, both marked for it.
   assert.deepEqual(j.launch.filter((f) => f.for_framework).map((f) => f.format), ['accelerate_yaml', 'python_script']);
   for (const f of j.launch.filter((x) => x.for_framework)) assert.ok(f.supported && f.text.length > 0, f.format);

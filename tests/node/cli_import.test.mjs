@@ -34,6 +34,11 @@ const CASES = [
   [['axolotl_fft_liger_fsdp.yaml'], ['--gpus', '8']],
   [['llamafactory_lora_sft_ds3.yaml', 'ds_z3_config.json'], ['--gpus', '8']],
   [['llamafactory_full_sft.yaml'], ['--gpus', '8']],
+  [['axolotl_fft_8b.yaml'], []],
+  [['axolotl_lora_1b.yml'], []],
+  [['llamafactory_galore_full_sft.yaml'], []],
+  [['llamafactory_apollo_full_sft.yaml'], []],
+  [['llamafactory_adam_mini_full_sft.yaml'], []],
   [['torchtune_8b_qlora_single_device.yaml'], []],
   [['ds_z3_offload_config.json'], ['--model', 'meta-llama/Llama-3.1-8B', '--gpus', '8']],
   [['accelerate_fsdp.yaml'], ['--model', 'meta-llama/Llama-3.1-8B']],
@@ -47,8 +52,13 @@ for (const [files, options] of CASES) {
   test(`memfit import ${files.join(' ')}: the core estimates the request`, { skip }, () => {
     const { request, result, report } = importAndEstimate(files, ...options);
     const t = request.training;
-    for (const key of ['method', 'precision', 'micro_batch', 'grad_accum', 'seq_len', 'activation_checkpointing', 'offload', 'optimizer']) {
-      if (t[key] !== undefined) assert.equal(result.training[key], t[key], `${files[0]}: training.${key}`);
+    for (const key of ['framework', 'method', 'precision', 'micro_batch', 'grad_accum', 'seq_len', 'activation_checkpointing', 'offload', 'optimizer',
+      'projection', 'optimizer_in_backward']) {
+      if (t[key] === undefined) continue;
+      const got = key === 'framework' ? result.framework.id : result.training[key];
+      // projection: the imported keys (rank, update_gap), the other one the default's
+      if (key === 'projection') for (const k of Object.keys(t.projection)) assert.equal(got[k], t.projection[k], `${files[0]}: training.projection.${k}`);
+      else assert.equal(got, t[key], `${files[0]}: training.${key}`);
     }
     if (request.parallel?.sharding) assert.equal(result.parallel.sharding, request.parallel.sharding);
     assert.match(report, /^memfit import: /);

@@ -32,7 +32,7 @@ test('Axolotl QLoRA: adapter, 4-bit base, LoRA shape, batch, packing, optimizer,
   assert.equal(r.format, 'axolotl');
   assert.deepEqual(r.request.model, { preset: 'meta-llama/Meta-Llama-3-8B' });
   assert.deepEqual(r.request.training, {
-    framework: 'hf_trainer', method: 'qlora', base_quant: 'nf4', lora: { rank: 32, dropout: 0.05, targets: 'all-linear' },
+    framework: 'axolotl', method: 'qlora', base_quant: 'nf4', lora: { rank: 32, dropout: 0.05, targets: 'all-linear' },
     seq_len: 4096, packed: true, micro_batch: 2, grad_accum: 4, optimizer: 'paged_adamw_32bit', precision: 'bf16',
     activation_checkpointing: 'full', attention: 'flash' });
   assert.deepEqual(ignoredKeys(r), ['/model_type', '/datasets', '/val_set_size', '/output_dir', '/pad_to_sequence_len', '/lora_alpha',
@@ -40,33 +40,63 @@ test('Axolotl QLoRA: adapter, 4-bit base, LoRA shape, batch, packing, optimizer,
   assert.equal(mappedFrom(r, '/training/lora/rank').line, 16);
   assert.equal(r.ignored.find((x) => x.key === '/lora_alpha').line, 17);
   assert.ok(r.mapped.some((x) => x.from === '/load_in_8bit' && x.to === null), 'load_in_8bit: false is read, not dropped');
-  assert.ok(r.notes.some((n) => /hf_trainer/.test(n)), 'says that Axolotl is estimated as the HF Trainer');
+  assert.ok(r.notes.some((n) => /framework axolotl/.test(n)), 'says that the axolotl profile supplies the rest');
+  const old = importFiles([{ name: 'axolotl_qlora.yml', text: readFileSync(`${FIXTURES}axolotl_qlora.yml`, 'utf8') }],
+    { yaml: YAML, presets: PRESETS, frameworks: ['hf_trainer', 'trl'] }).result;
+  assert.equal(old.request.training.framework, 'hf_trainer', 'a core without the axolotl profile gets hf_trainer');
+  assert.ok(old.notes.some((n) => /no axolotl profile/.test(n)));
 });
 
-test('Axolotl full fine-tune with Liger and FSDP: fused loss, ZeRO-3 sharding, parameter offload; Liger\'s other kernels listed', () => {
+test('Axolotl full fine-tune with Liger and FSDP: Liger FLCE, RMSNorm and SwiGLU, ZeRO-3 sharding, parameter offload', () => {
   const r = fixture('axolotl_fft_liger_fsdp.yaml');
   const t = r.request.training;
   assert.equal(t.method, 'full');
-  assert.equal(t.loss, 'fused');
+  assert.equal(t.loss, 'liger_flce');
+  assert.equal(t.liger_kernels, true);
   assert.equal(t.offload, 'params_optimizer');
   assert.equal(t.optimizer_impl, 'fused');
   assert.deepEqual(r.request.parallel, { sharding: 'zero3' });
   assert.equal(r.request.model.preset, 'meta-llama/Llama-3.1-8B', 'Meta-Llama-3.1-8B is the renamed Llama-3.1-8B');
-  for (const key of ['/liger_rope', '/liger_rms_norm', '/liger_glu_activation']) {
-    assert.ok(r.ignored.find((x) => x.key === key).may_change_memory, key);
-  }
+  assert.ok(r.ignored.find((x) => x.key === '/liger_rope').may_change_memory, 'Liger RoPE (no memory change) is listed');
 });
 
-test('Axolotl without bf16 or fp16 loads fp32 weights', () => {
-  const answer = importConfig('base_model: x/y\nmicro_batch_size: 1\nsequence_len: 512\n', { yaml: YAML });
-  assert.equal(answer.result.request.training.precision, 'fp32');
+test('Axolotl precision as resolve_dtype sets it: bf16 auto by default, fp16 turns auto off, bf16: false alone is fp32', () => {
+  const precision = (text) => importConfig(`base_model: x/y\nmicro_batch_size: 1\n${text}`, { yaml: YAML }).result.request.training.precision;
+  assert.equal(precision(''), 'bf16');
+  assert.equal(precision('fp16: true\n'), 'fp16');
+  assert.equal(precision('bf16: false\nload_in_8bit: true\nadapter: lora\n'), 'fp16');
+  assert.equal(precision('bf16: false\n'), 'fp32');
+});
+
+test('Axolotl examples (fft-8b, lora-1b): attn_implementation, paged 8-bit optimizer, packing, LoRA modules', () => {
+  const full = fixture('axolotl_fft_8b.yaml');
+  assert.deepEqual(full.request.training, { framework: 'axolotl', method: 'full', seq_len: 8192, packed: true, micro_batch: 1,
+    grad_accum: 8, optimizer: 'paged_adamw_8bit', precision: 'bf16', activation_checkpointing: 'full', attention: 'flash' });
+  assert.ok(ignoredKeys(full).includes('/gradient_checkpointing_kwargs'), 'use_reentrant is listed, not modelled');
+  const lora = fixture('axolotl_lora_1b.yml');
+  assert.deepEqual(lora.request.training.lora, { rank: 16, dropout: 0.05, targets: ['gate', 'down', 'up', 'q', 'v', 'k', 'o'] });
+  assert.equal(lora.request.training.optimizer, 'adamw_8bit');
+  assert.equal(lora.request.model.preset, 'meta-llama/Llama-3.2-1B-Instruct');
+  assert.ok(ignoredKeys(lora).includes('/eval_sample_packing'));
+});
+
+test('Axolotl GaLore / APOLLO through optim_args; APOLLO rank 1 with a tensor scale is APOLLO-Mini', () => {
+  const t = (text) => importConfig(`base_model: x/y\n${text}`, { yaml: YAML }).result.request.training;
+  assert.deepEqual(t('optimizer: galore_adamw\noptim_args: rank=64, update_proj_gap=100\n').projection, { rank: 64, update_gap: 100 });
+  const mini = t('optimizer: apollo_adamw_layerwise\noptim_args: {rank: 1, scale_type: tensor}\n');
+  assert.equal(mini.optimizer, 'apollo_mini');
+  assert.equal(mini.optimizer_in_backward, true);
+  assert.equal(mini.projection?.rank, undefined);
+  const bad = fails('base_model: x/y\noptimizer: galore_adamw\noptim_args: rank=0\n');
+  assert.equal(bad.code, 'invalid_value');
+  assert.equal(bad.path, '/optim_args');
 });
 
 test('LLaMA-Factory LoRA with the ZeRO-3 file it names: DeepSpeed backend and sharding; its "auto" values listed', () => {
   const r = fixture('llamafactory_lora_sft_ds3.yaml', 'ds_z3_config.json');
   assert.equal(r.format, 'llamafactory');
   assert.equal(r.file, 'llamafactory_lora_sft_ds3.yaml');
-  assert.deepEqual(r.request.training, { framework: 'hf_trainer', method: 'lora', lora: { rank: 8, targets: 'all-linear' },
+  assert.deepEqual(r.request.training, { framework: 'llamafactory', method: 'lora', lora: { rank: 8, targets: 'all-linear' },
     seq_len: 2048, micro_batch: 1, grad_accum: 2, precision: 'amp_bf16', activation_checkpointing: 'full' });
   assert.deepEqual(r.request.parallel, { backend: 'deepspeed', sharding: 'zero3' });
   assert.match(mappedFrom(r, '/training/precision').note, /fp32 master in DeepSpeed's optimizer/);
@@ -92,6 +122,23 @@ test('LLaMA-Factory full fine-tune: fp32 trainable weights under bf16 autocast a
   const pure = importConfig('stage: sft\nfinetuning_type: full\npure_bf16: true\ndisable_gradient_checkpointing: true\n', { yaml: YAML });
   assert.equal(pure.result.request.training.precision, 'bf16');
   assert.equal(pure.result.request.training.activation_checkpointing, 'none');
+});
+
+test('LLaMA-Factory GaLore, APOLLO and Adam-mini examples: optimizer, rank, layer-wise step, pure bf16', () => {
+  const galore = fixture('llamafactory_galore_full_sft.yaml').request.training;
+  assert.deepEqual([galore.optimizer, galore.projection, galore.optimizer_in_backward, galore.precision],
+    ['galore_adamw', { rank: 128 }, true, 'bf16']);
+  const apollo = fixture('llamafactory_apollo_full_sft.yaml');
+  assert.deepEqual([apollo.request.training.optimizer, apollo.request.training.projection], ['apollo_adamw', { rank: 128 }]);
+  assert.ok(ignoredKeys(apollo).includes('/apollo_scale'), 'the scale (no memory effect) is listed');
+  const mini = fixture('llamafactory_adam_mini_full_sft.yaml');
+  assert.deepEqual([mini.request.training.optimizer, mini.request.training.precision], ['adam_mini', 'amp_bf16']);
+  assert.equal(mini.request.model.preset, 'Qwen/Qwen2-1.5B-Instruct');
+  const rankDefault = importConfig('stage: sft\nfinetuning_type: full\nuse_galore: true\n', { yaml: YAML }).result;
+  assert.deepEqual(rankDefault.request.training.projection, { rank: 16 });
+  assert.match(rankDefault.mapped.find((x) => x.to === '/training/projection/rank').note, /defaults to 16/);
+  const apolloMini = importConfig('stage: sft\nfinetuning_type: full\nuse_apollo: true\napollo_rank: 1\napollo_scale_type: tensor\n', { yaml: YAML });
+  assert.equal(apolloMini.result.request.training.optimizer, 'apollo_mini');
 });
 
 test('LLaMA-Factory 4-bit LoRA is QLoRA; 8-bit is LoRA over an int8 base', () => {

@@ -213,9 +213,56 @@ Knobs read_unsloth(const std::string& text) {
   return k;
 }
 
+// The sharding an HF-Trainer YAML carries: an inline DeepSpeed `zero_optimization` stage, or
+// FSDP (Axolotl's fsdp_config reshard_after_forward, TrainingArguments' `fsdp` words); the GPU
+// count from the launch comment.
+void read_hf_yaml_sharding(const std::string& text, Knobs& k) {
+  no_model_parallel(k);
+  k["gpus"] = *find(text, R"(--num_processes (\d+))");
+  const bool ds = has(text, "zero_optimization:");
+  if (ds) {
+    k["sharding"] = stage_name(num(find(text, R"(stage: (\d))")));
+  } else if (has(text, "fsdp_config:") || has(text, "fsdp: ")) {
+    k["sharding"] = has(text, "reshard_after_forward: false") || has(text, "shard_grad_op") ? "zero2" : "zero3";
+  } else {
+    k["sharding"] = "none";
+  }
+  const bool params_off = has(text, "offload_param:") || has(text, "offload_params: true") || has(text, " offload\"");
+  k["offload"] = params_off ? "params_optimizer" : has(text, "offload_optimizer:") ? "optimizer" : "none";
+}
+
+// Axolotl's YAML (adapter, load_in_4bit, peft_use_dora, lora_r, micro_batch_size, ...).
+Knobs read_axolotl(const std::string& text) {
+  Knobs k;
+  read_hf_yaml_sharding(text, k);
+  k["micro_batch"] = *find(text, R"(micro_batch_size: (\d+))");
+  k["grad_accum"] = *find(text, R"(gradient_accumulation_steps: (\d+))");
+  k["checkpointing"] = has(text, "gradient_checkpointing: true") ? "full" : "none";
+  if (has(text, "activation_offloading: true")) k["offload"] = "activations";
+  const auto adapter = find(text, R"(adapter: (\w+))");
+  k["method"] = !adapter ? "full" : *adapter == "qlora" ? "qlora" : has(text, "peft_use_dora: true") ? "dora" : "lora";
+  if (auto r = find(text, R"(lora_r: (\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
+// LLaMA-Factory's YAML (finetuning_type, quantization_bit, use_dora, lora_rank, ...).
+Knobs read_llamafactory(const std::string& text) {
+  Knobs k;
+  read_hf_yaml_sharding(text, k);
+  k["micro_batch"] = *find(text, R"(per_device_train_batch_size: (\d+))");
+  k["grad_accum"] = *find(text, R"(gradient_accumulation_steps: (\d+))");
+  k["checkpointing"] = has(text, "disable_gradient_checkpointing: true") ? "none" : "full";
+  const std::string type = *find(text, R"(finetuning_type: (\w+))");
+  k["method"] = type != "lora" ? type : has(text, "quantization_bit: 4") ? "qlora" : has(text, "use_dora: true") ? "dora" : "lora";
+  if (auto r = find(text, R"(lora_rank: (\d+))")) k["lora_rank"] = *r;
+  return k;
+}
+
 Knobs read_back(const std::string& format, const std::string& text, std::int64_t layers) {
   if (format == "trl_sft_yaml") return read_trl_sft(text);
   if (format == "unsloth_python") return read_unsloth(text);
+  if (format == "axolotl_yaml") return read_axolotl(text);
+  if (format == "llamafactory_yaml") return read_llamafactory(text);
   if (format == "deepspeed_json") return read_deepspeed(text);
   if (format == "python_script") return read_python(text);
   if (format == "accelerate_yaml") return read_accelerate(text);
@@ -274,7 +321,8 @@ json search(const Case& c, std::int64_t seq_len) {
 }  // namespace
 
 TEST_CASE("every ★ exports launch files of its framework that express every knob of the layout", "[capabilities][launch]") {
-  const char* frameworks[] = {"hf_trainer", "deepspeed", "megatron", "torchtitan", "torchtune", "fsdp_qlora", "trl", "unsloth"};
+  const char* frameworks[] = {"hf_trainer", "deepspeed", "megatron", "torchtitan", "torchtune", "fsdp_qlora", "trl", "unsloth",
+                              "axolotl", "llamafactory"};
   const char* methods[] = {"full", "lora", "qlora"};
   struct Model {
     const char* id;

@@ -24,7 +24,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.setup = bf16(2, 8192, 4);
   in.setup.checkpointing = Checkpointing::kFull;
   const std::vector<LaunchFormat> f = launch_configs(in);
-  REQUIRE(f.size() == 9);
+  REQUIRE(f.size() == 11);
   // DeepSpeed (deepspeed.ai/docs/config-json): batch identity train = micro x accumulation x dp.
   const json ds = json::parse(f[0].text);
   CHECK(ds["train_batch_size"] == 2 * 4 * 8);
@@ -197,7 +197,7 @@ TEST_CASE("the TRL file holds SFTConfig / ModelConfig fields; the Unsloth script
   in.setup.checkpointing = Checkpointing::kFull;
   in.setup.loss = LossKernel::kChunkedNll;
   const std::vector<LaunchFormat> one = launch_configs(in);
-  REQUIRE(one.size() == 9);
+  REQUIRE(one.size() == 11);
   const LaunchFormat& trl = one[5];
   REQUIRE(trl.format == "trl_sft_yaml");
   REQUIRE(trl.supported);
@@ -239,4 +239,90 @@ TEST_CASE("the TRL file holds SFTConfig / ModelConfig fields; the Unsloth script
   CHECK_FALSE(dp[6].supported);
   in.layout.tp = 2;
   CHECK_FALSE(launch_configs(in)[5].supported);
+}
+
+namespace {
+
+// Reads `key: value` lines of a flat YAML (comments and nested lines skipped).
+std::map<std::string, std::string> yaml_keys(const std::string& text) {
+  std::istringstream yaml(text);
+  std::map<std::string, std::string> got;
+  for (std::string line; std::getline(yaml, line);) {
+    const auto colon = line.find(':');
+    if (line.empty() || line[0] == '#' || line[0] == ' ' || colon == std::string::npos) continue;
+    got[line.substr(0, colon)] = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+  }
+  return got;
+}
+
+}  // namespace
+
+TEST_CASE("the Axolotl and LLaMA-Factory files hold their schemas' keys, the sharding and the GPU count", "[launch][axolotl][llamafactory]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(2, 4096, 8);
+  in.setup.method = Method::kQlora;
+  in.setup.lora_targets = {"all-linear"};
+  in.setup.lora_rank = 32;
+  in.setup.checkpointing = Checkpointing::kFull;
+  in.layout.dp = 8;
+  in.layout.sharding = Sharding::kZero3;
+  const std::vector<LaunchFormat> f = launch_configs(in);
+  const LaunchFormat& ax = f[9];
+  const LaunchFormat& lf = f[10];
+  REQUIRE(ax.format == "axolotl_yaml");
+  REQUIRE(lf.format == "llamafactory_yaml");
+  REQUIRE(ax.supported);
+  REQUIRE(lf.supported);
+  // axolotl @ 067b021c utils/schemas/{config,training,peft,fsdp}.py field names.
+  const std::set<std::string> ax_keys = {"base_model", "adapter", "load_in_4bit", "load_in_8bit", "lora_r", "lora_alpha", "lora_dropout",
+                                         "lora_target_linear", "lora_target_modules", "peft_use_dora", "sequence_len", "sample_packing",
+                                         "micro_batch_size", "gradient_accumulation_steps", "optimizer", "optim_target_modules", "optim_args",
+                                         "bf16", "fp16", "gradient_checkpointing", "activation_offloading", "attn_implementation",
+                                         "torch_compile", "plugins", "liger_fused_linear_cross_entropy", "liger_rms_norm",
+                                         "liger_glu_activation", "liger_rope", "cut_cross_entropy", "deepspeed", "fsdp_version", "fsdp_config"};
+  const auto got = yaml_keys(ax.text);
+  for (const auto& [key, value] : got) CHECK(ax_keys.count(key) == 1);
+  CHECK(got.at("adapter") == "qlora");
+  CHECK(got.at("load_in_4bit") == "true");
+  CHECK(got.at("lora_target_linear") == "true");
+  CHECK(got.at("micro_batch_size") == "2");
+  CHECK(got.at("fsdp_version") == "2");
+  CHECK(ax.text.find("  reshard_after_forward: true\n") != std::string::npos);  // ZeRO-3 as FSDP2
+  CHECK(ax.text.rfind("# run: accelerate launch --num_processes 8 --num_machines 1 ", 0) == 0);
+  // LLaMA-Factory @ ff6d4d12 hparams/*_args.py and TrainingArguments field names.
+  const std::set<std::string> lf_keys = {"model_name_or_path", "stage", "do_train", "finetuning_type", "freeze_trainable_layers",
+                                         "lora_rank", "lora_dropout", "lora_target", "use_dora", "quantization_bit", "quantization_method",
+                                         "cutoff_len", "packing", "per_device_train_batch_size", "gradient_accumulation_steps", "pure_bf16",
+                                         "bf16", "fp16", "disable_gradient_checkpointing", "flash_attn", "enable_liger_kernel", "use_galore",
+                                         "galore_target", "galore_rank", "galore_update_interval", "galore_layerwise", "use_apollo",
+                                         "apollo_target", "apollo_rank", "apollo_update_interval", "apollo_scale_type", "apollo_layerwise",
+                                         "use_adam_mini", "optim", "deepspeed", "fsdp"};
+  const auto lgot = yaml_keys(lf.text);
+  for (const auto& [key, value] : lgot) CHECK(lf_keys.count(key) == 1);
+  CHECK(lgot.at("finetuning_type") == "lora");
+  CHECK(lgot.at("quantization_bit") == "4");
+  CHECK(lgot.at("lora_target") == "all");
+  CHECK(lgot.at("disable_gradient_checkpointing") == "false");
+  CHECK(lgot.at("fsdp") == "\"full_shard auto_wrap\"");
+  // Optimizer offload: DeepSpeed inline; GaLore in each framework's spelling.
+  in.setup = bf16(1, 2048, 1);
+  in.setup.offload = Offload::kOptimizer;
+  in.layout.sharding = Sharding::kZero2;
+  in.setup.optimizer = Optimizer::kGaloreAdamW;
+  in.setup.projection_rank = 64;
+  const std::vector<LaunchFormat> g = launch_configs(in);
+  CHECK(g[9].text.find("deepspeed:\n") != std::string::npos);
+  CHECK(g[9].text.find("    stage: 2\n    offload_optimizer: {device: cpu, pin_memory: true}\n") != std::string::npos);
+  CHECK(yaml_keys(g[9].text).at("optimizer") == "galore_adamw");
+  CHECK(yaml_keys(g[9].text).at("optim_args") == "\"rank=64,update_proj_gap=200\"");
+  CHECK(yaml_keys(g[10].text).at("use_galore") == "true");
+  CHECK(yaml_keys(g[10].text).at("galore_rank") == "64");
+  CHECK(yaml_keys(g[10].text).at("pure_bf16") == "true");
+  // Model parallelism: neither.
+  in.layout.tp = 2;
+  CHECK_FALSE(launch_configs(in)[9].supported);
+  CHECK_FALSE(launch_configs(in)[10].supported);
 }

@@ -236,7 +236,7 @@ TEST_CASE("search honours constraints and is deterministic", "[search][api]") {
     CHECK(c["memory"]["verdict"] != "oom");
   }
   CHECK(r["best"] == r["top"][0]);
-  CHECK(r["launch"].size() == 9);
+  CHECK(r["launch"].size() == 11);
   CHECK(call(api::search, req).dump() == a.dump());
 }
 

@@ -3,6 +3,9 @@
 #pragma once
 #include <cstdint>
 
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
 #include "hf_config/parse_hf_config.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
@@ -13,6 +16,17 @@ namespace memfit_test {
 
 inline memfit::ModelArchitecture preset(const char* id) {
   return memfit::parse_hf_config_text(memfit::presets::find_model(id)->config_text);
+}
+
+/// An estimate request for `framework` on one H100 (no timeline, no micro-batch search), and its answer.
+inline nlohmann::json framework_request(const char* framework, const char* model = "Qwen/Qwen3-4B") {
+  return nlohmann::json{{"model", {{"preset", model}}},
+                        {"training", {{"framework", framework}}},
+                        {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}}},
+                        {"options", {{"timeline", false}, {"max_micro_batch", false}}}};
+}
+inline nlohmann::json estimate_json(const nlohmann::json& request) {
+  return nlohmann::json::parse(memfit::api::estimate(request.dump()));
 }
 
 inline memfit::ClusterSpec cluster(const char* gpu, std::int64_t gpus, std::int64_t per_node = 8) {

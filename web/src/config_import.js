@@ -42,6 +42,8 @@
     adamw_apex_fused: ['adamw', 'fused'], adamw_bnb_8bit: ['adamw_8bit'], adamw_8bit: ['adamw_8bit'],
     paged_adamw_8bit: ['paged_adamw_8bit'], paged_adamw_32bit: ['paged_adamw_32bit'], paged_adamw: ['paged_adamw_32bit'],
     adamw_torch_4bit: ['adamw_4bit'], adafactor: ['adafactor'], sgd: ['sgd'], lion_32bit: ['lion'],
+    galore_adamw: ['galore_adamw'], galore_adamw_layerwise: ['galore_adamw'], apollo_adamw: ['apollo_adamw'],
+    apollo_adamw_layerwise: ['apollo_adamw'],
   };
 
   class ImportError extends Error {
@@ -311,9 +313,32 @@
     }
     m.set('/training/optimizer', found[0], parts);
     if (found[1]) m.set('/training/optimizer_impl', found[1], parts);
+    if (/_layerwise$/.test(lower(name))) m.set('/training/optimizer_in_backward', true, parts, 'layer-wise: each parameter steps in its gradient hook');
+    if (['galore_adamw', 'apollo_adamw'].includes(found[0])) setOptimArgs(m, ['optim_args'], found[0]);
   }
 
-  const ATTENTION = { flash_attention_2: 'flash', flash_attention_3: 'flash', fa2: 'flash', sdpa: 'sdpa', eager: 'eager', disabled: 'eager' };
+  /// GaLore / APOLLO settings from HF's optim_args ("rank=64,update_proj_gap=100" or a mapping):
+  /// rank and update_proj_gap; APOLLO at rank 1 with scale_type tensor is APOLLO-Mini.
+  function setOptimArgs(m, parts, optimizer) {
+    const raw = m.take(parts);
+    if (raw === undefined || raw === null) return;
+    const args = isObject(raw) ? raw : Object.fromEntries(String(raw).split(',').map((kv) => kv.split('=').map((x) => x.trim())).filter((kv) => kv.length === 2));
+    const int = (k, field) => {
+      if (args[k] === undefined) return undefined;
+      const n = Number(args[k]);
+      if (!Number.isInteger(n) || n < 1) m.fail('invalid_value', parts, `optim_args ${k} must be a whole number ≥ 1, got ${JSON.stringify(args[k])}`);
+      m.set(field, n, parts);
+      return n;
+    };
+    const rank = int('rank', '/training/projection/rank');
+    int('update_proj_gap', '/training/projection/update_gap');
+    if (optimizer === 'apollo_adamw' && rank === 1 && lower(args.scale_type ?? '') === 'tensor') {
+      m.set('/training/optimizer', 'apollo_mini', parts, 'APOLLO at rank 1 with a tensor-wise scale is APOLLO-Mini');
+      delete m.request.training.projection.rank;
+    }
+  }
+
+  const ATTENTION = { flash_attention_2: 'flash', flash_attention_3: 'flash', fa2: 'flash', fa3: 'flash', sdpa: 'sdpa', eager: 'eager', disabled: 'eager' };
   function setAttention(m, parts) {
     const v = m.take(parts);
     if (v === undefined || v === null || lower(v) === 'auto') return;
@@ -443,13 +468,19 @@
   // ---- the formats ---------------------------------------------------------------------------
 
   const FRAMEWORK_NOTE = {
-    axolotl: 'Axolotl runs the HF Trainer: framework hf_trainer (its precision is set from bf16/fp16 as Axolotl resolves the load dtype: axolotl-ai-cloud/axolotl@70be546 src/axolotl/utils/config/__init__.py resolve_dtype)',
-    llamafactory: 'LLaMA-Factory runs the HF Trainer: framework hf_trainer, with the two defaults of its own that change memory set explicitly (gradient checkpointing on; trainable weights upcast to fp32)',
+    axolotl: 'Axolotl: framework axolotl, whose profile supplies what the file leaves out (bf16 auto, sequence_len 512, no checkpointing, fp32 embeddings and lm_head outside FSDP; docs/frameworks.md)',
+    llamafactory: 'LLaMA-Factory: framework llamafactory, whose profile supplies what the file leaves out (LoRA r8 on all linears, cutoff_len 2048, gradient checkpointing, fp32 trainables for full / freeze; docs/frameworks.md)',
   };
+  /// The framework's own profile when the core has it (ctx.frameworks; all when not given), else hf_trainer.
+  function setFramework(m, ctx, id) {
+    const own = !ctx.frameworks || ctx.frameworks.includes(id);
+    m.set('/training/framework', own ? id : 'hf_trainer', '');
+    m.note(own ? FRAMEWORK_NOTE[id] : `${FORMAT_NAMES[id]}: memfit has no ${id} profile here, so the HF Trainer's defaults apply to the keys not given`);
+    return own;
+  }
 
   function mapAxolotl(m, ctx) {
-    m.set('/training/framework', 'hf_trainer', '');
-    m.note(FRAMEWORK_NOTE.axolotl);
+    const own = setFramework(m, ctx, 'axolotl');
     setModel(m, ['base_model'], ctx.presets);
     const adapter = m.take(['adapter']);
     const in4 = m.bool(['load_in_4bit']);
@@ -478,21 +509,29 @@
     intField(m, ['micro_batch_size'], '/training/micro_batch');
     intField(m, ['gradient_accumulation_steps'], '/training/grad_accum');
     setOptimizer(m, ['optimizer']);
-    // resolve_dtype: bf16 -> bf16 weights, fp16 or load_in_8bit -> fp16, else fp32 (no autocast).
+    // resolve_dtype (axolotl @ 067b021c src/axolotl/utils/config/__init__.py): bf16 (default
+    // "auto": bf16 on a bf16 GPU) -> bf16 weights, fp16 or load_in_8bit -> fp16, bf16: false without fp16 -> fp32.
     const bf16 = m.take(['bf16']);
     const fp16 = m.take(['fp16']);
-    const precision = bf16 === true || bf16 === 'auto' ? 'bf16' : fp16 === true || in8 ? 'fp16' : 'fp32';
-    m.set('/training/precision', precision, bf16 !== undefined ? ['bf16'] : fp16 !== undefined ? ['fp16'] : '',
-      precision === 'fp32' ? 'neither bf16 nor fp16: Axolotl loads the weights in fp32' : undefined);
-    if (bf16 === 'auto') m.note('bf16: auto is taken as bf16 (a GPU with bf16 support)');
+    const auto = bf16 === undefined || bf16 === null || bf16 === 'auto';
+    const bf16On = bf16 === true || (auto && fp16 !== true);  // bf16 "auto" with fp16: true turns bf16 off
+    const precision = bf16On ? 'bf16' : in8 || fp16 === true ? 'fp16' : 'fp32';
+    m.set('/training/precision', precision, !bf16On && fp16 === true ? ['fp16'] : bf16 !== undefined ? ['bf16'] : '',
+      precision === 'fp32' ? 'bf16: false and no fp16: Axolotl loads the weights in fp32' : bf16 === undefined ? 'bf16 defaults to auto' : undefined);
+    if (auto && bf16On) m.note('bf16: auto is taken as bf16 (a GPU with bf16 support)');
     const gc = m.take(['gradient_checkpointing']);
     if (gc === true || gc === false) m.set('/training/activation_checkpointing', gc ? 'full' : 'none', ['gradient_checkpointing']);
     else if (gc !== undefined && gc !== null) { m.note(`gradient_checkpointing: ${gc} is not modelled`); m.unread(['gradient_checkpointing']); }
+    setAttention(m, ['attn_implementation']);
     if (m.bool(['flash_attention'])) m.set('/training/attention', 'flash', ['flash_attention']);
     else if (m.bool(['sdp_attention'])) m.set('/training/attention', 'sdpa', ['sdp_attention']);
     else if (m.bool(['eager_attention'])) m.set('/training/attention', 'eager', ['eager_attention']);
-    if (m.bool(['liger_fused_linear_cross_entropy'])) m.set('/training/loss', 'fused', ['liger_fused_linear_cross_entropy'], 'Liger fused linear cross-entropy');
-    else if (m.bool(['cut_cross_entropy'])) m.set('/training/loss', 'fused', ['cut_cross_entropy'], 'Cut Cross-Entropy, as the fused loss');
+    if (m.bool(['liger_fused_linear_cross_entropy'])) m.set('/training/loss', own ? 'liger_flce' : 'fused', ['liger_fused_linear_cross_entropy'], 'Liger fused linear cross-entropy');
+    else if (m.bool(['cut_cross_entropy'])) m.set('/training/loss', own ? 'cut_ce' : 'fused', ['cut_cross_entropy'], 'Cut Cross-Entropy');
+    // Liger's RMSNorm and SwiGLU (axolotl integrations/liger: liger_rms_norm, liger_glu_activation).
+    if (own && m.bool(['liger_rms_norm']) && m.bool(['liger_glu_activation'])) m.set('/training/liger_kernels', true, ['liger_glu_activation'], 'Liger RMSNorm and SwiGLU');
+    if (own && m.has(['plugins'])) m.take(['plugins']);
+    if (m.bool(['activation_offloading'])) m.set('/training/offload', 'activations', ['activation_offloading']);
     const compile = m.bool(['torch_compile']);
     if (compile !== undefined) m.set('/training/compile', compile, ['torch_compile']);
     if (m.has(['deepspeed'])) deepspeedByPath(m, ['deepspeed'], ctx);
@@ -532,8 +571,7 @@
   // cast to fp32 unless pure_bf16 or use_badam; @ 908cd68 src/llamafactory/model/model_utils/
   // checkpointing.py prepare_model_for_training: gradient checkpointing unless disable_gradient_checkpointing.
   function mapLlamaFactory(m, ctx) {
-    m.set('/training/framework', 'hf_trainer', '');
-    m.note(FRAMEWORK_NOTE.llamafactory);
+    const own = setFramework(m, ctx, 'llamafactory');
     setModel(m, ['model_name_or_path'], ctx.presets);
     const stage = m.take(['stage']);
     if (stage !== undefined && !['sft', 'pt'].includes(stage)) m.note(`stage ${stage}: memfit estimates one model's training step (no reference or reward model)`);
@@ -576,8 +614,35 @@
     m.set('/training/activation_checkpointing', noGc ? 'none' : 'full', noGc === undefined ? '' : ['disable_gradient_checkpointing'],
       noGc === undefined ? 'LLaMA-Factory enables gradient checkpointing unless disable_gradient_checkpointing' : undefined);
     setAttention(m, ['flash_attn']);
-    if (m.bool(['enable_liger_kernel'])) m.set('/training/loss', 'fused', ['enable_liger_kernel'], 'Liger fused linear cross-entropy (its other kernels are not modelled)');
+    // model_utils/liger_kernel.py apply_liger_kernel: fused linear CE, RMSNorm, SwiGLU, RoPE.
+    if (m.bool(['enable_liger_kernel'])) {
+      if (own) m.set('/training/liger_kernels', true, ['enable_liger_kernel'], 'Liger fused linear cross-entropy, RMSNorm and SwiGLU');
+      else m.set('/training/loss', 'fused', ['enable_liger_kernel'], 'Liger fused linear cross-entropy (its other kernels are not modelled)');
+    }
+    mapLlamaFactoryOptimizers(m);
     if (m.has(['deepspeed'])) deepspeedByPath(m, ['deepspeed'], ctx);
+    if (m.has(['fsdp']) && m.doc.fsdp !== false && m.doc.fsdp !== '') mapFsdpBlock(m, ['fsdp_config'], ['fsdp']);
+  }
+
+  /// LLaMA-Factory's memory-efficient optimizers (hparams/finetuning_args.py: use_galore,
+  /// galore_rank 16, galore_update_interval 200, galore_layerwise; use_apollo, apollo_rank 16,
+  /// apollo_scale_type channel; use_adam_mini; train/trainer_utils.py create_custom_optimizer).
+  function mapLlamaFactoryOptimizers(m) {
+    const which = [['use_galore', 'galore'], ['use_apollo', 'apollo']].find(([flag]) => m.bool([flag]));
+    if (which) {
+      const [flag, prefix] = which;
+      const mini = prefix === 'apollo' && lower(m.take(['apollo_scale_type']) ?? 'channel') === 'tensor' && m.doc.apollo_rank === 1;
+      m.set('/training/optimizer', prefix === 'galore' ? 'galore_adamw' : mini ? 'apollo_mini' : 'apollo_adamw', [flag]);
+      const rank = m.positiveInt([`${prefix}_rank`]);
+      if (!mini) m.set('/training/projection/rank', rank ?? 16, rank ? [`${prefix}_rank`] : '', rank ? undefined : `${prefix}_rank defaults to 16`);
+      const gap = m.positiveInt([`${prefix}_update_interval`]);
+      if (gap) m.set('/training/projection/update_gap', gap, [`${prefix}_update_interval`]);
+      const target = m.take([`${prefix}_target`]);
+      if (target !== undefined && lower(target) !== 'all') m.note(`${prefix}_target ${target}: memfit projects every block linear (all)`);
+      if (m.bool([`${prefix}_layerwise`])) m.set('/training/optimizer_in_backward', true, [`${prefix}_layerwise`], 'layer-wise: each parameter steps in its gradient hook');
+    } else if (m.bool(['use_adam_mini'])) {
+      m.set('/training/optimizer', 'adam_mini', ['use_adam_mini']);
+    }
   }
 
   const TORCHTUNE_OPTIMIZERS = {
