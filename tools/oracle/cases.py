@@ -276,6 +276,9 @@ for _name, (_date, _) in GAP_SETS.items():
 GAP_FAMILIES = {"transformers_loop": ("llama3_gqa", "llama32_tied", "qwen25_bias", "gpt2_mha"),
                 "hf_trainer": ("llama3_gqa", "gpt2_mha"), "trl": ("llama3_gqa",)}
 GAP_TRANSFORMERS5_SETS = ("y2026_05", "y2026_08")
+# transformers 4.41 refuses Llama 3.1's rope_scaling (rope_type "llama3" arrived in 4.43): y2024_05 runs Llama-2 and
+# Mistral in place of the Llama-3 families.
+GAP_PRE_LLAMA3 = {"llama3_gqa": "llama2_mha", "llama32_tied": "mistral_swa"}
 
 
 def gap_cases():
@@ -285,7 +288,10 @@ def gap_cases():
             loop = framework == "transformers_loop"
             methods = [("full", None, None), ("lora", 16, "all-linear")] + ([("freeze", None, None)] if loop else [])
             moe = ("qwen3_moe",) if loop and version_set in GAP_TRANSFORMERS5_SETS else ()
-            for family in GAP_FAMILIES[framework] + moe:
+            families = GAP_FAMILIES[framework] + moe
+            if version_set == "y2024_05":
+                families = tuple(GAP_PRE_LLAMA3.get(f, f) for f in families)
+            for family in families:
                 model_id, layers, _ = FAMILIES[family]
                 oracle_id = reduced_config(model_id, layers)
                 for method, rank, targets in methods:
