@@ -277,7 +277,8 @@ class Replay {
           l.buffer = tv(T, sm);
           l.buffers = 2;
         } else {
-          l.forward = tv(T, e_kept + up + sm + (t_.loss_shift_copy ? sm : 0));
+          // The shifted slice of [1, S, V] logits is contiguous already: .contiguous() copies at micro-batch > 1 only.
+          l.forward = tv(T, e_kept + up + sm + (t_.loss_shift_copy && t_.micro_batch > 1 ? sm : 0));
           l.backward = tv(T, 3 * sm);
           l.buffer = tv(T, sm);
           l.buffers = 3;  // the saved log-probs, the nll's gradient, log_softmax's gradient

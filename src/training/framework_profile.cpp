@@ -36,20 +36,26 @@ FrameworkProfile hf_trainer() {
   t.logged_counter = MemoryCounter::kMaxAllocated;  // TrainerMemoryTracker: max_memory_allocated
   t.logits_freed_before_backward = true;         // Trainer.compute_loss returns the loss only
   t.lora_merges_fused_experts = true;            // PEFT ParamWrapper on v5's 3-d expert stacks
-  p.history = {{202501, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
-                "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits",
+  p.history = {{202502, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
+                "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits; "
+                "first released in v4.49.0 (2025-02-17): v4.48.1 (2025-01-20) loss/loss_utils.py still copies",
                 [](TrainingSetup& s) { s.loss_shift_copy = true; }},
                {202411, "each model's forward computes its own loss: some upcast the logits and return them in fp32, "
                 "others run the cross-entropy in the logits dtype (apply_model_loss_code)",
                 "huggingface/transformers v4.44.2: models/*/modeling_*.py *ForCausalLM.forward; v4.46.0 (2024-10-24) "
                 "passes the logits to self.loss_function (loss/loss_utils.py ForCausalLMLoss: logits.float())",
                 [](TrainingSetup& s) { s.model_computes_loss = true; }},
-               {202501, "GPT-2-style models (gpt2, opt, bloom, gpt_neox, falcon, gpt_bigcode, biogpt) still compute their "
+               {202502, "GPT-2-style models (gpt2, opt, bloom, gpt_neox, falcon, gpt_bigcode, biogpt) still compute their "
                 "own loss in the logits dtype (apply_model_code)",
-                "huggingface/transformers v4.47.1: models/{gpt2,opt,bloom,gpt_neox,falcon,gpt_bigcode,biogpt}/modeling_*.py "
-                "CrossEntropyLoss on the logits as returned; v4.49.0 passes them to self.loss_function (v4.48.0, 2025-01, "
-                "between); the oracle's y2024_11 records (transformers 4.46.3)",
+                "huggingface/transformers v4.47.1 and v4.48.1 (2025-01-20): models/{gpt2,opt,bloom,gpt_neox,falcon,"
+                "gpt_bigcode,biogpt}/modeling_*.py CrossEntropyLoss on the logits as returned; v4.49.0 (2025-02-17) passes "
+                "them to self.loss_function; the oracle's y2024_11 and y2025_01 records (transformers 4.46.3, 4.48.1)",
                 [](TrainingSetup& s) { s.own_loss_in_logits_dtype = true; }, nullptr, 202411},
+               {202407, "PEFT keeps LoRA adapters in the base layer's dtype: 16-bit A and B, no fp32 input copy",
+                "huggingface/peft v0.11.1 tuners/lora/layer.py update_layer (self.to(weight.device, dtype=weight.dtype)); "
+                "v0.12.0 (2024-07-24) casts 16-bit adapters to fp32 (tuners/tuners_utils.py _cast_adapter_dtype, "
+                "get_peft_model(autocast_adapter_dtype=True)); the oracle's y2024_05 records (peft 0.11.1)",
+                [](TrainingSetup& s) { s.adapters_fp32 = false; }},
                {202508, "optim defaults to adamw_torch: torch.optim.AdamW without flags, foreach on CUDA",
                 "huggingface/transformers v4.52.4 training_args.py (default_optim = \"adamw_torch\"); v4.56.1 picks "
                 "\"adamw_torch_fused\" when torch >= 2.8 (2025-08); the oracle's y2024_11 and y2025_06 records",

@@ -13,17 +13,19 @@ const require = createRequire(import.meta.url);
 const v = require('../../cli/validate.js');
 const { agreement, WITHIN_PCT, UNDER_PCT } = require('../../tools/oracle/oracle_stats.js');
 
-// Measured over all 849 committed cases with the mechanisms modelled (docs/oracle.md "Agreement"): within 2 % on
-// 95.1 %, under by > 10 % on none, median |error| 0.06 %, p90 0.68 %. Raise these as memfit improves.
+// Measured over all 1,213 committed cases with the mechanisms modelled (docs/oracle.md "Agreement"): within 2 % on
+// 96.0 %, under by > 10 % on 0.25 % (mechanisms 19, 20), median |error| 0.06 %, p90 0.56 %. Raise these as memfit
+// improves.
 const FLOOR = {
   max_under_10pct_share: 0.005,
   max_median_abs_error_pct: 0.1,
-  max_p90_abs_error_pct: 0.75,
+  max_p90_abs_error_pct: 0.6,
 };
-// Within 2 %, per runner: the plain loop's 673 cases at 98.1 %; the Trainer's and TRL's 176 at 83.5 % when committed,
-// held down by PEFT 0.18 on transformers 5's MoE (docs/oracle.md mechanism 14, not modelled); FSDP2's 36 at 64 %
-// (mechanism 15: the full fine-tunes over by up to 4.6 %, the safe side).
-const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.83, fsdp2_loop: 0.6 };
+// Within 2 %, per runner (1,213 cases with the gap version sets): the plain loop's 1,009 at 97.5 %; the Trainer's and
+// TRL's 204 at 88.2 %, held down by TRL 1.10's chunked_nll, PEFT 0.18-0.20 on transformers 5's MoE and GPT-2 under
+// transformers 4.41 (docs/oracle.md mechanisms 14, 18, 19, 20: not modelled yet); FSDP2's 36 at 64 % (mechanism 21,
+// the full fine-tunes over by up to 4.6 %, the safe side).
+const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.88, fsdp2_loop: 0.6 };
 const ISSUE_TARGET_WITHIN_2PCT_SHARE = 0.95;
 
 /// The runner that traced a row: the id names it (the CSV's framework column is memfit's profile).

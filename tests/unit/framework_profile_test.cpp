@@ -53,10 +53,11 @@ TEST_CASE("before transformers 4.46 the model's forward computes the loss, by th
   CHECK_FALSE(later.logits_upcast_in_model);
 }
 
-TEST_CASE("transformers 4.46-4.47: GPT-2-style models still run their own loss in the logits dtype", "[framework]") {
+TEST_CASE("transformers 4.46-4.48: GPT-2-style models still run their own loss in the logits dtype", "[framework]") {
   for (const char* type : {"gpt2", "falcon"}) {
     CHECK_FALSE(loop_setup(202411, type).logits_upcast);  // v4.46.3 GPT2LMHeadModel: CrossEntropyLoss on bf16 logits
-    CHECK(loop_setup(202501, type).logits_upcast);        // ForCausalLMLoss from v4.48
+    CHECK_FALSE(loop_setup(202501, type).logits_upcast);  // v4.48.1 still
+    CHECK(loop_setup(202502, type).logits_upcast);        // ForCausalLMLoss from v4.49.0
   }
   CHECK(loop_setup(202411, "llama").logits_upcast);       // moved to self.loss_function in v4.46.0
   CHECK_FALSE(loop_setup(202411, "llama").logits_upcast_in_model);
@@ -83,4 +84,12 @@ TEST_CASE("LoRA merges fused expert stacks from transformers 5 on", "[framework]
   CHECK(loop_setup(202601, "mixtral").lora_merges_fused_experts);
   CHECK_FALSE(loop_setup(202512, "mixtral").lora_merges_fused_experts);
   CHECK_FALSE(loop_setup(202506, "qwen3_moe").lora_merges_fused_experts);
+}
+
+TEST_CASE("PEFT before 0.12 keeps LoRA adapters in the model's dtype; transformers 4.48 still copies the shifted logits", "[framework]") {
+  const FrameworkProfile& loop = framework_profile(Framework::kTransformersLoop);
+  CHECK_FALSE(framework_defaults(loop, 202405).adapters_fp32);  // peft v0.11.1
+  CHECK(framework_defaults(loop, 202407).adapters_fp32);        // v0.12.0 autocast_adapter_dtype
+  CHECK(framework_defaults(loop, 202501).loss_shift_copy);      // v4.48.1 ForCausalLMLoss
+  CHECK_FALSE(framework_defaults(loop, 202502).loss_shift_copy);  // v4.49.0 pads the labels
 }

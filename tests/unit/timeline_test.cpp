@@ -479,3 +479,20 @@ TEST_CASE("per-layer rotary caches are buffers over the position table", "[memor
   // cos and sin, 64 positions x head dim 4, bf16, in each of 2 layers.
   CHECK(compute_model_states(a, inv, t).weights_bytes - plain.weights_bytes == 2 * (2 * 64 * 4 * 2));
 }
+
+TEST_CASE("the shifted-logits copy is made at micro-batch > 1 only", "[memory][timeline]") {
+  const ModelArchitecture a = toy();
+  TrainingSetup t = toy_bf16();
+  t.loss_shift_copy = true;
+  const std::int64_t fp32_logits = 64 * 32 * 4;  // toy: 64 tokens a micro-batch, vocabulary 32
+  const Estimate one = run(a, t);
+  t.loss_shift_copy = false;
+  CHECK(event(run(a, t), "logits and cross-entropy").live.logits_loss_bytes ==
+        event(one, "logits and cross-entropy").live.logits_loss_bytes);  // [1, S-1, V] is contiguous already
+  t.micro_batch = 2;
+  t.seq_len /= 2;
+  const Estimate two_plain = run(a, t);
+  t.loss_shift_copy = true;
+  CHECK(event(run(a, t), "logits and cross-entropy").live.logits_loss_bytes -
+        event(two_plain, "logits and cross-entropy").live.logits_loss_bytes == fp32_logits);
+}

@@ -174,7 +174,7 @@ def all_cases():
     shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
-    return cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases()
+    return cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases()
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -208,7 +208,8 @@ def trainer_cases():
                                      optimizer_impl="trainer_default")
                             c["id"] = case_id(c)
                             out.append(c)
-    return out
+    # Every set's 1 x 512 cases without checkpointing first, so that a partial run covers every runner and family.
+    return sorted(out, key=lambda c: (c["activation_checkpointing"] != "none", c["seq_len"] > 512))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -280,3 +281,58 @@ def fsdp2_cases():
                     c["id"] = case_id(c)
                     out.append(c)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Version sets that fill the gaps between the dated ones (issue 31: >= 12 sets), a block of their own: a subset per
+# set that covers the mechanisms dated so far. The loop: dense untied and tied, q/k/v bias (rotary caches), GPT-2
+# (own loss in the logits dtype) x full / LoRA r16 all-linear x checkpointing none / full x the sequence slope, and
+# freeze at 1 x 512 without checkpointing; Qwen3-MoE full and LoRA at 1 x 512 in the transformers 5 sets (mechanism
+# 14). The trainers (slow: ~30 s a case) at 1 x 512 without checkpointing, full and LoRA: the HF Trainer on
+# Llama-3.1-8B and GPT-2, TRL on Llama-3.1-8B.
+GAP_SETS = {  # set -> (date, runners)
+    "y2024_05": ("2024-05", ("transformers_loop", "hf_trainer")),
+    "y2025_01": ("2025-01", ("transformers_loop", "hf_trainer", "trl")),
+    "y2025_03": ("2025-03", ("transformers_loop", "hf_trainer", "trl")),
+    "y2026_05": ("2026-05", ("transformers_loop", "hf_trainer", "trl")),
+    "y2026_08": ("2026-08", ("transformers_loop", "hf_trainer", "trl")),
+}
+for _name, (_date, _) in GAP_SETS.items():
+    VERSION_SETS[_name] = {"date": _date}
+GAP_FAMILIES = {"transformers_loop": ("llama3_gqa", "llama32_tied", "qwen25_bias", "gpt2_mha"),
+                "hf_trainer": ("llama3_gqa", "gpt2_mha"), "trl": ("llama3_gqa",)}
+GAP_TRANSFORMERS5_SETS = ("y2026_05", "y2026_08")
+# transformers 4.41 refuses Llama 3.1's rope_scaling (rope_type "llama3" arrived in 4.43): y2024_05 runs Llama-2 and
+# Mistral in place of the Llama-3 families.
+GAP_PRE_LLAMA3 = {"llama3_gqa": "llama2_mha", "llama32_tied": "mistral_swa"}
+
+
+def gap_cases():
+    out = []
+    for version_set, (_, runners) in GAP_SETS.items():
+        for framework in runners:
+            loop = framework == "transformers_loop"
+            methods = [("full", None, None), ("lora", 16, "all-linear")] + ([("freeze", None, None)] if loop else [])
+            moe = ("qwen3_moe",) if loop and version_set in GAP_TRANSFORMERS5_SETS else ()
+            families = GAP_FAMILIES[framework] + moe
+            if version_set == "y2024_05":
+                families = tuple(GAP_PRE_LLAMA3.get(f, f) for f in families)
+            for family in families:
+                model_id, layers, _ = FAMILIES[family]
+                oracle_id = reduced_config(model_id, layers)
+                for method, rank, targets in methods:
+                    for ac in ("none", "full") if loop else ("none",):
+                        for b, s in TRAINER_SHAPES if loop else TRAINER_SHAPES[:1]:
+                            if (method == "freeze" or family == "qwen3_moe") and (ac == "full" or s > 512):
+                                continue
+                            if method == "freeze" and family == "qwen3_moe":
+                                continue
+                            c = base_case(version_set, family, oracle_id)
+                            c.update(framework=framework, method=method, lora_rank=rank, lora_targets=targets,
+                                     activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
+                            if not loop:
+                                c["optimizer_impl"] = "trainer_default"
+                            c["id"] = case_id(c)
+                            out.append(c)
+    # Every set's 1 x 512 cases without checkpointing first, so that a partial run covers every runner and family.
+    return sorted(out, key=lambda c: (c["activation_checkpointing"] != "none", c["seq_len"] > 512))
