@@ -579,7 +579,7 @@ const char* peft_config_class(Method m) {
 
 // The GaLore / APOLLO / Adam-mini settings under HF TrainingArguments names (optim,
 // optim_target_modules, optim_args: transformers _get_galore_optimizer / _get_apollo_optimizer).
-void hf_low_rank_optim(std::ostringstream& y, const TrainingSetup& t) {
+void hf_low_rank_optim(Text& y, const TrainingSetup& t) {
   if (!projects_gradients(t.optimizer)) return;
   y << "optim_target_modules: [attn, mlp]\n";
   y << "optim_args: \"rank=" << t.projection_rank << ",update_proj_gap=" << t.projection_update_gap
@@ -819,7 +819,7 @@ HfSharding hf_sharding(const LaunchInput& in) {
 // The DeepSpeed config inline under `deepspeed:` (both take a dict: transformers
 // TrainingArguments.deepspeed, Axolotl's schema `deepspeed: str | dict`), "auto" where the
 // trainer fills it in.
-void inline_deepspeed(std::ostringstream& y, const LaunchInput& in) {
+void inline_deepspeed(Text& y, const LaunchInput& in) {
   y << "deepspeed:\n";
   y << "  train_micro_batch_size_per_gpu: auto\n  gradient_accumulation_steps: auto\n";
   y << "  bf16: {enabled: auto}\n  fp16: {enabled: auto}\n";
@@ -858,7 +858,7 @@ LaunchFormat axolotl_yaml(const LaunchInput& in) {
   if (model_parallel(in.layout) || deepspeed_ignores_offload(in)) return hf_yaml_unsupported(f, in, "Axolotl");
   const TrainingSetup& t = in.setup;
   const std::string dt = dtype_name(t.precision);
-  std::ostringstream y;
+  Text y;
   y << accelerate_launch_comment(in, "-m axolotl.cli.train axolotl.yaml");
   y << "base_model: " << in.model_id << "\n";
   if (is_lora_like(t.method)) {
@@ -920,7 +920,7 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
   if (model_parallel(in.layout) || deepspeed_ignores_offload(in)) return hf_yaml_unsupported(f, in, "LLaMA-Factory");
   const TrainingSetup& t = in.setup;
   const std::string dt = dtype_name(t.precision);
-  std::ostringstream y;
+  Text y;
   y << accelerate_launch_comment(in, "-m llamafactory.launcher llamafactory.yaml");
   y << "model_name_or_path: " << in.model_id << "\nstage: sft\ndo_train: true\n";
   const bool lora = is_lora_like(t.method);
