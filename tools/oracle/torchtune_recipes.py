@@ -147,16 +147,6 @@ def optimizers(recipe):
     return list(recipe._optim_ckpt_wrapper.optim_map.values())
 
 
-def track_parameter(tracker, p):
-    """A parameter's storage; a tensor subclass (torchao's NF4Tensor) by its inner tensors."""
-    if hasattr(p, "__tensor_flatten__") and type(p) not in (torch.Tensor, torch.nn.Parameter):
-        names, _ = p.__tensor_flatten__()
-        for n in names:
-            track_parameter(tracker, getattr(p, n))
-    else:
-        tracker.track(p, "weights")
-
-
 def run_case(case, config_path, steps=None):
     from torchtune import training
     steps = steps or case.get("steps", 2)
@@ -167,7 +157,7 @@ def run_case(case, config_path, steps=None):
     with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():
         model = build_model(config, case)
         for p in model.parameters():
-            track_parameter(tracker, p)
+            tracker.mark(p, "weights")  # an NF4 weight by its inner tensors
         for b in model.buffers():
             tracker.track(b, "weights")
         for p in model.parameters():
