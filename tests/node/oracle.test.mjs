@@ -22,7 +22,10 @@ const FLOOR = {
 };
 // Within 2 %, per runner: the plain loop's 673 cases at 98.1 %; the Trainer's and TRL's 176 at 83.5 %, held down by
 // TRL 1.x's tiled LM head and PEFT 0.18 on transformers 5's MoE (docs/oracle.md mechanisms 13, 14: not modelled yet).
-const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.83 };
+// torchtune's single-device recipes (tt_2025_06): 109 cases within 2 % on 96.3 % with mechanisms 15-17 modelled
+// (blind: 33 %); outside, four Llama-3.1-8B QLoRA cases at 1,024 tokens over by 2.6-3.0 %.
+const TORCHTUNE_WITHIN = 0.95;
+const WITHIN_2PCT_FLOOR_BY_RUNNER = { transformers_loop: 0.97, hf_trainer_and_trl: 0.83, torchtune: TORCHTUNE_WITHIN };
 const ISSUE_TARGET_WITHIN_2PCT_SHARE = 0.95;
 
 const cases = v.readCases(readFileSync(`${root}tests/oracle/cases.csv`, 'utf8'));
@@ -50,8 +53,8 @@ test('memfit agrees with the oracle at least as well as when the cases were comm
   assert.equal(report.rows.length, cases.length);
   const s = agreement(report.rows);
   const msg = JSON.stringify(s);
-  const runnerOf = new Map(cases.map((row) => [row.id, row.framework === 'transformers_loop' ? 'transformers_loop'
-    : 'hf_trainer_and_trl']));
+  const runnerOf = new Map(cases.map((row) => [row.id, ['transformers_loop', 'torchtune'].includes(row.framework)
+    ? row.framework : 'hf_trainer_and_trl']));
   for (const [runner, floor] of Object.entries(WITHIN_2PCT_FLOOR_BY_RUNNER)) {
     const own = agreement(report.rows.filter((r) => runnerOf.get(r.id) === runner));
     assert.ok(own.count > 0 && own.within_2pct_share >= floor, `${runner} within ${WITHIN_PCT} %: ${JSON.stringify(own)}`);
