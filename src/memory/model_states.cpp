@@ -181,9 +181,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
                                           ceil_div((n % 1'000'000) * micro, 1'000'000), "weight bytes");
       cls[c].weights = checked_add(cls[c].weights, qb, "weight bytes");
       gather_bytes = qb / std::max<std::int64_t>(1, layers_in_group);
-      // The kernel dequantises one weight at a time to the compute dtype (bitsandbytes
-      // dequantize_4bit output; freed after the matmul, and again in backward).
-      m.dequant_workspace_bytes = std::max(m.dequant_workspace_bytes, checked_mul(per_copy, 2, "workspace bytes"));
+      // The kernel dequantises one weight at a time to the compute dtype (freed after the matmul,
+      // and again in backward), with the library's eager intermediates (TrainingSetup::
+      // nf4_dequant_bytes_per_param), which torch.compile fuses away.
+      const std::int64_t dequant_bytes = quant == BaseQuant::kNf4 && !t.compile ? t.nf4_dequant_bytes_per_param : 2;
+      m.dequant_workspace_bytes = std::max(m.dequant_workspace_bytes, checked_mul(per_copy, dequant_bytes, "workspace bytes"));
       bytes_per = 0;
     } else if (quant != BaseQuant::kNone) {
       bytes_per = quant_other_bytes;
@@ -362,6 +364,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const std::int64_t cache = checked_mul(checked_mul(2 * arch.max_position_embeddings, arch.attention.rotary_dim, "buffer bytes"),
                                            stored_weight_bytes(t), "buffer bytes");
     m.weights_bytes = checked_add(m.weights_bytes, checked_mul(cache, held_layers, "buffer bytes"), "buffer bytes");
+  }
+  if (t.model_rotary_cache_values_per_dim > 0 && arch.attention.rotary_dim > 0 && held_layers > 0) {
+    const std::int64_t values = checked_mul(arch.max_position_embeddings * arch.attention.rotary_dim,
+                                            t.model_rotary_cache_values_per_dim, "buffer bytes");
+    const std::int64_t caches = t.model_rotary_cache_per_layer ? held_layers : 1;
+    m.weights_bytes = checked_add(m.weights_bytes, checked_mul(checked_mul(values, 4, "buffer bytes"), caches, "buffer bytes"),
+                                  "buffer bytes");
   }
   if (unsharded_gradients > 0 && m.gradients_bytes != unsharded_gradients) {
     // Per-layer persistent gradients shrink with the shards (proportionally across classes).

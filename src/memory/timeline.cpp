@@ -681,6 +681,13 @@ class Replay {
       head.gradients_bytes += tied_held + head_waiting;
       head.logits_loss_bytes = checked_add(loss.held, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
+      // A chunked loss projects each chunk on its own (torchtune TransformerDecoder.chunked_output):
+      // the weight's gradient arrives once per chunk, and autograd sums the first two out of place
+      // (torch/csrc/autograd/input_buffer.cpp accumulate): two contributions beside their sum.
+      const bool several_chunks = t_.loss_chunk_tokens > 0 ? tokens_ > t_.loss_chunk_tokens : t_.loss_chunks > 1;
+      if (t_.loss == LossKernel::kChunked && several_chunks) {
+        head.temporaries_bytes += 2 * (tied_held > 0 ? tied_held : states_.head_gradient_bytes);
+      }
       note(&at, tl, best, head, "backward", {"output layer backward"}, -1);
     }
     b.weights_bytes -= last_kept;  // the top block is gathered again below

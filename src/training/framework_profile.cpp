@@ -145,9 +145,13 @@ FrameworkProfile torchtune() {
                                                  // unchunked output is upcast by the model, outside
   t.adapters_fp32 = false;                       // LoRALinear adapters in the model dtype
   t.kbit_prep_fp32 = false;                      // QLoRA: torchao NF4 base, the rest stays bf16
+  // torchao v0.11.0 NF4Tensor.get_original_weight (eager): two int64 code halves (4 + 4 bytes per
+  // parameter), looked up (1 + 1) and scaled (1 + 1) in bf16, stacked (2), all live at the stack.
+  t.nf4_dequant_bytes_per_param = 14;
   t.lora_rank = 8;
   t.lora_targets = {"q", "v"};
   t.logged_counter = MemoryCounter::kPeakActive; // README tables: active_bytes.all.peak
+  t.model_rotary_cache_values_per_dim = 1;       // RotaryPositionalEmbeddings / Llama3ScaledRoPE: [max_seq_len, dim/2, 2] fp32
   p.history = {{202408, "single-device recipes keep the fp32 logits (shifted copy) alive through backward",
                 "pytorch/torchtune PR #1235 (merged 2024-07-27): del logits before backward (after PR #1046)",
                 [](TrainingSetup& s) {
@@ -170,6 +174,9 @@ FrameworkProfile torchtune() {
   p.sources.push_back("pytorch/torchtune @1814feb17: recipes/full_finetune_single_device.py, full_finetune_distributed.py, "
                       "lora_finetune_distributed.py (training.compile_loss(self._loss_fn), result unused); "
                       "lora_finetune_single_device.py (self._loss_fn = training.compile_loss(...)); torchtune/training/_compile.py");
+  p.sources.push_back("pytorch/torchtune v0.6.1: torchtune/modules/position_embeddings.py, models/llama3_1/_position_embeddings.py "
+                      "(cache [max_seq_len, dim/2, 2] fp32), models/qwen2/_positional_embeddings.py ([max_seq_len, 2*dim]); "
+                      "modules/transformer.py TransformerDecoder.chunked_output (one projection per chunk)");
   p.sources.push_back("pytorch/torchtune @ bd2a0fc7: torchtune/models/llama3/_parallelism.py (base_llama_tp_plan: "
                       "SequenceParallel norms, Shard(1) layouts)");
   // training.shard_model: fully_shard per layer and the root, reshard_after_forward=True, no
@@ -625,6 +632,12 @@ void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
   };
   static const char* const kLossFunctionLate[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "gpt_bigcode", "biogpt"};
   if (t.rotary_cache_per_layer) t.rotary_cache_per_layer = listed(kRotaryCache);
+  // torchtune's Qwen2RotaryPositionalEmbeddings caches cos and sin over the whole head dimension;
+  // lora_qwen2_self_attention builds one per layer (torchtune v0.6.1 models/qwen2/_component_builders.py).
+  if (t.model_rotary_cache_values_per_dim > 0 && a.model_type == "qwen2") {
+    t.model_rotary_cache_values_per_dim = 2;
+    t.model_rotary_cache_per_layer = is_lora_like(t.method);
+  }
   if (t.own_loss_in_logits_dtype && listed(kLossFunctionLate)) t.logits_upcast = false;
   if (!t.model_computes_loss) return;
   if (listed(kUpcastInModel)) {

@@ -122,6 +122,10 @@ struct TrainingSetup {
   /// Rotary cos/sin caches as buffers of every attention layer, over max_position_embeddings in
   /// the model dtype (transformers before 4.45; apply_model_code says for which models).
   bool rotary_cache_per_layer = false;
+  /// One fp32 rotary cos/sin cache per model, shared by its layers, over max_position_embeddings:
+  /// this many values per position and rotated dimension (torchtune's RoPE modules; 0: none).
+  std::int64_t model_rotary_cache_values_per_dim = 0;
+  bool model_rotary_cache_per_layer = false;  // each attention layer builds its own
   /// LoRA on fused expert stacks (transformers 5's 3-d gate_up_proj/down_proj, PEFT ParamWrapper)
   /// materialises W + s·B·A per stack for the grouped matmul, which saves it for backward.
   bool lora_merges_fused_experts = false;
@@ -144,6 +148,9 @@ struct TrainingSetup {
   /// upcast there) are not counted: a few kilobytes.
   bool embeddings_fp32 = false;
   bool adapters_fp32 = true;        // PEFT autocast_adapter_dtype: fp32 adapters, fp32 input copies
+  /// QLoRA: peak bytes per parameter while one NF4 weight is dequantised for its matmul (16-bit
+  /// base): bitsandbytes' dequantize_4bit writes the 16-bit weight (2).
+  std::int64_t nf4_dequant_bytes_per_param = 2;
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
   AmpWeights amp_weights = AmpWeights::kAutocast;

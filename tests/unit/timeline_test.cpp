@@ -321,8 +321,11 @@ TEST_CASE("the output layer's backward holds the logits' gradient with the outpu
   REQUIRE(a.tie_word_embeddings);
   CHECK(e.states.embedding_grad_bytes == 128256LL * 2048 * 2);
   CHECK(head->live.gradients_bytes == e.states.head_gradient_bytes + e.states.embedding_grad_bytes);
+  // The 8 chunks' contributions to the table are summed, the first two out of place: two more (v x h).
+  CHECK(head->live.temporaries_bytes - loss->live.temporaries_bytes == 2 * e.states.embedding_grad_bytes);
   CHECK(head->live.total() - loss->live.total() ==
-        head->live.gradients_bytes + 2 * logits - loss->live.logits_loss_bytes);  // the rest unchanged
+        head->live.gradients_bytes + 2 * logits - loss->live.logits_loss_bytes +
+            2 * e.states.embedding_grad_bytes);  // the rest unchanged
   for (const TimelineEvent& ev : e.timeline) {
     if (ev.phase == "backward" && ev.label.rfind("layer ", 0) == 0) CHECK(ev.live.gradients_bytes >= e.states.embedding_grad_bytes);
   }

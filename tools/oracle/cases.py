@@ -19,6 +19,7 @@ VERSION_SETS = {
     "y2024_11": {"date": "2024-11"},
     "y2025_09": {"date": "2025-09"},
     "y2026_02": {"date": "2026-02"},
+    "tt_2025_06": {"date": "2025-06"},
 }
 
 # family -> (validation config, reduced layer count, what the family exercises)
@@ -36,6 +37,7 @@ FAMILIES = {
     "phi2_parallel": ("microsoft/phi-2", 2, "parallel block, LayerNorm, partial rotary"),
     "falcon_mqa": ("tiiuae/falcon-7b", 2, "MQA, parallel attention"),
     "gpt2_mha": ("openai-community/gpt2", 2, "MHA, LayerNorm, learned positions, Conv1D"),
+    "qwen25_tied": ("Qwen/Qwen2.5-3B", 2, "GQA with q/k/v bias, tied embeddings"),
 }
 # The past version sets run the families that transformers 4.44 already had (no Qwen3, Gemma-3), less Mixtral:
 # before transformers 5 its router picks tokens with data-dependent `nonzero`, which fake tensors cannot run.
@@ -174,7 +176,7 @@ def all_cases():
     shape_order = {(1, 512): 0, (1, 1024): 1, (2, 512): 2}
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
-    return cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases()
+    return cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases()
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -336,3 +338,42 @@ def gap_cases():
                             out.append(c)
     # Every set's 1 x 512 cases without checkpointing first, so that a partial run covers every runner and family.
     return sorted(out, key=lambda c: (c["activation_checkpointing"] != "none", c["seq_len"] > 512))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Runner torchtune (tools/oracle/torchtune_recipes.py): the single-device recipes with torchtune's builders, in bf16
+# with the configs' fused AdamW. Families torchtune has builders for: Llama 3.2 (tied), Llama 3.1 (untied), Qwen2.5
+# (q/k/v bias, tied at 3B). Variants: full with the chunked loss (the configs' CEWithChunkedOutputLoss) and with
+# torch's CrossEntropyLoss (the model upcasts the whole logits), full with optimizer_in_bwd, LoRA r8 on q, v and r64 on
+# every linear (attention and MLP), QLoRA r64 (torchao NF4 base), DoRA r8 on q, v; checkpointing none / full.
+TORCHTUNE_FAMILIES = ("llama32_tied", "llama3_gqa", "qwen25_tied")
+TORCHTUNE_ALL_LINEAR = "q,k,v,o,gate,up,down"
+TORCHTUNE_VARIANTS = [  # (method, rank, targets, loss, optimizer in backward, checkpointing modes)
+    ("full", None, None, "chunked", 0, ("none", "full")),
+    ("full", None, None, "standard", 0, ("none",)),
+    ("full", None, None, "chunked", 1, ("none", "full")),
+    ("lora", 8, "q,v", "chunked", 0, ("none", "full")),
+    ("lora", 64, TORCHTUNE_ALL_LINEAR, "chunked", 0, ("none", "full")),
+    ("qlora", 64, TORCHTUNE_ALL_LINEAR, "chunked", 0, ("none", "full")),
+    ("dora", 8, "q,v", "chunked", 0, ("none",)),
+]
+
+
+def torchtune_cases():
+    out = []
+    for b, s in SHAPES:
+        for method, rank, targets, loss, in_backward, modes in TORCHTUNE_VARIANTS:
+            for ac in modes:
+                for family in TORCHTUNE_FAMILIES:
+                    model_id, layers, _ = FAMILIES[family]
+                    c = base_case("tt_2025_06", family, reduced_config(model_id, layers))
+                    c.update(framework="torchtune", method=method, lora_rank=rank, lora_targets=targets, loss=loss,
+                             optimizer_in_backward=in_backward, activation_checkpointing=ac, micro_batch=b,
+                             seq_len=s, layers=layers, optimizer_impl="fused")
+                    c["id"] = case_id(c) + ("-ce" if loss == "standard" else "") + ("-oib" if in_backward else "")
+                    out.append(c)
+    full_depth = base_case("tt_2025_06", "llama32_tied", FAMILIES["llama32_tied"][0])
+    full_depth.update(framework="torchtune", loss="chunked", optimizer_in_backward=0, layers=16,
+                      optimizer_impl="fused")
+    full_depth["id"] = case_id(full_depth)
+    return out + [full_depth]

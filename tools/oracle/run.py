@@ -106,6 +106,10 @@ def runner_note(c, r):
     if c["framework"] == "fsdp2_loop":
         return (f"AdamW {c['optimizer_impl']}; fsdp_version=2 (fully_shard per decoder layer and the root), rank 0 "
                 f"of {c['dp']} (fake process group), pure bf16; loop holds outputs through backward and step")
+    if c["framework"] == "torchtune":
+        t = r.get("trainer", {})
+        return (f"torchtune {t.get('recipe')} _loss_step with {t.get('loss')}, {t.get('optimizer')}"
+                f"{', optimizer_in_bwd' if t.get('optimizer_in_bwd') else ''}")
     if c["framework"] == "transformers_loop":
         return f"AdamW/SGD {c['optimizer_impl']}; loop holds outputs through backward and step"
     t = r.get("trainer", {})
@@ -119,7 +123,7 @@ def csv_row(c, r):
              f"{versions_note(r['versions'])}; family {c['family']}; {c['layers']} layers; {runner_note(c, r)}; "
              f"2 steps, peak at {where['phase']} step {where['step'] + 1} op {where['op']}")
     framework = MEMFIT_FRAMEWORK.get(c["framework"], c["framework"])
-    loss = "standard" if framework == "transformers_loop" else ""  # a trainer's own default loss
+    loss = c.get("loss") or ("standard" if framework == "transformers_loop" else "")  # else the trainer's
     dp = c.get("dp", 1)
     if c.get("virtual_tokens"):
         notes += f"; virtual_tokens={c['virtual_tokens']}"
@@ -128,8 +132,9 @@ def csv_row(c, r):
         id=c["id"], source=f"oracle:{c['version_set']}", date=case_table.VERSION_SETS[c["version_set"]]["date"],
         grade="A", model=c["model"], gpu="H100-80GB", n_gpus=dp, dp=dp, tp=1, pp=1, vpp=1, cp=1, ep=1,
         sequence_parallel=0, sharding=c.get("sharding", "none"), offload="none", method=c["method"],
-        lora_rank=c["lora_rank"] or "", lora_targets=c["lora_targets"] or "", base_quant="none",
-        precision=c["precision"], optimizer=c["optimizer"], optimizer_in_backward=0, micro_batch=c["micro_batch"],
+        lora_rank=c["lora_rank"] or "", lora_targets=c["lora_targets"] or "",
+        base_quant="nf4" if c["method"] == "qlora" else "none", precision=c["precision"], optimizer=c["optimizer"],
+        optimizer_in_backward=c.get("optimizer_in_backward", 0), micro_batch=c["micro_batch"],
         grad_accum=1, seq_len=c["seq_len"], packed=1, activation_checkpointing=c["activation_checkpointing"],
         attention=c["attention"], loss=loss, compile=0, framework=framework,
         measured_gib=f"{r['peak_bytes'] / 2 ** 30:.6f}", measured_kind="tensor_bytes", measured_scope="per_gpu",

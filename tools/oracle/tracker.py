@@ -9,7 +9,7 @@ import weakref
 from collections import Counter
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
 from torch.utils._pytree import tree_flatten
 
 # CUDA caching allocator: every block is a multiple of kMinBlockSize = 512 bytes
@@ -124,7 +124,11 @@ class LiveBytes(TorchDispatchMode):
         return super().__exit__(*exc)
 
     def mark(self, tensor, category):
-        if isinstance(tensor, torch.Tensor):
+        if is_traceable_wrapper_subclass(tensor):  # e.g. torchao's NF4Tensor: its inner tensors hold the bytes
+            names, _ = tensor.__tensor_flatten__()
+            for name in names:
+                self.mark(getattr(tensor, name), category)
+        elif isinstance(tensor, torch.Tensor):
             self.track(tensor, category)
 
     def _free(self, key, block):
@@ -141,6 +145,8 @@ class LiveBytes(TorchDispatchMode):
         fresh = "logits_loss" if self.region == "head" and self.phase in ("forward", "backward") else "temporaries"
         flat, _ = tree_flatten(out)
         for t in map(local_tensor, flat):
+            if is_traceable_wrapper_subclass(t):
+                continue  # a wrapper's own storage is empty; the ops that made its inner tensors counted them
             if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in self.live:
                 if t.dim() == 0 and self.phase == "optimizer" and self.optimizer_scalars_on_host:
                     continue
