@@ -445,7 +445,7 @@ test('TRL and Unsloth: their own launch file first, their loss kernels in the se
   const page = await open(at({ framework: 'trl' }));
   await settled(page);
   assert.equal(await page.inputValue('#launch-format'), 'trl_sft_yaml');
-  assert.match(await page.textContent('#launch-text'), /loss_type: chunked_nll/);  // the profile's default loss
+  assert.match(await page.textContent('#launch-text'), /loss_type: nll/);  // the profile's default loss (TRL 1.15+: the fused head)
   assert.deepEqual(page.errors, []);
   await page.close();
   // The Unsloth script is a one-GPU file.

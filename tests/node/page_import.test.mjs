@@ -48,7 +48,7 @@ test('pasting an Axolotl QLoRA config fills the form; the numbers equal the CLI\
   for (const id of ['preset', 'framework', 'method', 'lora_rank', 'lora_targets', 'precision', 'optimizer', 'micro_batch', 'grad_accum', 'seq_len', 'ckpt', 'attention']) {
     values[id] = await page.inputValue(`#${id}`);
   }
-  assert.deepEqual(values, { preset: 'meta-llama/Meta-Llama-3-8B', framework: 'hf_trainer', method: 'qlora', lora_rank: '32',
+  assert.deepEqual(values, { preset: 'meta-llama/Meta-Llama-3-8B', framework: 'axolotl', method: 'qlora', lora_rank: '32',
     lora_targets: 'all-linear', precision: 'bf16', optimizer: 'paged_adamw_32bit', micro_batch: '2', grad_accum: '4', seq_len: '4096',
     ckpt: 'full', attention: 'flash' });
   const result = await page.textContent('#import-result');
