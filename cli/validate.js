@@ -249,8 +249,9 @@ function rowToRequest(row, config) {
   if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
   // `cp_kind=ulysses` in the notes: the cp column holds DeepSpeed Ulysses sequence parallelism.
   if (/(^|[\s;,(])cp_kind=ulysses\b/.test(row.notes || '')) parallel.cp_kind = 'ulysses';
-  // `fsdp_version=2` in the notes: accelerate ran FSDP2 (fully_shard) under the HF Trainer.
-  if (/(^|[\s;,(])fsdp_version=2\b/.test(row.notes || '')) parallel.fsdp_version = 2;
+  // `fsdp_version=2` (or accelerate's YAML spelling `fsdp_version 2`) in the notes: accelerate ran FSDP2
+  // (fully_shard) under the HF Trainer.
+  if (/(^|[\s;,(])fsdp_version[= ]2\b/.test(row.notes || '')) parallel.fsdp_version = 2;
   if (Object.keys(parallel).length > 0) request.parallel = parallel;
   return request;
 }
