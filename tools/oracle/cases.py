@@ -126,6 +126,8 @@ def case_id(c):
     runner = [] if c["framework"] == "transformers_loop" else [c["framework"]]
     if c.get("dp", 1) > 1:
         runner.append(f"dp{c['dp']}")
+    if c.get("cp", 1) > 1:
+        runner.append(f"cp{c['cp']}")
     parts = [c["version_set"], *runner, c["family"], f"L{c['layers']}", method, c["precision"],
              "ac" if c["activation_checkpointing"] == "full" else "noac", c["attention"], c["optimizer"],
              f"b{c['micro_batch']}s{c['seq_len']}"]
@@ -386,6 +388,7 @@ def torchtune_cases():
 # Qwen3-8B at 2 layers, full fine-tune with full checkpointing, 4k and 16k tokens: the logits path (151,936-token
 # vocabulary) and the checkpointed layers at the lengths where published runs miss.
 LONG_CONTEXT_SEQ_LENS = (4096, 16384)
+LONG_CONTEXT_CP = ((1, 4), (2, 2), (2, 4))  # (dp, cp) at 16k tokens
 
 
 def long_context_cases():
@@ -403,4 +406,10 @@ def long_context_cases():
                 c["optimizer_impl"] = "trainer_default"
             c["id"] = case_id(c)
             out.append(c)
+    for dp, cp in LONG_CONTEXT_CP:  # torch's context_parallel under FSDP2 over the flattened (dp, cp) mesh
+        c = base_case("cur_2026_11", "qwen3_qknorm", reduced_config(model_id, layers))
+        c.update(framework="fsdp2_loop", method="full", activation_checkpointing="full", micro_batch=1, seq_len=16384,
+                 layers=layers, dp=dp, cp=cp, sharding="zero3")
+        c["id"] = case_id(c)
+        out.append(c)
     return out

@@ -104,8 +104,10 @@ MEMFIT_FRAMEWORK = {"fsdp2_loop": "transformers_loop"}
 
 def runner_note(c, r):
     if c["framework"] == "fsdp2_loop":
+        cp = c.get("cp", 1)
+        ring = f", context_parallel over cp {cp} (ring attention, all-gather rotation)" if cp > 1 else ""
         return (f"AdamW {c['optimizer_impl']}; fsdp_version=2 (fully_shard per decoder layer and the root), rank 0 "
-                f"of {c['dp']} (fake process group), pure bf16; loop holds outputs through backward and step")
+                f"of {c['dp'] * cp} (fake process group){ring}, pure bf16; loop holds outputs through backward and step")
     if c["framework"] == "torchtune":
         t = r.get("trainer", {})
         return (f"torchtune {t.get('recipe')} _loss_step with {t.get('loss')}, {t.get('optimizer')}"
@@ -124,13 +126,13 @@ def csv_row(c, r):
              f"2 steps, peak at {where['phase']} step {where['step'] + 1} op {where['op']}")
     framework = MEMFIT_FRAMEWORK.get(c["framework"], c["framework"])
     loss = c.get("loss") or ("standard" if framework == "transformers_loop" else "")  # else the trainer's
-    dp = c.get("dp", 1)
+    dp, cp = c.get("dp", 1), c.get("cp", 1)
     if c.get("virtual_tokens"):
         notes += f"; virtual_tokens={c['virtual_tokens']}"
     row = {k: "" for k in COLUMNS}
     row.update(
         id=c["id"], source=f"oracle:{c['version_set']}", date=case_table.VERSION_SETS[c["version_set"]]["date"],
-        grade="A", model=c["model"], gpu="H100-80GB", n_gpus=dp, dp=dp, tp=1, pp=1, vpp=1, cp=1, ep=1,
+        grade="A", model=c["model"], gpu="H100-80GB", n_gpus=dp * cp, dp=dp, tp=1, pp=1, vpp=1, cp=cp, ep=1,
         sequence_parallel=0, sharding=c.get("sharding", "none"), offload="none", method=c["method"],
         lora_rank=c["lora_rank"] or "", lora_targets=c["lora_targets"] or "",
         base_quant="nf4" if c["method"] == "qlora" else "none", precision=c["precision"], optimizer=c["optimizer"],

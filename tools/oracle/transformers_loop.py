@@ -201,9 +201,10 @@ def unpacked_positions():
         masking_utils.find_packed_sequence_indices = lambda *args, **kwargs: None
 
 
-def run_case(case, config_path, steps=None, shard=None):
+def run_case(case, config_path, steps=None, shard=None, step_context=None):
     """Runs `steps` training steps on fake tensors; returns the tracker. `shard(model)`, if given, wraps the model on
-    meta before its storage is made (fsdp2_loop.py)."""
+    meta before its storage is made (fsdp2_loop.py); `step_context(buffers)`, if given, is entered around each step's
+    forward and backward with the step's input buffers (context parallelism shards them along the sequence)."""
     steps = steps or case.get("steps", 2)
     unpacked_positions()
     config = load_config(config_path, case)
@@ -249,10 +250,12 @@ def run_case(case, config_path, steps=None, shard=None):
                 tracker.step = step
                 tracker.phase, tracker.region = "forward", "body"
                 autocast = torch.autocast("cpu", dtype=torch.bfloat16) if amp else contextlib.nullcontext()
-                with autocast:
-                    outputs = model(input_ids=ids, labels=labels)
-                tracker.phase = "backward"
-                outputs.loss.backward()
+                around = step_context([ids, labels]) if step_context else contextlib.nullcontext()
+                with around:
+                    with autocast:
+                        outputs = model(input_ids=ids, labels=labels)
+                    tracker.phase = "backward"
+                    outputs.loss.backward()
                 if case.get("release_outputs"):
                     outputs = None
                 tracker.phase, tracker.module = "optimizer", "optimizer"
