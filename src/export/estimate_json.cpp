@@ -148,6 +148,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"last_unit_kept", b.last_unit_kept},
            {"pp_defers_grad_sync", b.pp_defers_grad_sync},
            {"root_unit_gathered", b.root_unit_gathered},
+           {"root_outputs_include_loss", b.root_outputs_include_loss},
            {"sharded_params_16bit", b.sharded_params_16bit},
            {"reduce_in_fp32", b.reduce_in_fp32},
            {"cp_gather_kv", b.cp_gather_kv},

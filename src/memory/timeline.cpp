@@ -606,6 +606,13 @@ class Replay {
     }
     if (progressive) b.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers, "gather bytes");
     const std::int64_t last_kept = zero3 && beh.reshard_after_forward && beh.last_unit_kept ? states_.gather_layer_bytes : 0;
+    // FSDP2's root pre-backward hook prefetches the top block's all-gather (torch
+    // _fully_shard/_fsdp_param_group.py pre_backward -> _backward_prefetch): its flat output is
+    // live from the first gradient at a root output (the loss or the logits) to that block's backward.
+    const std::int64_t top_prefetched = zero3 && beh.root_unit_gathered && beh.gather_copy_out && beh.reshard_after_forward &&
+                                                !beh.last_unit_kept && rank_.kind.head && rank_.kind.embedding && !groups_.empty()
+                                            ? states_.gather_layer_bytes
+                                            : 0;
     b.weights_bytes += last_kept;
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
     b.temporaries_bytes = states_.amp_weight_cast_bytes;
@@ -641,7 +648,9 @@ class Replay {
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
       b.logits_loss_bytes = loss.backward + loss.held;
       b.cached_unusable_bytes = loss.cached;
+      b.communication_bytes += beh.root_outputs_include_loss ? top_prefetched : 0;
       note(&at, tl, best, b, "backward", {"loss backward"}, -1);
+      b.communication_bytes -= beh.root_outputs_include_loss ? top_prefetched : 0;
       b.weights_bytes -= head_in_loss;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
@@ -681,6 +690,7 @@ class Replay {
       head.gradients_bytes += tied_held + head_waiting;
       head.logits_loss_bytes = checked_add(loss.held, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
+      head.communication_bytes += top_prefetched;
       // A chunked loss projects each chunk on its own (torchtune TransformerDecoder.chunked_output):
       // the weight's gradient arrives once per chunk, and autograd sums the first two out of place
       // (torch/csrc/autograd/input_buffer.cpp accumulate): two contributions beside their sum.

@@ -61,6 +61,10 @@ struct DistributedBehaviour {
   /// FSDP2: the root unit (embeddings, final norm, head) stays gathered from its forward
   /// through the backward.
   bool root_unit_gathered = true;
+  /// FSDP2: the loss is one of the root module's outputs (transformers models given labels), so
+  /// the root's pre-backward hook, which prefetches the top block's all-gather, fires at the loss
+  /// backward; otherwise it fires when the logits' gradient arrives.
+  bool root_outputs_include_loss = false;
   /// Sharded training with AMP computes with 16-bit gathered parameters (FSDP
   /// MixedPrecisionPolicy param_dtype=bf16): no autocast weight copies, 16-bit activations.
   bool sharded_params_16bit = true;

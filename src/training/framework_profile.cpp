@@ -78,6 +78,7 @@ FrameworkProfile hf_trainer() {
   p.dist.ddp_bucket_copy = true;
   p.dist.prefetch_units = 1;
   p.dist.reduce_in_fp32 = false;
+  p.dist.root_outputs_include_loss = true;       // model(**inputs) with labels returns the loss
   p.sources = {"huggingface/transformers v5.15.0: src/transformers/training_args.py (bf16, optim, gradient_checkpointing)",
                "huggingface/accelerate @ d6d3e03: src/accelerate/utils/dataclasses.py (DDP kwargs, FSDP plugin)",
                "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)",

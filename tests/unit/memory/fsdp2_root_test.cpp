@@ -68,3 +68,23 @@ TEST_CASE("FSDP2 with a frozen root (LoRA): nothing waits and nothing is reduced
   REQUIRE(rs != nullptr);
   CHECK((*rs)["temporaries_bytes"].get<std::int64_t>() == 0);
 }
+
+TEST_CASE("FSDP2: the root's pre-backward prefetches the top block from the loss backward on", "[fsdp2]") {
+  // torch _fully_shard/_fsdp_param_group.py pre_backward -> _backward_prefetch; a transformers
+  // model given labels returns the loss, so the hook fires when the backward starts.
+  constexpr std::int64_t kMlp = 14336, kKv = 1024;
+  const std::int64_t block_bf16 = 2 * (2 * kHidden * kHidden + 2 * kHidden * kKv + 3 * kHidden * kMlp + 2 * kHidden);
+  const auto comm = [](const json& r, const char* label) {
+    const json* e = event(r, label);
+    REQUIRE(e != nullptr);
+    return (*e)["communication_bytes"].get<std::int64_t>();
+  };
+  const json v2 = result_of(request(2, "full"));
+  const std::int64_t prefetched = comm(v2, "loss backward") - comm(v2, "logits and cross-entropy");
+  CHECK(prefetched >= block_bf16);
+  CHECK(prefetched <= block_bf16 + 8 * 512);  // shards padded to the world size
+  CHECK(comm(v2, "output layer backward") - comm(v2, "logits and cross-entropy") == prefetched);
+
+  const json v1 = result_of(request(1, "full"));
+  CHECK(comm(v1, "loss backward") == comm(v1, "logits and cross-entropy"));
+}
