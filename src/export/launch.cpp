@@ -317,12 +317,14 @@ LaunchFormat megatron(const LaunchInput& in) {
   // The optimizer offload runs on the distributed optimizer's precision-aware path (asserted).
   const bool distributed_optimizer = l.sharding != Sharding::kNone || in.setup.offload == Offload::kOptimizer;
   if (distributed_optimizer) arg("use-distributed-optimizer");
-  // The step-time model reduces gradients beside the last backward and gathers the distributed
-  // optimizer's parameters beside the next forward (param_gather_overlaps_forward); both are
-  // off by default (arguments.py), and the second needs the first.
-  if (l.dp * l.cp > 1) {
+  // The overlaps the step-time model assumed for the layout's framework version: gradients
+  // reduced beside the last backward (dp_reduce_overlaps_backward), the distributed optimizer's
+  // parameters gathered beside the next forward (param_gather_overlaps_forward). Both are off by
+  // default (arguments.py); the second needs the first; Megatron-LM merged them in e801b2bb
+  // (2023-09) and 3b417268 (2023-11), the profile's dated history.
+  if (l.dp * l.cp > 1 && l.behaviour.dp_reduce_overlaps_backward) {
     arg("overlap-grad-reduce");
-    if (distributed_optimizer) arg("overlap-param-gather");
+    if (distributed_optimizer && l.behaviour.param_gather_overlaps_forward) arg("overlap-param-gather");
   }
   if (megatron_fsdp) {
     arg("use-megatron-fsdp");

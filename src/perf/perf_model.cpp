@@ -1071,6 +1071,16 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     }
     st.comm.dp_s = dp_s;
   }
+  // A tied word embedding split over the pipeline lives on the first and the last stage; their
+  // gradients are all-reduced once a step, after the backward and before the optimizer
+  // (Megatron-LM 2021 training.py train_step, core finalize_model_grads._allreduce_word_embedding_grads;
+  // DeepSpeed PipelineEngine._exec_reduce_tied_grads), one vocabulary-parallel shard per tp rank.
+  if (l.pp > 1 && b.arch.tie_word_embeddings && b.head_trains) {
+    const double shard_bytes = static_cast<double>(b.vocab) * static_cast<double>(b.hidden) / tp * st.gradient_reduce_element_bytes;
+    const Link ends = link_for(l.tp * l.cp * l.dp * (l.pp - 1), 2, c, k);
+    st.tied_embedding_sync_s = all_reduce_s(shard_bytes, 2, ends, k);
+    st.comm.pp_s += st.tied_embedding_sync_s;
+  }
   st.communication_total_s += m * sc.tp_total_s + st.comm.cp_s + st.comm.ep_s + st.comm.pp_s;
 
   // Optimizer step: memory-bound over this rank's trainable shard (read weight, gradient and

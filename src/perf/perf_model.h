@@ -307,6 +307,9 @@ struct StepTime {
   double activation_offload_bytes_per_micro_batch = 0;
   /// Element bytes of the gradients as the data-parallel collective moves them.
   double gradient_reduce_element_bytes = 0;
+  /// Part of comm.pp_s: a tied word embedding's gradient all-reduced between the first and the
+  /// last pipeline stage once a step.
+  double tied_embedding_sync_s = 0;
   /// One micro-batch on the slowest stage: its compute plus the tensor, context and expert
   /// parallel collectives not hidden behind it (compute_s + tp + cp + ep = grad_accum x this).
   double per_micro_batch_s = 0;

@@ -308,15 +308,15 @@ FrameworkProfile megatron() {
                 "--no-scatter-gather-tensors-in-pipeline turns it off); dropped when 3c92fa93 (2023-03-23) moved "
                 "p2p_communication.py into megatron/core",
                 nullptr, [](DistributedBehaviour& d) { d.pp_scatter_gather = true; }, 202102},
-               {202309, "the data-parallel gradient reduction starts when the backward has ended, and the distributed "
-                "optimizer's parameter all-gather is waited on after the step",
-                "NVIDIA/Megatron-LM e801b2bb (2023-09, --overlap-grad-reduce: \"now supported\", issues #391 and #456, "
-                "where the distributed optimizer's reduction ran as \"a long collective communication before "
-                "optimizer.step\"); --overlap-param-gather came after it (arguments.py @ d98e8a64 has both)",
-                nullptr, [](DistributedBehaviour& d) {
-                  d.dp_reduce_overlaps_backward = false;
-                  d.param_gather_overlaps_forward = false;
-                }},
+               {202309, "the data-parallel gradient reduction starts when the backward has ended",
+                "NVIDIA/Megatron-LM e801b2bb (2023-09-07, merge of 2d5220a4 \"Add --overlap-grad-reduce command-line "
+                "argument\"; issues #391 and #456, where the distributed optimizer's reduction ran as \"a long "
+                "collective communication before optimizer.step\")",
+                nullptr, [](DistributedBehaviour& d) { d.dp_reduce_overlaps_backward = false; }},
+               {202311, "the distributed optimizer's parameter all-gather is waited on after the step",
+                "NVIDIA/Megatron-LM 3b417268 (2023-11-17, merge of f048bf8c \"Overlap all-gather in distributed "
+                "optimizer\": --overlap-param-gather)",
+                nullptr, [](DistributedBehaviour& d) { d.param_gather_overlaps_forward = false; }},
                {202411, "experts take tp and ep divides dp x cp (no MoE parallel folding)",
                 "NVIDIA/Megatron-LM 7f22e210 (2024-11-23, \"MoE parallel folding: separate MoE parallel states from dense\"); "
                 "megatron/core/parallel_state.py @ d98e8a64 (expert rank generator: etp x ep x pp divides the world)",

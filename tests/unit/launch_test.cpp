@@ -21,6 +21,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.model_id = "meta-llama/Llama-3.1-8B";
   in.layout.dp = 8;
   in.layout.sharding = Sharding::kZero3;
+  in.layout.behaviour.param_gather_overlaps_forward = true;  // Megatron's since 2023-11 (export/megatron_launch_test.cpp)
   in.setup = bf16(2, 8192, 4);
   in.setup.checkpointing = Checkpointing::kFull;
   const std::vector<LaunchFormat> f = launch_configs(in);

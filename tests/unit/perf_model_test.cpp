@@ -158,6 +158,9 @@ TEST_CASE("Megatron before 2023-09 reduced its gradients after the backward and 
   CHECK_FALSE(aug2023.dp_reduce_overlaps_backward);
   CHECK_FALSE(aug2023.param_gather_overlaps_forward);
   CHECK(sep2023.dp_reduce_overlaps_backward);
+  // --overlap-param-gather came two months later (3b417268, 2023-11-17).
+  CHECK_FALSE(framework_behaviour(megatron, 202310).param_gather_overlaps_forward);
+  CHECK(framework_behaviour(megatron, 202311).param_gather_overlaps_forward);
   CHECK(framework_behaviour(framework_profile(Framework::kTorchtitan), 0).dp_reduce_overlaps_backward);
 
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
@@ -1041,4 +1044,32 @@ TEST_CASE("stage costs depend on neither dp, sharding, offload nor accumulation"
       }
     }
   }
+}
+
+TEST_CASE("a tied embedding split over the pipeline all-reduces its gradient between the end stages once a step", "[perf][pp]") {
+  const ModelArchitecture tied = preset("Qwen/Qwen2.5-3B");
+  REQUIRE(tied.tie_word_embeddings);
+  const TrainingSetup t = bf16(1, 4096, 8);
+  const PerfBasis b = basis_of(tied, t);
+  ParallelLayout l;
+  l.tp = 2;
+  l.pp = 2;
+  l.dp = 4;  // the two stages on two nodes of 8
+  const ClusterSpec c = cluster("H100-80GB", 16);
+  const StepTime s = estimate_step_time(b, t, l, c);
+  // One all-reduce of the vocabulary-parallel shard (vocab x hidden / tp gradients) over two
+  // ranks on two nodes: the shard once over the NIC, plus NCCL's latency.
+  const double shard_bytes = static_cast<double>(tied.vocab_size * tied.hidden_size) / 2 * s.gradient_reduce_element_bytes;
+  const double nic_bytes_per_s = c.inter_node_bandwidth_gb_per_s * 1e9 * PerfConstants{}.collective_efficiency;
+  CHECK(s.tied_embedding_sync_s == Approx(shard_bytes / nic_bytes_per_s).epsilon(0.01));
+  // Not per micro-batch: the same at any accumulation.
+  CHECK(estimate_step_time(b, bf16(1, 4096, 32), l, c).tied_embedding_sync_s == Approx(s.tied_embedding_sync_s));
+  // Nothing to sync without a pipeline or with untied embeddings.
+  l.pp = 1;
+  l.dp = 8;
+  CHECK(estimate_step_time(b, t, l, c).tied_embedding_sync_s == 0);
+  const ModelArchitecture untied = preset("meta-llama/Llama-3.1-8B");
+  l.pp = 2;
+  l.dp = 4;
+  CHECK(estimate_step_time(basis_of(untied, t), t, l, c).tied_embedding_sync_s == 0);
 }
