@@ -118,6 +118,13 @@ test('an unknown framework version: the range in the headline, summary and verdi
   assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory at the high end of the range/);
   // The search judges its rows by the high end too: the table says so.
   assert.equal(await page.isVisible('#methods-range'), true);
+  // A lever whose layout offloads says how much host memory per node it needs.
+  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
+  const shown = JSON.parse(await page.textContent('#request-json'));
+  const twoGpus = cli('search', { ...searchRequest(shown), cluster: { ...shown.cluster, gpus: 2, gpus_per_node: 2 }, search: { top: 1, launch: false } }).recommended;
+  assert.ok(twoGpus.memory.host_bytes_per_node > 0, 'the 2-GPU lever offloads');
+  const lever = await page.textContent('#suggestions li:has(button:text("Use 2 GPUs"))');
+  assert.ok(lever.includes(`(${percent(twoGpus.memory.usage_fraction)}), host ${gib(twoGpus.memory.host_bytes_per_node)} per node,`), lever);
   await checkAxeAndShoot(page, 'range');
   // Naming the version ends the range: one number, no note.
   await page.click('#range-goto');

@@ -690,7 +690,8 @@
         use.type = 'button';
         use.addEventListener('click', () => this.applyChange(a.change));
         const li = el('li');
-        li.append(use, ` → ${a.candidate.method}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}), ${format.rate(a.candidate.perf.tokens_per_s)} tokens/s`);
+        const host = m.host_bytes_per_node > 0 ? `, host ${format.memory(m.host_bytes_per_node)} per node` : '';
+        li.append(use, ` → ${a.candidate.method}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)})${host}, ${format.rate(a.candidate.perf.tokens_per_s)} tokens/s`);
         list.append(li);
       }
       box.append(list);
