@@ -251,6 +251,27 @@ std::string month_text(std::int64_t yyyymm) {
   return std::to_string(yyyymm / 100) + "-" + (m.size() == 1 ? "0" + m : m);
 }
 
+// The framework's dated versions a search judges each candidate on when the request names the
+// framework without its version (issue 33: the ★ fits at the range's high end); versions that
+// resolve to the current code's setup, or to one already listed, give the same memory: left out.
+std::vector<DatedSetup> dated_setups(const Json& request, const FrameworkProfile& framework, const SearchInput& current) {
+  std::vector<DatedSetup> dated;
+  const Json* training = request.contains("training") ? &request["training"] : nullptr;
+  if (!training || !training->contains("framework") || training->contains("framework_version")) return dated;
+  const auto same = [](const SearchInput& in, const DatedSetup& d) { return in.training == d.training && in.behaviour == d.behaviour; };
+  for (const std::int64_t month : dated_variants(framework)) {
+    Json variant = request;
+    variant["training"]["framework_version"] = month_text(month);
+    const SearchRequest v = read_search_request(variant);
+    if (same(v.input, {current.training, current.behaviour}) ||
+        std::any_of(dated.begin(), dated.end(), [&](const DatedSetup& d) { return same(v.input, d); })) {
+      continue;
+    }
+    dated.push_back({v.input.training, v.input.behaviour});
+  }
+  return dated;
+}
+
 // A setting the request leaves unknown that moves memory (issue 32): a framework named without
 // framework_version runs the current code, but its dated behaviours are as plausible. The range
 // spans the estimate under each; the verdict is judged by the high end.
@@ -320,9 +341,11 @@ LaunchInput launch_input(const EstimateRequest& r, const ParallelLayout& l, cons
 
 std::string search(std::string_view request_text) {
   return guarded([&] {
-    SearchRequest s = read_search_request(parse_json_text(request_text));
+    const Json request = parse_json_text(request_text);
+    SearchRequest s = read_search_request(request);
     s.input.arch = &s.base.model.arch;
     s.input.inv = s.base.model.inventory.get();
+    if (s.input.gpu_mix.empty()) s.input.dated = dated_setups(request, *s.base.framework, s.input);
     const SearchResult r = at_pointer("/training", [&] { return run_search(s.input); });
     Json result = search_to_json(r, s.input.objective);
     if (s.with_launch && r.recommended) {
@@ -343,6 +366,7 @@ std::string search(std::string_view request_text) {
     result["global_batch"] = s.input.global_batch > 0 ? Json(s.input.global_batch) : Json(nullptr);
     result["tokens_per_step"] = s.input.global_batch > 0 ? Json(s.input.global_batch * s.input.training.seq_len) : Json(nullptr);
     result["warnings"] = s.base.warnings;
+    if (!s.input.dated.empty()) result["judged_on"] = {{"unknown", Json::array({"/training/framework_version"})}, {"versions", s.input.dated.size() + 1}};
     return result;
   });
 }

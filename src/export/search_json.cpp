@@ -78,6 +78,11 @@ Json candidate_to_json(const Candidate& c) {
     memory.emplace("host_bytes_per_node", c.host_bytes_per_node);
     memory.emplace("rank_kind", c.rank_kind);
     if (!c.placement.empty()) memory.emplace("placement", placement_to_json(c.placement));
+    // Judged over the framework's dated versions: the device total above is the high end.
+    if (c.device_total_low_bytes > 0 && c.device_total_low_bytes != c.device_total_bytes) {
+      memory.emplace("device_total_range", Json{{"low", c.device_total_low_bytes}, {"high", c.device_total_bytes}});
+      memory.emplace("judged_on", "range_high");
+    }
   } else {
     o.emplace("memory", nullptr);
   }

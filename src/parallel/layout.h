@@ -146,6 +146,7 @@ struct DistributedBehaviour {
   /// dp x cp and the experts' tensor parallelism (etp) may differ from tp. Without it experts take
   /// tp and ep divides dp x cp.
   bool moe_parallel_folding = false;
+  friend bool operator==(const DistributedBehaviour&, const DistributedBehaviour&) = default;
 };
 
 struct ParallelLayout {

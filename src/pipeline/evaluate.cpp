@@ -102,7 +102,8 @@ Evaluation evaluate(const Problem& p, Detail detail) {
   Evaluation ev;
   ev.runtime = runtime_for(p.cluster.gpu);
   ev.step_cluster = p.cluster;
-  ev.distributed = estimate_distributed(*p.arch, *p.inv, p.training, p.parallel, ev.runtime);
+  // The memory verdict alone needs the peaks, not the timeline that labels them (same bytes).
+  ev.distributed = estimate_distributed(*p.arch, *p.inv, p.training, p.parallel, ev.runtime, detail == Detail::kFull);
   ev.beyond_exact = take_beyond_exact();
   if (ev.beyond_exact) return ev;
   const DistributedEstimate& d = ev.distributed;

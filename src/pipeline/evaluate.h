@@ -31,7 +31,8 @@ struct Problem {
   bool search_max_micro_batch = true;
 };
 
-/// How much of the answer to compute: the memory verdict alone (a range's variants) or all of it.
+/// How much of the answer to compute: the memory verdict alone (a range's variants: peaks, no
+/// timeline) or all of it.
 enum class Detail { kMemory, kFull };
 
 struct Evaluation {
@@ -93,6 +94,9 @@ struct PeakVerdict {
   Verdict verdict = Verdict::kOom;
   double usage_fraction = 0;
   std::vector<StagePlacement> placement;  // with a GPU mix
+  /// Judged over dated versions (SearchInput::dated): the lowest device total, the others
+  /// being the highest's. 0: one version.
+  std::int64_t low_device_total_bytes = 0;
 };
 /// The peaks of `t` on `l` and their verdict on `cluster` / `gpu_mix`: the estimate's
 /// largest-micro-batch probe and each search candidate. nullopt: cut by the hints' limit, or a

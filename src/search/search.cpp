@@ -485,6 +485,7 @@ class Searcher {
     cand.method = families_[s.family];
     cand.memory_known = true;
     cand.device_total_bytes = a->peak.device_total_bytes;
+    cand.device_total_low_bytes = a->low_device_total_bytes;
     cand.peak_allocated_bytes = a->peak.peak_allocated_bytes;
     cand.peak_reserved_bytes = a->peak.peak_reserved_bytes;
     cand.rank_kind = a->peak.rank_kind;
@@ -506,8 +507,35 @@ class Searcher {
   std::optional<PeakVerdict> assess(const Structure& s, const TrainingSetup& t, std::int64_t* first_activations = nullptr) {
     const std::vector<ModelStates>* states = states_of(s);
     if (!states) return std::nullopt;
-    const ReplayHints hints{states, cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit, first_activations};
-    return judge_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, in_.cluster, in_.gpu_mix, hints);
+    const std::int64_t limit = cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit;
+    std::optional<PeakVerdict> a =
+        judge_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, in_.cluster, in_.gpu_mix, ReplayHints{states, limit, first_activations});
+    if (!a || in_.dated.empty()) return a;
+    return highest_over_dated(s, t, std::move(*a), limit);
+  }
+
+  // The candidate under each dated version of the framework (its searched fields on that
+  // version's setup): the highest device total decides; nullopt when one is cut at `limit`. The
+  // current code's shortcuts (shared model states, floors) stay valid: they bound it from below.
+  std::optional<PeakVerdict> highest_over_dated(const Structure& s, const TrainingSetup& t, PeakVerdict current, std::int64_t limit) {
+    PeakVerdict highest = std::move(current);
+    std::int64_t low = highest.peak.device_total_bytes;
+    for (const DatedSetup& d : in_.dated) {
+      TrainingSetup dated = d.training;
+      dated.checkpointing = t.checkpointing;
+      dated.offload = t.offload;
+      dated.micro_batch = t.micro_batch;
+      dated.grad_accum = t.grad_accum;
+      ParallelLayout l = s.layout;
+      l.behaviour = d.behaviour;
+      std::optional<PeakVerdict> v =
+          judge_peaks(*in_.arch, *in_.inv, dated, l, in_.runtime, in_.cluster, in_.gpu_mix, ReplayHints{nullptr, limit, nullptr});
+      if (!v) return std::nullopt;
+      low = std::min(low, v->peak.device_total_bytes);
+      if (v->peak.device_total_bytes > highest.peak.device_total_bytes) highest = std::move(*v);
+    }
+    highest.low_device_total_bytes = low;
+    return highest;
   }
 
   // Memory estimates of the fastest-first walk stop at a rank kind's forward floor past the
@@ -926,11 +954,13 @@ void add_suggestions(const SearchInput& in, SearchResult& r) {
   if (in.training.method != Method::kQlora) {
     SearchInput v = in;
     v.training.method = Method::kQlora;
+    v.dated.clear();  // the dated setups were resolved for the request's method: judged on the current code
     try_with(v, "method", "train LoRA adapters over a 4-bit (NF4) base: QLoRA");
   }
   for (std::int64_t factor = 2; factor <= 8 && in.training.seq_len / factor >= 256; factor *= 2) {
     SearchInput v = in;
     v.training.seq_len = in.training.seq_len / factor;
+    for (DatedSetup& d : v.dated) d.training.seq_len = v.training.seq_len;
     if (try_with(v, "seq_len", "shorten the sequence to " + std::to_string(v.training.seq_len) + " tokens")) break;
   }
   for (std::int64_t factor = 2; factor <= 64; factor *= 2) {

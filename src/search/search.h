@@ -51,6 +51,12 @@ inline constexpr std::int64_t kMaxSearchEstimates = 50'000;
 inline constexpr std::int64_t kMaxSuggestionCandidates = 2'000'000;
 inline constexpr std::int64_t kMaxSearchTop = 1000;
 
+/// The framework's setup and distributed behaviours as of one dated version (framework_profile.h).
+struct DatedSetup {
+  TrainingSetup training;
+  DistributedBehaviour behaviour;
+};
+
 struct SearchInput {
   const ModelArchitecture* arch = nullptr;
   const TensorInventory* inv = nullptr;
@@ -65,6 +71,10 @@ struct SearchInput {
   std::vector<GpuGroup> gpu_mix;
   RuntimeProfile runtime;
   PerfConstants perf;
+  /// The framework's dated versions when the request leaves its version unknown (issue 33): a
+  /// candidate's memory is the highest over the current code and each, so its verdict, the
+  /// methods' best and the recommendation are judged by the range's high end. Empty: current code.
+  std::vector<DatedSetup> dated;
   /// Sequences per optimizer step; 0: not fixed (grad_accum stays training.grad_accum).
   std::int64_t global_batch = 0;
   Objective objective = Objective::kFastest;
@@ -80,7 +90,8 @@ struct Candidate {
   TrainingSetup setup;               // micro_batch, grad_accum, checkpointing, offload as searched
   StepTime perf;
   bool memory_known = false;
-  std::int64_t device_total_bytes = 0;
+  std::int64_t device_total_bytes = 0;   // with dated versions: the highest over them
+  std::int64_t device_total_low_bytes = 0;  // with dated versions: the lowest over them; else 0
   std::int64_t peak_allocated_bytes = 0;
   std::int64_t peak_reserved_bytes = 0;
   std::string rank_kind;             // the most-loaded rank kind

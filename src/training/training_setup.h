@@ -155,6 +155,7 @@ struct TrainingSetup {
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
   AmpWeights amp_weights = AmpWeights::kAutocast;
   std::int64_t main_grad_bytes = 4; // master_in_optimizer: element bytes of the gradient buffer
+  friend bool operator==(const TrainingSetup&, const TrainingSetup&) = default;
 };
 
 /// Bytes of one element of the compute (activation) dtype: 4 for fp32, else 2.

@@ -116,8 +116,15 @@ test('an unknown framework version: the range in the headline, summary and verdi
   assert.match(await page.textContent('#range-text'),
     new RegExp(`^torchtune's version is not set: ${gib(low)} to ${gib(high)} per GPU .*\\. ${lowEnd} at the low end, OOM at the high end; judged by the high end\\.$`));
   assert.match(await page.textContent('#sum-live'), /^OOM: \d+ % of GPU memory at the high end of the range/);
-  // The search's rows are judged on the current code: the table says so.
+  // The search judges its rows by the high end too: the table says so.
   assert.equal(await page.isVisible('#methods-range'), true);
+  // A lever whose layout offloads says how much host memory per node it needs.
+  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
+  const shown = JSON.parse(await page.textContent('#request-json'));
+  const twoGpus = cli('search', { ...searchRequest(shown), cluster: { ...shown.cluster, gpus: 2, gpus_per_node: 2 }, search: { top: 1, launch: false } }).recommended;
+  assert.ok(twoGpus.memory.host_bytes_per_node > 0, 'the 2-GPU lever offloads');
+  const lever = await page.textContent('#suggestions li:has(button:text("Use 2 GPUs"))');
+  assert.ok(lever.includes(`(${percent(twoGpus.memory.usage_fraction)}), host ${gib(twoGpus.memory.host_bytes_per_node)} per node,`), lever);
   await checkAxeAndShoot(page, 'range');
   // Naming the version ends the range: one number, no note.
   await page.click('#range-goto');
@@ -130,6 +137,41 @@ test('an unknown framework version: the range in the headline, summary and verdi
   assert.equal(await page.isVisible('#methods-range'), false);
   assert.doesNotMatch(await page.textContent('#sum-peak'), /–/);
   assert.match(page.url(), /fw_version=/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('an unknown framework version: the ★ fits at the high end of its range, and every row is judged there', { skip }, async () => {
+  const page = await open(at({ framework: 'torchtune', method: 'lora', gpus: '1', per_node: '1', micro_batch: '1', ckpt: 'none' }));
+  await settled(page);
+  const plain = cli('estimate', JSON.parse(await page.textContent('#request-json'))).ranges.device_total_bytes;
+  // A GPU between the ends of the plain layout's range; micro-batch and checkpointing left to the search.
+  await page.fill('#gpu_mem', ((plain.low + plain.high) / 2 / 2 ** 30).toFixed(2));
+  await page.fill('#micro_batch', '');
+  await page.selectOption('#ckpt', '');
+  await settled(page);
+  const { request, result } = await assertMatchesCli(page);
+  // The ★ shown: its estimate fits at the high end of its range.
+  assert.equal(await page.textContent('#methods tr.selected th button'), await page.textContent('#methods tr.recommended th button'));
+  assert.equal(result.fit.verdict, 'fits');
+  assert.ok(result.ranges, 'the version is unknown: a range');
+  assert.ok((result.fit.compared_bytes ?? result.device_total_bytes) >= result.ranges.device_total_bytes.high);
+  const pageSearch = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training } });
+  // The current code's ★ (its version named) would not: judged on the high end it is tight or OOM.
+  const current = pageSearch({ framework_version: '2026-01' }).recommended;
+  assert.notEqual(cli('estimate', candidateRequest(request, current)).fit.verdict, 'fits');
+  // Every row's verdict and peak are its estimate's at the high end.
+  await showAllMethods(page);
+  const search = pageSearch({});
+  assert.deepEqual(search.judged_on.unknown, ['/training/framework_version']);
+  const rows = await page.$$eval('#methods tbody tr', (trs) => trs.map((tr) => [tr.querySelector('th button').textContent, tr.cells[2].textContent, tr.cells[3].textContent]));
+  for (const [method, peak, verdict] of rows) {
+    const m = search.methods.find((x) => x.method === method);
+    const e = cli('estimate', candidateRequest(request, m.best || m.closest));
+    assert.equal(verdict, e.fit.verdict === 'oom' ? 'OOM' : e.fit.verdict.replace('host_oom', 'host OOM'), method);
+    assert.equal(peak, headlinePeak(e), method);
+  }
+  assert.match(await page.textContent('#methods-range'), /every row is judged by the high end/);
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -497,7 +539,8 @@ test('nothing fits: the settings that would, each searched by the core, fastest 
 });
 
 test('a host memory per node set: layouts whose offload needs more are "host OOM", sorted last and never ★', { skip }, async () => {
-  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct' }));
+  // The version named: at the high end of the unknown version's range only offload layouts fit.
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct', fw_version: '2026-01' }));
   await settled(page);
   const starBefore = (await tableRows(page))[0];
   const capacity = 300;

@@ -75,10 +75,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(l.cp), static_cast<long long>(l.ep), kinds, static_cast<long long>(sink % 7));
   }
   // The layout search of docs/api.md "search": Llama-3.1-70B, sequence 8192, 1024 H100, global
-  // batch 1024 sequences, every layout, micro-batch 1-8, checkpointing none/selective/full.
+  // batch 1024 sequences, every layout, micro-batch 1-8, checkpointing none/selective/full; the
+  // version named (the current code alone: unnamed, every layout is also judged on its dated ones).
   const std::string search_request =
       R"({"model": {"preset": "meta-llama/Llama-3.1-70B-Instruct"},
-          "training": {"framework": "megatron", "seq_len": 8192},
+          "training": {"framework": "megatron", "framework_version": "2026-01", "seq_len": 8192},
           "cluster": {"gpu": {"preset": "H100-80GB"}, "gpus": 1024},
           "search": {"global_batch": 1024, "top": 10, "space": {"max_micro_batch": 8}}})";
   std::string search_out;

@@ -31,7 +31,7 @@ for (const id of ['meta-llama/Llama-3.1-70B-Instruct', 'meta-llama/Llama-3.1-405
 {
   const request = JSON.stringify({
     model: { preset: 'meta-llama/Llama-3.1-70B-Instruct' },
-    training: { framework: 'megatron', seq_len: 8192 },
+    training: { framework: 'megatron', framework_version: '2026-01', seq_len: 8192 },  // named: the current code alone
     cluster: { gpu: { preset: 'H100-80GB' }, gpus: 1024 },
     search: { global_batch: 1024, top: 10, space: { max_micro_batch: 8 } },
   });

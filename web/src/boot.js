@@ -43,7 +43,6 @@
     try {
       const api = ns.estimator.wrap(await loadModule());
       body.dataset.moduleMs = performance.now().toFixed(1);
-      status.textContent = `memfit ${api.version().version} · runs in this browser`;
       let written = location.hash.replace(/^#/, '');
       const calculator = new ns.Calculator(app, api, {
         state: ns.urlState.decode(location.hash),
@@ -58,6 +57,8 @@
         },
         onSearch: (ms) => {
           body.dataset.searchMs = ms.toFixed(2);
+          // After the first result: nothing the first estimate does not need runs before it.
+          if (!body.dataset.ready) status.textContent = `memfit ${api.version().version} · runs in this browser`;
           body.dataset.ready = '1';
         },
       });

@@ -79,10 +79,13 @@
       this.requestText = '';
       this.failed = false;
       this.$ = (id) => root.querySelector(`#${id}`);
-      this.presets = api.presets();
+      // The preset lists wait until the first estimate is on screen (refine fills them): until
+      // then each list holds the value in use alone.
+      this.presets = null;
       this.breakdownChart = new charts.Chart(this.$('breakdown-chart'), 220);
       this.timelineChart = new charts.Chart(this.$('timeline-chart'), 260);
-      this.fillLists();
+      this.addDefaultOptions();
+      this.placeholderLists();
       this.writeForm();
       this.wire();
       this.update();
@@ -96,7 +99,19 @@
       this.update();
     }
 
+    /// Before the presets are read: the model and GPUs in use as the lists' only options.
+    placeholderLists() {
+      for (const [id, key] of [['preset', 'model'], ['gpu', 'gpu'], ['gpu2', 'gpu2']]) {
+        const o = el('option', this.state[key] || 'none');
+        o.value = this.state[key];
+        this.$(id).replaceChildren(o);
+      }
+    }
+
+    /// The preset and GPU lists from the core, once; the form shows the state in them.
     fillLists() {
+      if (this.presets) return;
+      this.presets = this.api.presets();
       const groups = new Map();
       for (const p of models.sortPresets(this.presets.models)) {
         const family = models.familyOf(p);
@@ -117,6 +132,12 @@
       const none = el('option', 'none');
       none.value = '';
       this.$('gpu2').replaceChildren(none, ...gpuOptions());
+      for (const id of ['gpu', 'gpu2']) this.$(id).value = this.state[id];
+      this.syncPresetSelect();
+      if (this.$('preset-filter').value) this.filterPresets();
+    }
+
+    addDefaultOptions() {
       for (const select of this.root.querySelectorAll('select[data-default]')) {
         const o = el('option', 'default');
         o.value = '';
@@ -151,7 +172,8 @@
         select.value = '';
       } else {
         placeholder?.remove();
-        if (this.presets.models.some((p) => p.id === this.state.model)) select.value = this.state.model;
+        if (!this.presets) this.placeholderLists();
+        else if (this.presets.models.some((p) => p.id === this.state.model)) select.value = this.state.model;
       }
     }
 
@@ -264,6 +286,7 @@
 
     /// The importer and its YAML parser load on the first import (import_view.js fills the form).
     async importConfig(files) {
+      this.fillLists();  // the importer matches the presets' ids
       const err = this.$('err-import');
       err.textContent = '';
       this.$('import-result').replaceChildren();
@@ -329,7 +352,7 @@
         return this.hubStatus(`Could not load ${repo}: huggingface.co is not reachable (offline, or blocked by this network). Paste its config.json instead.${still}`, true);
       }
       if (response.status === 401 || response.status === 403) {
-        const preset = this.presets.models.some((p) => p.id === repo) ? ` ${repo} is also a preset: choose it in the list above.` : '';
+        const preset = this.presets?.models.some((p) => p.id === repo) ? ` ${repo} is also a preset: choose it in the list above.` : '';
         return this.hubStatus(token
           ? `Could not load ${repo}: huggingface.co refused the token (it needs read access, and the model's licence must be accepted).${preset}${still}`
           : `Could not load ${repo}: it is gated or private. Accept its licence on huggingface.co and enter an access token above, or paste its config.json.${preset}${still}`, true);
@@ -447,6 +470,7 @@
     /// the search's request wraps a pasted config, so its positions would not be the user's).
     refine() {
       const t0 = performance.now();
+      this.fillLists();
       format.setUnit(this.state.units);
       if (!this.failed) {
         try {
@@ -666,7 +690,8 @@
         use.type = 'button';
         use.addEventListener('click', () => this.applyChange(a.change));
         const li = el('li');
-        li.append(use, ` → ${a.candidate.method}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)}), ${format.rate(a.candidate.perf.tokens_per_s)} tokens/s`);
+        const host = m.host_bytes_per_node > 0 ? `, host ${format.memory(m.host_bytes_per_node)} per node` : '';
+        li.append(use, ` → ${a.candidate.method}: ${format.memory(m.device_total_bytes)} per GPU (${format.percent(m.usage_fraction)})${host}, ${format.rate(a.candidate.perf.tokens_per_s)} tokens/s`);
         list.append(li);
       }
       box.append(list);
@@ -689,7 +714,7 @@
       this.$('pick-note').hidden = !mine;
       if (!mine) return;
       const speed = star.best ? `, ${format.rate(star.best.perf.tokens_per_s)} tokens/s` : '';
-      this.$('pick-note-text').textContent = `Your choice. ★ recommended: ${star.method} (${format.memory(star.best.memory.device_total_bytes)}, ${star.best.memory.verdict}${speed}).`;
+      this.$('pick-note-text').textContent = `Your choice. ★ recommended: ${star.method} (${this.rowPeakText(star.best.memory)}, ${star.best.memory.verdict}${speed}).`;
       this.$('back-to-star-name').textContent = star.method;
     }
 
@@ -722,7 +747,7 @@
       if (host > 0) th.lastElementChild.textContent += ` · host ${format.memory(host)} per node`;
       const cells = [
         el('td', layout, 'wide-only'),
-        el('td', c ? format.memory(c.memory.device_total_bytes) : '–', 'num'),
+        el('td', c ? this.rowPeakText(c.memory) : '–', 'num'),
         el('td'),
         el('td', m.best ? format.rate(m.best.perf.tokens_per_s) : '–', 'num'),
         el('td', verdict === 'host_oom' ? `${this.hostText(host)} (too much)` : this.hostText(host), 'num wide-only'),
@@ -731,6 +756,13 @@
       cells[2].append(badge);
       tr.append(th, ...cells);
       return tr;
+    }
+
+    /// A row's per-GPU peak: the core's range over the framework's dated behaviours, where it
+    /// judged the row by its high end, else the one number.
+    rowPeakText(memory) {
+      const r = memory.device_total_range;
+      return r ? `${format.memory(r.low)}–${format.memory(r.high)}` : format.memory(memory.device_total_bytes);
     }
 
     renderEstimate(picked) {

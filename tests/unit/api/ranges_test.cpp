@@ -84,3 +84,68 @@ TEST_CASE("the verdict follows the range's high end", "[api][ranges]") {
   CHECK_FALSE(stated.contains("ranges"));
   CHECK_FALSE(stated["fit"].contains("judged_on"));
 }
+
+namespace {
+
+// The estimate request of a search candidate: its layout and searched training fields.
+json candidate_request(json req, const json& c) {
+  const json& p = c["parallel"];
+  req["parallel"] = {{"dp", p["dp"]}, {"tp", p["tp"]}, {"pp", p["pp"]}, {"vpp", p["vpp"]}, {"cp", p["cp"]}, {"ep", p["ep"]},
+                     {"sequence_parallel", p["sequence_parallel"]}, {"sharding", p["sharding"]}, {"schedule", p["schedule"]}};
+  for (const char* key : {"micro_batch", "grad_accum", "activation_checkpointing", "offload"}) req["training"][key] = c["training"][key];
+  return req;
+}
+
+// The device total an estimate's verdict is judged on: the range's high end, else the point.
+std::int64_t judged_bytes(const json& e) {
+  return e["fit"].contains("compared_bytes") ? e["fit"]["compared_bytes"].get<std::int64_t>() : e["device_total_bytes"].get<std::int64_t>();
+}
+
+json search_result(json req) {
+  req["search"] = {{"top", 20}, {"launch", false}};
+  const json s = json::parse(api::search(req.dump()));
+  REQUIRE(s["ok"] == true);
+  return s["result"];
+}
+
+}  // namespace
+
+TEST_CASE("an unstated framework_version: the search judges every layout by the range's high end", "[api][ranges][search]") {
+  // As above, the micro-batch searched: torchtune QLoRA on one L4, where older recipes keep
+  // more per micro-batch (the current code's ★ runs 3, the high end's 1).
+  json req = request("L4");
+  req["training"] = {{"framework", "torchtune"}, {"method", "qlora"}, {"seq_len", 4096}};
+  const json unknown = search_result(req);
+  json stated = req;
+  stated["training"]["framework_version"] = "2026-01";
+  const json current = search_result(stated);
+  REQUIRE(unknown.contains("judged_on"));
+  CHECK(unknown["judged_on"]["unknown"] == json::array({"/training/framework_version"}));
+  CHECK_FALSE(current.contains("judged_on"));
+  // The current code's recommendation runs out of memory (or is tight) at the high end ...
+  REQUIRE(current["recommended"].is_object());
+  const json was = json::parse(api::estimate(candidate_request(req, current["recommended"]).dump()))["result"];
+  CHECK(was["fit"]["judged_on"] == "range_high");
+  CHECK(was["fit"]["verdict"] != "fits");
+  // ... the search's, judged by the high end, fits there: its memory is the estimate's high end.
+  REQUIRE(unknown["recommended"].is_object());
+  const json& star = unknown["recommended"];
+  CHECK(star["memory"]["verdict"] == "fits");
+  const json now = json::parse(api::estimate(candidate_request(req, star).dump()))["result"];
+  CHECK(now["fit"]["verdict"] == "fits");
+  CHECK(bytes(star["memory"], "device_total_bytes") == judged_bytes(now));
+  if (now.contains("ranges")) {
+    CHECK(bytes(star["memory"], "device_total_bytes") == bytes(now["ranges"]["device_total_bytes"], "high"));
+    CHECK(bytes(star["memory"]["device_total_range"], "low") == bytes(now["ranges"]["device_total_bytes"], "low"));
+  }
+  // Every row of the methods table is judged so: its verdict is the estimate's at the high end.
+  for (const json& m : unknown["methods"]) {
+    const json& c = m["best"].is_object() ? m["best"] : m["closest"];
+    if (!c.is_object() || !c["memory"].is_object()) continue;
+    const json e = json::parse(api::estimate(candidate_request(req, c).dump()))["result"];
+    CHECK(c["memory"]["verdict"] == e["fit"]["verdict"]);
+    CHECK(bytes(c["memory"], "device_total_bytes") == judged_bytes(e));
+  }
+  // The search is never faster at the high end than on the current code.
+  CHECK(unknown["recommended"]["perf"]["tokens_per_s"].get<double>() <= current["recommended"]["perf"]["tokens_per_s"].get<double>());
+}

@@ -34,6 +34,9 @@ TEST_CASE("evaluate: the memory detail is the full answer's memory without step 
   const Evaluation memory = evaluate(p, Detail::kMemory);
   CHECK(memory.peak().device_total_bytes == full.peak().device_total_bytes);
   CHECK(memory.peak().peak_reserved_bytes == full.peak().peak_reserved_bytes);
+  CHECK(memory.peak().peak_allocated_bytes == full.peak().peak_allocated_bytes);
+  CHECK(memory.peak().timeline.empty());  // the peaks alone: no timeline replayed
+  CHECK_FALSE(full.peak().timeline.empty());
   CHECK(memory.fit.verdict == full.fit.verdict);
   CHECK(memory.compared_bytes == full.compared_bytes);
   CHECK(full.fit.max_micro_batch >= 2);  // it fits at 2, so the search finds at least 2
