@@ -1,7 +1,9 @@
 # Layering rules (README "Layout"), checked by grep so a violation fails ctest:
 # 1. nothing under src/ mentions Emscripten; 2. formula code never includes JSON (nlohmann or the
-# reader's Json alias); 3. the step-time model never includes the memory model (both read block/);
-# 4. wasm_bindings/ includes only the api facade; 5. nothing reads the sibling shared/ folder;
+# reader's Json alias); 3. the step-time model never includes the memory model (both read block/),
+# and neither decides what the rank plan decides (parallel/rank_plan.h: the activation split,
+# resharding under PP, what checkpointing recomputes); 4. wasm_bindings/ includes only the api
+# facade; 5. nothing reads the sibling shared/ folder;
 # 6. the engines (ENGINES, CMakeLists.txt: built without exception cleanups in WASM) catch nothing
 # and turn no flagged size into an exception (src/common/units.h: the api does).
 file(GLOB_RECURSE core ${ROOT}/src/*.h ${ROOT}/src/*.cpp)
@@ -25,6 +27,13 @@ foreach(f ${perf})
   file(READ ${f} text)
   if(text MATCHES "#include \"memory/")
     message(FATAL_ERROR "the step-time model must not include the memory model: ${f}")
+  endif()
+endforeach()
+file(GLOB_RECURSE engines_of_a_rank ${ROOT}/src/perf/* ${ROOT}/src/memory/*)
+foreach(f ${engines_of_a_rank})
+  file(READ ${f} text)
+  if(text MATCHES "activation_split\\(|tp_row_linears|reshard_after_forward_with_pp|selective_layer_period|selective_every_other_mm")
+    message(FATAL_ERROR "the memory and step-time models read the rank plan's decisions from it: ${f}")
   endif()
 endforeach()
 file(GLOB bindings ${ROOT}/wasm_bindings/*.cpp)

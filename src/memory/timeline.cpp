@@ -39,15 +39,13 @@ class Replay {
   // `states`: this rank's model states when already known (rank_model_states), else computed.
   // `memo`: the layout's layer activations, shared by its rank kinds' replays.
   Replay(const ModelArchitecture& a, const TensorInventory& inv, const TrainingSetup& t, const RuntimeProfile& rt,
-         const RankContext& rank, bool record_timeline = true, const ModelStates* states = nullptr,
+         const RankPlan& plan, const RankContext& rank, bool record_timeline = true, const ModelStates* states = nullptr,
          ActsMemo* memo = nullptr)
-      : a_(a), t_(t), rt_(rt), rank_(rank), record_timeline_(record_timeline),
+      : a_(a), t_(t), rt_(rt), plan_(plan), rank_(rank), record_timeline_(record_timeline),
         owned_states_(states ? std::nullopt : std::optional<ModelStates>(compute_model_states(a, inv, t, rank.shard))),
         states_(states ? *states : *owned_states_) {
-    // Context parallelism gives each rank seq_len / cp tokens of every sequence; attention
-    // still spans the whole sequence (each query attends to seq_len keys).
-    tokens_ = checked_mul(t.micro_batch, model_positions(t) / std::max<std::int64_t>(1, rank.cp), "tokens per micro-batch");
-    seq_div_ = rank.split.sequence_parallel ? rank.split.tp : 1;
+    tokens_ = plan.tokens_per_micro_batch;
+    seq_div_ = plan.sequence_split();
     // Layer- and op-level selective checkpointing read the unchecked layer (a copy holds the LoRA
     // target list: made only when needed).
     std::optional<TrainingSetup> unchecked;
@@ -55,7 +53,7 @@ class Replay {
       unchecked = t;
       unchecked->checkpointing = Checkpointing::kNone;
     }
-    const std::int64_t positions = model_positions(t) / std::max<std::int64_t>(1, rank.cp);
+    const std::int64_t positions = plan.positions;
     groups_.reserve(2 * rank.kind.layers.size() * inv.groups.size());
     ActsMemo own;
     ActsMemo& acts = memo ? *memo : own;
@@ -85,7 +83,7 @@ class Replay {
         ga.acts = *same;
       } else {
         ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
-                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, rank.split);
+                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, plan.split);
         acts.entries.push_back({gi, ga.trains, ga.acts});
       }
       if (frozen_without_graph && !ga.trains) ga.acts = LayerActivations{};
@@ -223,7 +221,7 @@ class Replay {
   };
   LossBytes loss_bytes() const {
     // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
-    const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, rank_.split.tp));
+    const std::int64_t v = ceil_div(std::max(a_.vocab_size, rank_.shard.padded_vocab), std::max<std::int64_t>(1, plan_.split.tp));
     const std::int64_t e = activation_bytes(t_.precision);
     const std::int64_t up = t_.logits_upcast && e != 4 ? 4 : 0;  // the fp32 copy
     const std::int64_t sm = t_.logits_upcast ? 4 : e;             // softmax / grad element bytes
@@ -245,7 +243,7 @@ class Replay {
     const std::int64_t softcap = a_.final_logit_softcapping > 0 ? tv(T, e) : 0;
     switch (t_.loss) {
       case LossKernel::kStandard:
-        if (rank_.split.tp > 1 && rank_.behaviour().loss_parallel_decomposed && !(t_.compile && t_.compile_loss)) {
+        if (plan_.split.tp > 1 && rank_.behaviour().loss_parallel_decomposed && !(t_.compile && t_.compile_loss)) {
           // torch loss_parallel (DTensor): the log-softmax runs as the decomposition with an
           // all-reduce inserted, in fp32: the fp32 input, the shifted logits and exp(shifted) or
           // the result live together; the result is saved. Backward (the nll and log-softmax
@@ -460,29 +458,29 @@ class Replay {
   std::int64_t attention_exchange_bytes() const {
     const std::int64_t e = activation_bytes(t_.precision);
     std::int64_t bytes = 0;
-    if (rank_.cp > 1) {
+    if (plan_.cp > 1) {
       const std::int64_t kv_heads = kernel_kv_heads(a_, t_);
-      const std::int64_t kvh = std::max<std::int64_t>(1, kv_heads / std::max<std::int64_t>(1, rank_.split.tp));
+      const std::int64_t kvh = std::max<std::int64_t>(1, kv_heads / std::max<std::int64_t>(1, plan_.split.tp));
       const std::int64_t d = a_.attention.layout == QkvLayout::kLowRank
                                  ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim + a_.attention.v_head_dim
                                  : 2 * a_.attention.head_dim;
-      if (rank_.cp_kind == ContextParallelKind::kUlysses) {
+      if (plan_.cp_kind == ContextParallelKind::kUlysses) {
         // Ulysses (ulysses_sp.py _combine_local_sequences): q, k and v leave as contiguous send
         // copies and arrive as the whole sequence over heads / cp heads; k/v heads are repeated
         // up to one per rank first (repeat_interleave when cp > kv heads).
-        const std::int64_t heads = std::max<std::int64_t>(1, a_.attention.num_heads / std::max<std::int64_t>(1, rank_.split.tp));
+        const std::int64_t heads = std::max<std::int64_t>(1, a_.attention.num_heads / std::max<std::int64_t>(1, plan_.split.tp));
         const std::int64_t q_dim = a_.attention.layout == QkvLayout::kLowRank
                                        ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim
                                        : a_.attention.head_dim;
-        const std::int64_t per_token = e * (heads * q_dim + std::max(kvh, rank_.cp) * d);
+        const std::int64_t per_token = e * (heads * q_dim + std::max(kvh, plan_.cp) * d);
         bytes += checked_mul(checked_mul(per_token, tokens_, "exchange bytes"), 2, "exchange bytes");
       } else {
         const std::int64_t kv_per_token = e * kvh * d;
-        const std::int64_t chunks = rank_.behaviour().cp_gather_kv ? rank_.cp : 2;
+        const std::int64_t chunks = rank_.behaviour().cp_gather_kv ? plan_.cp : 2;
         bytes += checked_mul(checked_mul(kv_per_token, tokens_, "exchange bytes"), chunks, "exchange bytes");
       }
     }
-    if (rank_.split.sequence_parallel) bytes += checked_mul(tokens_, e * a_.hidden_size, "exchange bytes");
+    if (plan_.split.sequence_parallel) bytes += checked_mul(tokens_, e * a_.hidden_size, "exchange bytes");
     return bytes;
   }
 
@@ -621,7 +619,7 @@ class Replay {
       // The final norm's saved tensors (the fp32 input copy 4h, and for a trained weight the
       // normalised 2h) and, for a trained output layer, its input (2h); DTensor sequence
       // parallelism all-gathers the latter before the matmul, which saves it whole.
-      const std::int64_t head_linear_div = rank_.split.gathered_linear_inputs ? 1 : seq_div_;
+      const std::int64_t head_linear_div = plan_.split.gathered_linear_inputs ? 1 : seq_div_;
       const std::int64_t head_trained = states_.head_gradient_bytes > 0 ? 2 : 0;
       // A logits-free loss kernel keeps what it needs of the head's input whether the head trains or not.
       const std::int64_t head_linear_input =
@@ -798,6 +796,7 @@ class Replay {
   const ModelArchitecture& a_;
   const TrainingSetup& t_;
   const RuntimeProfile& rt_;
+  const RankPlan& plan_;
   const RankContext& rank_;
   bool record_timeline_ = true;  // false: peaks only (the search)
   std::optional<ModelStates> owned_states_;  // computed here when the caller has none
@@ -823,12 +822,12 @@ Estimate estimate_single_gpu(const ModelArchitecture& arch, const TensorInventor
   RankContext whole;
   whole.kind.name = "single GPU";
   whole.kind.layers = {{0, arch.num_layers + arch.num_encoder_layers}};
-  return Replay(arch, inv, t, rt, whole).run();
+  return Replay(arch, inv, t, rt, plan_single_gpu(t), whole).run();
 }
 
 Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                       const RankContext& rank, const RuntimeProfile& rt) {
-  return Replay(arch, inv, t, rt, rank).run();
+                       const RankPlan& plan, const RankContext& rank, const RuntimeProfile& rt) {
+  return Replay(arch, inv, t, rt, plan, rank).run();
 }
 
 namespace {
@@ -850,9 +849,10 @@ DistributedEstimate estimate_distributed(const ModelArchitecture& arch, const Te
   DistributedEstimate d;
   d.layout = l;
   d.setup = resolve_distributed_setup(l, t);
+  d.plan = plan_rank(l, d.setup);
   for (RankContext& c : plan_ranks(l, arch, d.setup)) {
     RankEstimate r{std::move(c), {}};
-    r.estimate = Replay(arch, inv, d.setup, rt, r.context, timeline).run();
+    r.estimate = Replay(arch, inv, d.setup, rt, d.plan, r.context, timeline).run();
     if (!d.ranks.empty() && r.estimate.device_total_bytes > d.peak().device_total_bytes) d.peak_rank = d.ranks.size();
     d.ranks.push_back(std::move(r));
   }
@@ -884,11 +884,12 @@ bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& in
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
+  const RankPlan plan = plan_rank(l, setup);
   if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
   ActsMemo acts;  // the rank kinds share the layout's layer activations
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
-    Replay replay(arch, inv, setup, rt, ranks[k], /*record_timeline=*/false, known, &acts);
+    Replay replay(arch, inv, setup, rt, plan, ranks[k], /*record_timeline=*/false, known, &acts);
     std::int64_t* activations = k == 0 ? first_activation_bytes : nullptr;
     if ((oom_above_bytes != kNoMemoryLimit || activations) &&
         replay.forward_floor(activations).device_total_bytes > oom_above_bytes) {
@@ -936,8 +937,9 @@ std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, con
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::int64_t floor = 0;
   ActsMemo acts;
+  const RankPlan plan = plan_rank(l, setup);
   for (const RankContext& rank : plan_ranks(l, arch, setup)) {
-    floor = std::max(floor, Replay(arch, inv, setup, rt, rank, /*record_timeline=*/false, nullptr, &acts).forward_floor().device_total_bytes);
+    floor = std::max(floor, Replay(arch, inv, setup, rt, plan, rank, /*record_timeline=*/false, nullptr, &acts).forward_floor().device_total_bytes);
   }
   return floor;
 }
@@ -967,53 +969,6 @@ RuntimeProfile runtime_for(const GpuSpec& gpu) {
   // 16 channels x 2 (send and receive) x 8 steps x 128 KiB.
   if (nvls_capable(gpu)) rt.nccl_nvls_bytes_per_local_rank = 16 * 2 * 8 * (128LL << 10);
   return rt;
-}
-
-std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
-                                      const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt) {
-  return device_total_floor_bytes(rank_model_states(arch, inv, t, l), t, l, rt);
-}
-
-std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
-                                      const ParallelLayout& l, const RuntimeProfile& rt) {
-  const std::int64_t nccl = nccl_device_bytes(nccl_use(l), rt);  // the same on every rank kind
-  std::int64_t floor = 0;
-  for (const ModelStates& s : states) {
-    // The replay's optimizer-step event (or, with the optimizer in backward, every event).
-    std::int64_t allocated = checked_add(s.weights_bytes, s.optimizer_states_bytes, "state bytes");
-    if (!t.optimizer_in_backward) {
-      allocated = checked_add(allocated, checked_add(s.gradients_bytes, s.optimizer_step_temp_bytes, "state bytes"), "state bytes");
-    }
-    const std::int64_t device = checked_add(
-        checked_add(allocated, rt.cublas_workspace_bytes + rt.cuda_context_bytes, "device bytes"),
-        checked_add(s.unmanaged_optimizer_states_bytes, nccl, "device bytes"),
-        "device bytes");
-    floor = std::max(floor, device);
-  }
-  return floor;
-}
-
-std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64_t first_activation_bytes,
-                                       const ParallelLayout& l, const RuntimeProfile& rt) noexcept {
-  // Saturating sums: no exception leaves (the search calls it), and a sum past 2^63 reads as
-  // "more than any GPU".
-  const auto add = [](std::int64_t a, std::int64_t b) {
-    std::int64_t r = 0;
-    return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-  };
-  const NcclUse use = nccl_use(l);
-  std::int64_t nccl = 0, p2p = 0, nvls = 0;
-  if (__builtin_mul_overflow(use.communicators, rt.nccl_communicator_bytes, &nccl) ||
-      __builtin_mul_overflow(use.p2p_peers, rt.nccl_p2p_peer_bytes, &p2p) ||
-      __builtin_mul_overflow(use.nvls_local_ranks, rt.nccl_nvls_bytes_per_local_rank, &nvls)) {
-    return std::numeric_limits<std::int64_t>::max();
-  }
-  nccl = add(add(nccl, p2p), nvls);
-  std::int64_t total = add(first_kind.weights_bytes, first_kind.optimizer_states_bytes);
-  total = add(total, first_activation_bytes);
-  total = add(total, first_kind.unmanaged_optimizer_states_bytes);
-  total = add(total, add(rt.cublas_workspace_bytes, rt.cuda_context_bytes));
-  return add(total, nccl);
 }
 
 std::optional<PeakSummary> estimate_peak_within(const ModelArchitecture& arch, const TensorInventory& inv,

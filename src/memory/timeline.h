@@ -14,8 +14,8 @@
 #include "hardware/gpu_spec.h"
 #include "memory/model_states.h"
 #include "model/tensor_inventory.h"
-#include "parallel/as_run.h"
 #include "parallel/layout.h"
+#include "parallel/rank_plan.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -140,13 +140,12 @@ struct NcclUse {
   std::int64_t nvls_local_ranks = 0;  // summed over communicators with 2+ ranks in the node
 };
 
-/// What one rank of a distributed run holds and does (built by plan_rank from a layout).
+/// What one rank kind of a distributed run holds (built by plan_ranks from a layout); what every
+/// rank does with a micro-batch is the layout's RankPlan (parallel/rank_plan.h), which the step
+/// time reads too.
 struct RankContext {
   RankKind kind;                 // layers, embedding/head, micro-batches in flight
   RankShard shard;               // tensors held and their data-parallel sharding
-  ActivationSplit split;         // tensor / sequence parallel split of activations
-  std::int64_t cp = 1;           // context parallel: the rank sees seq_len / cp tokens
-  ContextParallelKind cp_kind = ContextParallelKind::kRing;
   NcclUse nccl;                    // NCCL communicators and connections of the rank
   const DistributedBehaviour& behaviour() const { return shard.behaviour; }
 };
@@ -167,7 +166,7 @@ Estimate estimate_single_gpu(const ModelArchitecture& arch, const TensorInventor
                              const TrainingSetup& t, const RuntimeProfile& rt = {});
 /// One rank kind of a distributed run.
 Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
-                       const RankContext& rank, const RuntimeProfile& rt = {});
+                       const RankPlan& plan, const RankContext& rank, const RuntimeProfile& rt = {});
 
 struct RankEstimate {
   RankContext context;
@@ -177,6 +176,7 @@ struct RankEstimate {
 struct DistributedEstimate {
   ParallelLayout layout;
   TrainingSetup setup;                  // as resolved for the layout
+  RankPlan plan;                        // what every rank does with a micro-batch
   std::vector<RankEstimate> ranks;      // one per rank kind
   std::size_t peak_rank = 0;            // the most-loaded kind (largest device total)
   const Estimate& peak() const { return ranks[peak_rank].estimate; }
@@ -239,14 +239,6 @@ std::optional<PeakSummary> estimate_peak_within(const ModelArchitecture& arch, c
                                                 const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
                                                 const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit,
                                                 std::int64_t* first_activation_bytes = nullptr);
-/// A lower bound on the first rank kind's forward floor (device total) with no replay: its
-/// weights and optimizer states (live at the floor), those activations, its paged states, the
-/// cuBLAS workspace, the CUDA context and the NCCL buffers (the floor adds the step's gradients,
-/// DDP buckets, gathered root units and allocator slack). The search settles a layout by it
-/// from the activations of another sharding or offload of the same layout and micro-batch.
-/// Saturates instead of throwing.
-std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64_t first_activation_bytes,
-                                       const ParallelLayout& l, const RuntimeProfile& rt) noexcept;
 std::optional<std::vector<RankPeak>> estimate_rank_peaks_within(const ModelArchitecture& arch, const TensorInventory& inv,
                                                                 const TrainingSetup& t, const ParallelLayout& l,
                                                                 const RuntimeProfile& rt, const std::vector<ModelStates>* states,
@@ -255,17 +247,5 @@ std::optional<std::vector<RankPeak>> estimate_rank_peaks_within(const ModelArchi
 /// The largest forward floor of `l`'s rank kinds (device total), never above estimate_peak's.
 std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                               const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});
-
-/// A lower bound on the device total of the most-loaded rank of `l`, whatever the micro-batch
-/// and the activations: the steady step's optimizer moment holds every rank's weights,
-/// optimizer states and gradients (with the optimizer in backward, weights and states are live
-/// from the start), and the device total adds the workspace, CUDA context, paged states and
-/// NCCL buffers on top. Costs the model states of each rank kind, no replay: the search uses it
-/// to settle layouts whose persistent state alone does not fit.
-std::int64_t device_total_floor_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
-                                      const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});
-/// The same floor from the layout's rank_model_states.
-std::int64_t device_total_floor_bytes(const std::vector<ModelStates>& states, const TrainingSetup& t,
-                                      const ParallelLayout& l, const RuntimeProfile& rt = {});
 
 }  // namespace memfit

@@ -10,7 +10,10 @@ namespace memfit {
 
 /// ZeRO-3 under autocast AMP with a framework that shards 16-bit parameters (FSDP2
 /// MixedPrecisionPolicy(param_dtype=bf16)): the compute copies are gathered in 16 bits.
-bool gathers_16bit_params(const ParallelLayout& l, const TrainingSetup& t);
+inline bool gathers_16bit_params(const ParallelLayout& l, const TrainingSetup& t) {
+  return l.sharding == Sharding::kZero3 && amp_like(t) && t.amp_weights == AmpWeights::kAutocast &&
+         l.behaviour.sharded_params_16bit;
+}
 /// The training setup as the distributed code runs it (FSDP mixed precision gathers 16-bit).
 TrainingSetup resolve_distributed_setup(const ParallelLayout& l, const TrainingSetup& t);
 
@@ -22,10 +25,23 @@ struct GradientBytes {
   std::int64_t reduced = 0;
 };
 /// `gathers_16bit`: the layout gathers 16-bit parameters for `t` unresolved (gathers_16bit_params).
-GradientBytes base_gradient_bytes(const TrainingSetup& t, const DistributedBehaviour& b, bool gathers_16bit = false);
+inline GradientBytes base_gradient_bytes(const TrainingSetup& t, const DistributedBehaviour& b, bool gathers_16bit = false) {
+  const bool master_in_optimizer = amp_like(t) && t.amp_weights == AmpWeights::kMasterInOptimizer;
+  const bool gathered_16bit = gathers_16bit || (amp_like(t) && t.amp_weights == AmpWeights::kGathered16bit);
+  // A 16-bit-or-stored weight as the model holds it (AMP masters in the optimizer: 16-bit).
+  const std::int64_t wb = master_in_optimizer ? 2 : stored_weight_bytes(t);
+  GradientBytes g;
+  g.computed = gathered_16bit ? 2 : (master_in_optimizer ? t.main_grad_bytes : wb);
+  const bool reduce_fp32 = b.reduce_in_fp32 && (gathered_16bit || wb == 2);
+  g.reduced = reduce_fp32 && g.computed == 2 ? 4 : g.computed;
+  return g;
+}
 
 /// Element bytes of a LoRA/DoRA adapter and of its gradient: fp32 where the framework keeps
 /// adapters in fp32 (PEFT autocast_adapter_dtype, since 0.12), else the parameter dtype.
-std::int64_t adapter_bytes(const TrainingSetup& t);
+inline std::int64_t adapter_bytes(const TrainingSetup& t) {
+  if (t.adapters_fp32) return 4;
+  return amp_like(t) && t.amp_weights == AmpWeights::kMasterInOptimizer ? 2 : stored_weight_bytes(t);
+}
 
 }  // namespace memfit

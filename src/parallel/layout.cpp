@@ -178,18 +178,12 @@ const char* broken_layout_rule(const ParallelLayout& l, const ModelArchitecture&
   return first_broken_rule<const char*>(l, a, t, [](const char*, const char* code, bool, auto) { return code; });
 }
 
-ActivationSplit activation_split(const ParallelLayout& l) {
-  return {l.behaviour.tp_row_linears ? 1 : l.tp, l.sequence_parallel,
-          l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs, l.behaviour.tp_row_linears ? 1 : l.expert_tp()};
-}
-
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers) {
-  if (!l.stage_layers.empty()) return l.stage_layers;
-  const std::int64_t chunks = l.pp * l.vpp;
-  std::vector<std::int64_t> out(static_cast<std::size_t>(chunks), num_layers / chunks);
-  for (std::int64_t i = 0; i < num_layers % chunks; ++i) ++out[static_cast<std::size_t>(i)];
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < l.pp * l.vpp; ++i) out.push_back(chunk_range(l, num_layers, i).count);
   return out;
 }
+
 
 std::int64_t chunks_in_flight(const ParallelLayout& l, std::int64_t stage, std::int64_t micro_batches) {
   const std::int64_t p = l.pp, v = l.vpp, m = std::max<std::int64_t>(1, micro_batches);
@@ -218,15 +212,6 @@ std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitectur
     one.push_back(std::move(k));  // (a braced list would copy it)
     return one;
   }
-  // Chunk i's first layer and size: explicit stage_layers, or chunk_layers' even split (the
-  // remainder to the earliest chunks) in closed form.
-  const std::int64_t n_chunks = l.pp * l.vpp, base = layers / n_chunks, extra = layers % n_chunks;
-  auto chunk_range = [&](std::int64_t i) -> LayerRange {
-    if (l.stage_layers.empty()) return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
-    std::int64_t first = 0;
-    for (std::int64_t j = 0; j < i; ++j) first += l.stage_layers[static_cast<std::size_t>(j)];
-    return {first, l.stage_layers[static_cast<std::size_t>(i)]};
-  };
   auto stage_kind = [&](std::int64_t stage, const char* name) {
     RankKind k;
     k.name = name;
@@ -234,7 +219,7 @@ std::vector<RankKind> rank_kinds(const ParallelLayout& l, const ModelArchitectur
     k.ranks = per_stage;
     k.chunks = l.vpp;
     k.layers.reserve(static_cast<std::size_t>(l.vpp));
-    for (std::int64_t c = 0; c < l.vpp; ++c) k.layers.push_back(chunk_range(c * l.pp + stage));
+    for (std::int64_t c = 0; c < l.vpp; ++c) k.layers.push_back(chunk_range(l, layers, c * l.pp + stage));
     k.embedding = stage == 0;
     k.head = stage == l.pp - 1;
     k.chunks_in_flight = chunks_in_flight(l, stage, micro_batches);

@@ -6,6 +6,7 @@
 // with pipeline parallelism the first, middle and last stages differ (embedding, in-flight
 // micro-batches, head and loss). Every other split (dp, tp, cp, ep) is symmetric.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -214,10 +215,25 @@ struct RankKind {
 /// How the layout splits a rank's activations: heads and MLP width by tp (whole under row-split
 /// linears, Colossal-AI 1D TP), full-width tensors by sequence parallelism. The memory replay and
 /// the step time both read it.
-ActivationSplit activation_split(const ParallelLayout& l);
+inline ActivationSplit activation_split(const ParallelLayout& l) {
+  return {l.behaviour.tp_row_linears ? 1 : l.tp, l.sequence_parallel,
+          l.sequence_parallel && l.behaviour.sp_saves_gathered_inputs, l.behaviour.tp_row_linears ? 1 : l.expert_tp()};
+}
 
 /// Layers per pipeline chunk (pp x vpp chunks, in order).
 std::vector<std::int64_t> chunk_layers(const ParallelLayout& l, std::int64_t num_layers);
+/// The layers of pipeline chunk `chunk` (chunk c of stage s is chunk c x pp + s): explicit
+/// stage_layers, or an even split with the remainder to the earliest chunks. The memory model's
+/// rank kinds and the step time's stages both take their layers from it.
+inline LayerRange chunk_range(const ParallelLayout& l, std::int64_t num_layers, std::int64_t chunk) {
+  if (l.stage_layers.empty()) {
+    const std::int64_t n_chunks = l.pp * l.vpp, base = num_layers / n_chunks, extra = num_layers % n_chunks;
+    return {chunk * base + std::min(chunk, extra), base + (chunk < extra ? 1 : 0)};
+  }
+  std::int64_t first = 0;
+  for (std::int64_t j = 0; j < chunk; ++j) first += l.stage_layers[static_cast<std::size_t>(j)];
+  return {first, l.stage_layers[static_cast<std::size_t>(chunk)]};
+}
 /// Micro-batch chunks in flight at stage `stage` (Megatron schedules.py warm-up counts).
 std::int64_t chunks_in_flight(const ParallelLayout& l, std::int64_t stage, std::int64_t micro_batches);
 /// The rank kinds of a layout: one for pp = 1; first, middle (stage 1 stands for all middle

@@ -11,6 +11,7 @@
 #include "block/activations.h"
 #include "block/loss_kernels.h"
 #include "parallel/as_run.h"
+#include "parallel/rank_plan.h"
 #include "training/parameters.h"
 
 namespace memfit {
@@ -169,15 +170,11 @@ const std::vector<BlockMatmul>* matmuls_for(const PerfLayer& pl, std::int64_t tp
   return nullptr;
 }
 
-// Row-split linears (Colossal-AI 1D TP) split only the matmuls: activations stay whole on every
-// tp rank, which elsewhere divide by tp.
-bool row_split_tp(const ParallelLayout& l) { return l.behaviour.tp_row_linears && l.tp > 1; }
-double activation_tp(const ParallelLayout& l) { return row_split_tp(l) ? 1.0 : static_cast<double>(l.tp); }
-
 // What the checkpointing policy keeps of one micro-batch over the whole model on a rank of `l`:
-// the memory replay's kept set (the setup as the layout runs it, its activation split, layer_keep).
-double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, double tokens,
-                             double positions) {
+// the memory replay's kept set (the setup as the layout runs it, the plan's tokens and activation
+// split, layer_keep).
+double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan) {
+  const double tokens = static_cast<double>(plan.tokens_per_micro_batch), positions = static_cast<double>(plan.positions);
   std::optional<TrainingSetup> resolved;  // a copy (the LoRA target list) only when the layout changes it
   if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
   const TrainingSetup& run = resolved ? *resolved : t;
@@ -186,7 +183,7 @@ double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const P
     unchecked = run;
     unchecked->checkpointing = Checkpointing::kNone;
   }
-  const ActivationSplit split = activation_split(l);
+  const ActivationSplit& split = plan.split;
   // As the replay (memory/timeline.cpp): a freeze run's frozen layers are a range of their own,
   // and without checkpointing they keep nothing.
   const bool decoder_freeze = run.method == Method::kFreeze && b.arch.kind == ArchKind::kDecoder;
@@ -204,14 +201,6 @@ double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const P
     }
   }
   return kept;
-}
-
-// Element bytes of the gradients a data-parallel collective moves: adapters in their own dtype;
-// base weights as a ZeRO-2/3 reduce-scatter moves them, else as backward computes them.
-std::int64_t reduced_gradient_element_bytes(const TrainingSetup& t, const ParallelLayout& l) {
-  if (base_frozen(t.method)) return adapter_bytes(t);
-  const GradientBytes g = base_gradient_bytes(t, l.behaviour, gathers_16bit_params(l, t));
-  return l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3 ? g.reduced : g.computed;
 }
 
 double ffn_width(const ModelArchitecture& a, bool moe) {
@@ -581,12 +570,15 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   return b;
 }
 
-StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
-                       const PerfConstants& k) {
+namespace {
+
+// stage_costs with the layout's rank plan (tokens, activation split, recomputation) at hand.
+StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan,
+                               const ClusterSpec& c, const PerfConstants& k) {
   const GpuSpec& g = c.gpu;
-  const double tp = static_cast<double>(l.tp), cp = static_cast<double>(l.cp);
+  const double tp = static_cast<double>(l.tp), cp = static_cast<double>(plan.cp);
   const double seq = static_cast<double>(model_positions(t));
-  const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
+  const double tokens = static_cast<double>(plan.tokens_per_micro_batch);  // per rank per micro-batch
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const PerfConstants by_gpu = resolved_for(k, g);
   const double mm_eff = by_gpu.matmul_efficiency;
@@ -604,12 +596,12 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   const bool fp8_casts = t.precision == Precision::kFp8 && !t.fp8_saves_fp8_inputs;
   const bool fp8_operands = t.precision == Precision::kFp8;  // _scaled_mm / TE GEMMs read 1-byte operands
   const bool te_fp8_casts = fp8_operands && !fp8_casts;       // Transformer Engine's cast + transpose kernels
-  const double sp_div = l.sequence_parallel ? tp : 1.0;
-  const bool ulysses = l.cp > 1 && l.cp_kind == ContextParallelKind::kUlysses;
+  const double sp_div = static_cast<double>(plan.sequence_split());
+  const bool ulysses = plan.cp > 1 && plan.cp_kind == ContextParallelKind::kUlysses;
   // Row-split linears (Colossal-AI 1D TP) split only the matmuls: attention and the
   // elementwise kernels run on whole activations on every tp rank.
-  const bool row_tp = row_split_tp(l);
-  const double act_tp = activation_tp(l);
+  const bool row_tp = plan.row_split_linears;
+  const double act_tp = static_cast<double>(plan.activation_tp());
 
   // Links: tp innermost, then cp, dp (ep inside dp x cp), pp outermost.
   const Link tp_link = link_for(1, l.tp, c, k);
@@ -622,15 +614,9 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   // Recomputation multipliers on the forward of a block. torchtitan's op-level policy keeps the
   // attention kernel's outputs and every other matmul output and recomputes everything else:
   // the other matmuls and every memory-bound op of the forward.
-  double recompute_all = 0, recompute_attention = 0;
-  bool recompute_mm_policy = false;
-  if (t.checkpointing == Checkpointing::kFull) {
-    recompute_all = 1;
-  } else if (t.checkpointing == Checkpointing::kSelective) {
-    if (t.selective_layer_period > 0) recompute_all = 1.0 / static_cast<double>(t.selective_layer_period);
-    else if (t.selective_every_other_mm) recompute_mm_policy = true;
-    else recompute_attention = 1;
-  }
+  const double recompute_all = plan.recompute.whole_block_share;
+  const double recompute_attention = plan.recompute.attention_core ? 1 : 0;
+  const bool recompute_mm_policy = plan.recompute.op_level;
 
   struct LayerCost {
     double compute_s = 0, recompute_s = 0, tp_s = 0, tp_total_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
@@ -650,7 +636,7 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     // tokens x out -> in, wgrad (trained base weights) in x out over the tokens; row-split linears
     // (Colossal-AI 1D TP) split the input width only. `ideal` is the same FLOPs at the mainloop
     // rate, which every shape's time exceeds (the speed bound keeps only that).
-    const std::vector<BlockMatmul>* mms = matmuls_for(pl, row_tp ? 1 : l.tp);
+    const std::vector<BlockMatmul>* mms = matmuls_for(pl, plan.activation_tp());
     double shaped_fwd = 0, shaped_bwd = 0, shaped_flops = 0;
     if (mms) {
       for (const BlockMatmul& mm : *mms) {
@@ -889,22 +875,16 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
     }
   };
   const std::int64_t n_chunks = l.pp * l.vpp;
-  auto chunk_first = [&](std::int64_t ci) {  // first layer of chunk ci
-    if (!l.stage_layers.empty()) {
-      std::int64_t f = 0;
-      for (std::int64_t i = 0; i < ci; ++i) f += l.stage_layers[static_cast<std::size_t>(i)];
-      return f;
-    }
-    const std::int64_t base = b.num_layers / n_chunks, extra = b.num_layers % n_chunks;
-    return ci * base + std::min(ci, extra);
-  };
   auto stage_cost = [&](std::int64_t stage) {
     StageCost sc;
     if (l.pp == 1) {
       add_layers(sc, 0, b.num_layers);
       return sc;
     }
-    for (std::int64_t ci = stage; ci < n_chunks; ci += l.pp) add_layers(sc, chunk_first(ci), chunk_first(ci + 1));
+    for (std::int64_t ci = stage; ci < n_chunks; ci += l.pp) {
+      const LayerRange r = chunk_range(l, b.num_layers, ci);
+      add_layers(sc, r.first, r.first + r.count);
+    }
     return sc;
   };
   // The first stage holds the most layers of an even split; the last adds the head and loss.
@@ -954,22 +934,30 @@ StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const Paralle
   return out;
 }
 
+}  // namespace
+
+StageCosts stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
+                       const PerfConstants& k, const RankPlan* plan) {
+  return planned_stage_costs(b, t, l, plan ? *plan : plan_rank(l, t), c, k);
+}
+
 StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l,
-                            const ClusterSpec& c, const PerfConstants& k, const StageCosts* known) {
+                            const ClusterSpec& c, const PerfConstants& k, const StageCosts* known, const RankPlan* given) {
   StepTime st;
   const GpuSpec& g = c.gpu;
-  const double tp = static_cast<double>(l.tp), cp = static_cast<double>(l.cp);
+  const RankPlan plan = given ? *given : plan_rank(l, t);
+  const double tp = static_cast<double>(l.tp);
   const double m = static_cast<double>(std::max<std::int64_t>(1, t.grad_accum));
   const double v = static_cast<double>(l.vpp);
   const double p = static_cast<double>(l.pp);
   const double seq = static_cast<double>(model_positions(t));
-  const double tokens = static_cast<double>(t.micro_batch) * seq / cp;  // per rank per micro-batch
+  const double tokens = static_cast<double>(plan.tokens_per_micro_batch);  // per rank per micro-batch
   const double act_bytes = static_cast<double>(activation_bytes(t.precision));
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
-  const double sp_div = l.sequence_parallel ? tp : 1.0;
+  const double sp_div = static_cast<double>(plan.sequence_split());
   const Link pp_link = link_for(l.tp * l.cp * l.dp, l.pp, c, k, Traffic::kPointToPoint);
   StageCosts computed;
-  const StageCosts& costs = known ? *known : (computed = stage_costs(b, t, l, c, k));
+  const StageCosts& costs = known ? *known : (computed = planned_stage_costs(b, t, l, plan, c, k));
   const StageCost& first_stage = costs.first;
   const StageCost& last_stage = costs.last;
   // A micro-batch takes its GPU time, or the host's time to issue its kernels when that is longer.
@@ -1004,7 +992,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   // Gradients as the optimizer reads them, and as the data-parallel collective moves them.
   double grad_elem = amp ? 4.0 : static_cast<double>(weight_bytes(t.precision));
   if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) grad_elem = static_cast<double>(t.main_grad_bytes);
-  st.gradient_reduce_element_bytes = static_cast<double>(reduced_gradient_element_bytes(t, l));
+  st.gradient_reduce_element_bytes = static_cast<double>(plan.reduced_gradient_bytes);
   const double grad_bytes = trainable_rank * st.gradient_reduce_element_bytes;
   const double param16_bytes = sc.params * act_bytes;
   // The last micro-batch's backward hides the reduction, where the framework overlaps them.
@@ -1035,7 +1023,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
         break;
       }
       case Sharding::kZero3: {
-        const bool reshard = l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
+        const bool reshard = plan.reshard_after_forward;
         // A QLoRA base is gathered packed: NF4 block weights (torchao NF4Tensor's FSDP2
         // all-gather extension, bitsandbytes Params4bit with a 16-bit quant_storage).
         const double unit_bytes =
@@ -1114,7 +1102,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
     // forward produces it and comes back for backward (torchtune OffloadActivations: its own
     // CUDA streams, so the copies run beside the compute, down and up).
     const double pcie = std::max(g.pcie_bandwidth_gb_per_s, 1e-3) * 1e9 * k.host_link_efficiency;
-    const double saved = kept_activation_bytes(b, t, l, tokens, seq / cp) / p;
+    const double saved = kept_activation_bytes(b, t, l, plan) / p;
     st.activation_offload_bytes_per_micro_batch = saved;
     st.offload_s += std::max(0.0, m * 2.0 * saved / pcie - st.compute_s);
   }
@@ -1128,28 +1116,6 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   st.model_tflops_per_gpu = st.tokens_per_s_per_gpu * model_flops_per_token / 1e12;
   st.mfu = st.model_tflops_per_gpu * 1e12 / sixteen_bit_peak(g);
   return st;
-}
-
-double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
-                                const ClusterSpec& c, const PerfConstants& k, const StageCosts* known) {
-  StageCosts computed;
-  const StageCosts& costs = known ? *known : (computed = stage_costs(basis, t, l, c, k));
-  const StepTime st = estimate_step_time(basis, t, l, c, k, &costs);
-  const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
-  // Sequence-parallel all-gathers that are views at micro-batch 1 only: micro-batch 1 skips
-  // their copies, so the bound leaves them out at every micro-batch (at most what any stage
-  // spends on them); GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline) is not
-  // monotone in the tokens and is left out too; the host's launch time is a floor per micro-batch.
-  double spare = std::max(costs.first.wave_excess_s, costs.last.wave_excess_s);
-  if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
-    spare += std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
-  }
-  const auto gpu_mb = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
-  const double per_mb = std::max(std::max(gpu_mb(costs.first), gpu_mb(costs.last)) - spare,
-                                 std::max(costs.first.launch_s, costs.last.launch_s));
-  // A relative margin far above the rounding of the step-time sums keeps the bound a bound.
-  constexpr double kRoundingMargin = 1e-9;
-  return tokens_per_mb / std::max(per_mb + st.dp_per_micro_batch_floor_s, 1e-12) * (1 + kRoundingMargin);
 }
 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {

@@ -14,6 +14,7 @@
 #include "model/architecture.h"
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
+#include "parallel/rank_plan.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -346,29 +347,15 @@ struct StageCost {
 struct StageCosts {
   StageCost first, last;
 };
+/// `plan`: plan_rank(l, t) when the caller has it (the same result).
 StageCosts stage_costs(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
-                       const PerfConstants& k = {});
+                       const PerfConstants& k = {}, const RankPlan* plan = nullptr);
 
 /// Step time of `t` on layout `l` (degrees, sharding, schedule, behaviours) over cluster `c`.
-/// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).
+/// `known`: stage_costs(basis, t, l, c, k) when the caller has them; `plan`: plan_rank(l, t) (the same result).
 StepTime estimate_step_time(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
-                            const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr);
-
-/// An upper bound on the tokens/s of layout `l` at every micro-batch from 1 to t.micro_batch,
-/// with any gradient accumulation: a step takes at least grad_accum x (per_micro_batch_s +
-/// dp_per_micro_batch_floor_s) (the bubble, the rest of the data-parallel time, the pipeline and
-/// offload transfers and the optimizer step only add),
-/// and per_micro_batch_s / micro_batch never rises with the micro-batch (every term is a
-/// maximum or sum of a linear and a constant part: FLOPs, bytes, collective latency), so the
-/// largest micro-batch bounds them all; the copies after sequence-parallel all-gathers, which
-/// micro-batch 1 may skip (sp_gather_view_at_batch_1), and the GEMM time above FLOPs at the
-/// mainloop rate (tiles, waves, split-K, roofline: not monotone in the tokens), are left out of it;
-/// the host's kernel-launch time is a floor per micro-batch. The search times a
-/// structure's micro-batches only when this bound reaches the walk (tests/unit/property_test.cpp
-/// and search_test.cpp check it over layouts).
-/// `known`: stage_costs(basis, t, l, c, k) when the caller has them (the same result).
-double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
-                                const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr);
+                            const ClusterSpec& c, const PerfConstants& k = {}, const StageCosts* known = nullptr,
+                            const RankPlan* plan = nullptr);
 
 /// The assumptions behind every step time, in words, for the result.
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c);

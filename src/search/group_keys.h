@@ -1,15 +1,18 @@
 // The search's groups within one (tp, pp, cp, vpp, ep): which of a structure's other dimensions
 // change its step time, its saved activations, its model states and memory floor, and its speed
-// bound. Each key numbers its groups 0 ... kCount - 1, so an array sized by kCount holds one slot
-// per group; the counts are the lengths of the request name tables (setup_names.h), which name
-// every value a search can enumerate, so a value added there widens the keys instead of aliasing
-// groups (checked below and by "the search's group keys give each combination its own slot").
+// bound, asked of its rank plan (parallel/rank_plan.h), the decisions both engines read. Each key
+// numbers its groups 0 ... kCount - 1, so an array sized by kCount holds one slot per group; the
+// counts are the lengths of the request name tables (setup_names.h), which name every value a
+// search can enumerate, so a value added there widens the keys instead of aliasing groups
+// (checked below and by "the search's group keys give each combination its own slot"); that the
+// engines answer alike within a group is tested over every named value (search/group_keys_test.cpp).
 #pragma once
 #include <array>
 #include <cstddef>
 #include <iterator>
 
 #include "parallel/layout.h"
+#include "parallel/rank_plan.h"
 #include "training/setup_names.h"
 #include "training/training_setup.h"
 
@@ -32,9 +35,9 @@ inline constexpr std::size_t kCheckpointingModes = std::size(kCheckpointingNames
 inline constexpr std::size_t kOffloadModes = std::size(kOffloadNames);
 inline constexpr std::size_t kShardingStages = std::size(kShardingNames);
 
-/// What the step time reads besides (tp, pp, cp, vpp, ep): sequence parallelism and the
-/// checkpointing mode. Stage costs read neither the sharding nor the offload ("stage costs depend
-/// on neither dp, sharding, offload nor accumulation").
+/// What the step time reads of the plan besides (tp, pp, cp, vpp, ep): the activation split's
+/// sequence parallelism and what the checkpointing policy recomputes. Stage costs read neither the
+/// sharding nor the offload ("stage costs depend on neither dp, sharding, offload nor accumulation").
 struct SpeedKey {
   bool sequence_parallel = false;
   Checkpointing checkpointing = Checkpointing::kNone;
@@ -43,10 +46,10 @@ struct SpeedKey {
     return static_cast<std::size_t>(sequence_parallel) * kCheckpointingModes + static_cast<std::size_t>(checkpointing);
   }
 };
-inline SpeedKey speed_key(const ParallelLayout& l, const TrainingSetup& t) { return {l.sequence_parallel, t.checkpointing}; }
+inline SpeedKey speed_key(const RankPlan& p) { return {p.split.sequence_parallel, p.recompute.mode}; }
 
 /// What the saved activations read besides the speed key: ZeRO-3 (it may change the setup as run:
-/// parallel/as_run.h) and activation offload.
+/// parallel/as_run.h) and activation offload (the kept set leaves the device).
 struct ActivationKey {
   SpeedKey speed;
   bool zero3 = false;
@@ -56,8 +59,8 @@ struct ActivationKey {
     return speed.index() * 4 + static_cast<std::size_t>(zero3) * 2 + static_cast<std::size_t>(offloads_activations);
   }
 };
-inline ActivationKey activation_key(const ParallelLayout& l, const TrainingSetup& t) {
-  return {speed_key(l, t), l.sharding == Sharding::kZero3, t.offload == Offload::kActivations};
+inline ActivationKey activation_key(const RankPlan& p) {
+  return {speed_key(p), p.sharding == Sharding::kZero3, p.offloads_activations()};
 }
 
 /// What the model states and the memory floor read besides (tp, pp, cp, vpp, ep): the sharding
@@ -70,7 +73,7 @@ struct FloorKey {
     return static_cast<std::size_t>(sharding) * kOffloadModes + static_cast<std::size_t>(offload);
   }
 };
-inline FloorKey floor_key(const ParallelLayout& l, const TrainingSetup& t) { return {l.sharding, t.offload}; }
+inline FloorKey floor_key(const RankPlan& p) { return {p.sharding, p.offload}; }
 
 /// What the speed bound reads: the speed key and the per-micro-batch data-parallel floor of ZeRO-2
 /// and ZeRO-3 (replication and ZeRO-1 pay none: they share the kNone slot). The offload changes
@@ -81,9 +84,9 @@ struct BoundKey {
   static constexpr std::size_t kCount = kShardingStages * SpeedKey::kCount;
   constexpr std::size_t index() const { return static_cast<std::size_t>(floor_kind) * SpeedKey::kCount + speed.index(); }
 };
-inline BoundKey bound_key(const ParallelLayout& l, const TrainingSetup& t) {
-  const bool pays_per_micro_batch = l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3;
-  return {pays_per_micro_batch ? l.sharding : Sharding::kNone, speed_key(l, t)};
+inline BoundKey bound_key(const RankPlan& p) {
+  const bool pays_per_micro_batch = p.sharding == Sharding::kZero2 || p.sharding == Sharding::kZero3;
+  return {pays_per_micro_batch ? p.sharding : Sharding::kNone, speed_key(p)};
 }
 
 /// One slot per group of Key.

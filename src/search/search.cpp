@@ -8,7 +8,9 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "parallel/rank_plan.h"
 #include "pipeline/evaluate.h"
+#include "search/bounds.h"
 #include "search/group_keys.h"
 
 namespace memfit {
@@ -396,21 +398,22 @@ class Searcher {
       timed_.push_back(Timed{index, static_cast<std::int32_t>(mb), ga});
     }
     s.count = static_cast<std::uint32_t>(timed_.size()) - s.first;
-    std::int64_t& group = floor_groups_[floor_key(s.layout, t)];
+    const RankPlan plan = plan_rank(s.layout, t);  // what the groups are asked of
+    std::int64_t& group = floor_groups_[floor_key(plan)];
     if (group < 0) {
       group = static_cast<std::int64_t>(floors_.size());
       floors_.push_back(-1);
       group_states_.emplace_back();
     }
     s.floor_group = static_cast<std::uint32_t>(group);
-    std::int64_t& speed = speed_groups_[speed_key(s.layout, t)];
+    std::int64_t& speed = speed_groups_[speed_key(plan)];
     if (speed < 0) speed = static_cast<std::int64_t>(speed_group_count_++);
     s.speed_group = static_cast<std::uint32_t>(speed);
-    std::int64_t& acts = activation_groups_[activation_key(s.layout, t)];
+    std::int64_t& acts = activation_groups_[activation_key(plan)];
     if (acts < 0) acts = static_cast<std::int64_t>(activation_group_count_++);
     s.activation_group = static_cast<std::uint32_t>(acts);
     if (s.count > 0 && in_.objective == Objective::kFastest) {
-      double& bound = bounds_[bound_key(s.layout, t)];
+      double& bound = bounds_[bound_key(plan)];
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;

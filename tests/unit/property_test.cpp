@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "memory/timeline.h"
 #include "perf/perf_model.h"
+#include "search/bounds.h"
 #include "hf_config/parse_hf_config.h"
 #include "memory/model_states.h"
 #include "model/tensor_inventory.h"

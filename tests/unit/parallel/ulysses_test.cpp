@@ -64,7 +64,7 @@ TEST_CASE("Ulysses holds the whole sequence's q/k/v over heads / cp, not the rin
     const ParallelLayout l = sharded(16 / cp, cp, ContextParallelKind::kUlysses);
     const std::vector<RankContext> ranks = plan_ranks(l, a, t);
     REQUIRE(ranks.size() == 1);
-    CHECK(ranks[0].cp_kind == ContextParallelKind::kUlysses);
+    CHECK(plan_rank(l, t).cp_kind == ContextParallelKind::kUlysses);
     CHECK(ranks[0].nccl.p2p_peers == cp - 1);
     // Same tokens per rank as the ring; activations outside attention split alike.
     const Estimate u = peak_of(a, t, l);

@@ -1,4 +1,5 @@
-// The rank kinds of a layout and what each holds (see timeline.h).
+// The rank kinds of a layout and what each holds and does (see timeline.h; the plan they share:
+// parallel/rank_plan.h).
 #include <algorithm>
 
 #include "common/units.h"
@@ -40,6 +41,7 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
   std::vector<RankContext> out;
   const std::int64_t vocab_multiple = std::max<std::int64_t>(1, l.behaviour.vocab_multiple) * l.tp;
   const NcclUse nccl = nccl_use(l);
+  const bool reshard_after_forward = plan_rank(l, t).reshard_after_forward;
   std::vector<RankKind> kinds = rank_kinds(l, arch, t.grad_accum);
   out.reserve(kinds.size());
   for (RankKind& k : kinds) {
@@ -56,13 +58,9 @@ std::vector<RankContext> plan_ranks(const ParallelLayout& l, const ModelArchitec
     c.shard.expert_shard = l.expert_shard();
     c.shard.data_parallel = l.dp * l.cp;
     c.shard.padded_vocab = vocab_multiple > 1 ? ceil_div(arch.vocab_size, vocab_multiple) * vocab_multiple : 0;
-    c.split = activation_split(l);
-    c.cp = l.cp;
-    c.cp_kind = l.cp_kind;
     c.nccl = nccl;
     c.shard.behaviour = l.behaviour;
-    c.shard.behaviour.reshard_after_forward =
-        l.behaviour.reshard_after_forward && (l.pp == 1 || l.behaviour.reshard_after_forward_with_pp);
+    c.shard.behaviour.reshard_after_forward = reshard_after_forward;
     out.push_back(std::move(c));
   }
   return out;

@@ -1,6 +1,6 @@
 // The search's exactness (its pruned walk finds the same best layout as estimating every
-// candidate), its counts and constraints, mixed clusters, the model-states memo, its group keys,
-// and LLMem's Table 3 method order.
+// candidate), its counts and constraints, mixed clusters, the model-states memo, and LLMem's
+// Table 3 method order.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -8,14 +8,12 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 #include "api/api.h"
 #include "memory/model_states.h"
 #include "perf/perf_model.h"
-#include "search/group_keys.h"
 #include "search/search.h"
-#include "test_support.h"
+#include "../test_support.h"
 #include "training/framework_profile.h"
 
 using nlohmann::json;
@@ -533,43 +531,4 @@ TEST_CASE("model states remembered by shard equal the states computed directly",
     CHECK(layouts > 20);
     CHECK(memo.size() < layouts * 3);  // some layouts shared their ranks' states
   }
-}
-
-// The search's groups (group_keys.h): every combination of a key's dimensions, over every value the
-// request names, has its own slot below the key's count, so no two groups share a slot.
-TEST_CASE("the search's group keys give each combination of their dimensions its own slot", "[search][keys]") {
-  std::map<std::size_t, std::tuple<bool, Checkpointing>> speed;
-  std::map<std::size_t, std::tuple<bool, Checkpointing, bool, bool>> activations;
-  std::map<std::size_t, std::tuple<Sharding, Offload>> floors;
-  std::map<std::size_t, std::tuple<bool, bool, Checkpointing, bool>> bounds;
-  // Each slot must always hold the same combination.
-  auto claim = [](auto& slots, std::size_t slot, std::size_t count, const auto& dims) {
-    CHECK(slot < count);
-    CHECK(slots.emplace(slot, dims).first->second == dims);
-  };
-  for (const bool sp : {false, true}) {
-    for (const auto& ck : kCheckpointingNames) {
-      for (const auto& sh : kShardingNames) {
-        for (const auto& off : kOffloadNames) {
-          ParallelLayout l;
-          l.sequence_parallel = sp;
-          l.sharding = sh.value;
-          TrainingSetup t;
-          t.checkpointing = ck.value;
-          t.offload = off.value;
-          const bool zero3 = sh.value == Sharding::kZero3, zero2 = sh.value == Sharding::kZero2;
-          claim(speed, speed_key(l, t).index(), SpeedKey::kCount, std::tuple(sp, ck.value));
-          claim(activations, activation_key(l, t).index(), ActivationKey::kCount,
-                std::tuple(sp, ck.value, zero3, off.value == Offload::kActivations));
-          claim(floors, floor_key(l, t).index(), FloorKey::kCount, std::tuple(sh.value, off.value));
-          // ZeRO-2 and ZeRO-3 pay a per-micro-batch data-parallel floor; replication and ZeRO-1 share a bound.
-          claim(bounds, bound_key(l, t).index(), BoundKey::kCount, std::tuple(zero2, zero3, ck.value, sp));
-        }
-      }
-    }
-  }
-  CHECK(speed.size() == 2 * std::size(kCheckpointingNames));
-  CHECK(activations.size() == 4 * speed.size());
-  CHECK(floors.size() == std::size(kShardingNames) * std::size(kOffloadNames));
-  CHECK(bounds.size() == 3 * speed.size());
 }

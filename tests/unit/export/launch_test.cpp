@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "export/launch.h"
-#include "test_support.h"
+#include "../test_support.h"
 
 using nlohmann::json;
 using namespace memfit;

@@ -5,7 +5,8 @@
 
 #include "block/activations.h"
 #include "perf/perf_model.h"
-#include "test_support.h"
+#include "search/bounds.h"
+#include "../test_support.h"
 #include "training/framework_profile.h"
 #include "training/parameters.h"
 
