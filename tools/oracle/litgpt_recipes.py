@@ -12,7 +12,8 @@ optimizer's step all run. Each step is the loop body of the recipe's `fit()`, tw
     lora.py:  logits = model(input_ids, lm_head_chunk_size=128); logits[-1] = logits[-1][..., :-1, :]
               loss = chunked_cross_entropy(logits, targets[..., 1:])
     both:     fabric.backward(loss / accumulation); optimizer.step(); optimizer.zero_grad()
-`logits` and `loss` stay bound through the step and the next forward, as in the loop. Checkpointing: the
+`logits` and `loss` stay bound through the step and the next forward (until its return rebinds them), as in the
+loop. Checkpointing: the
 single-device recipes have none; the "full" cases wrap every `Block` in `checkpoint_wrapper(preserve_rng_state=False)`
 as lora.py's multi-device `parallelize_fn` does (full.py's FSDPStrategy applies the same wrapper per Block).
 Not run: the scheduler and `RunningMean` (host scalars and a window of loss values), validation and generation.
@@ -133,20 +134,10 @@ class HeadHooks(Hooks):
             (x._base if x._base is not None else x).register_hook(self._head_input_grad)
 
 
-def recipe_step(case, model, ids, targets):
-    """One forward and the loss of the recipe's `fit()` loop."""
-    from litgpt.utils import chunked_cross_entropy
-    if case["method"] == "lora":
-        logits = model(ids, lm_head_chunk_size=LM_HEAD_CHUNK_TOKENS)
-        logits[-1] = logits[-1][..., :-1, :]
-        return logits, chunked_cross_entropy(logits, targets[..., 1:])
-    logits = model(ids)
-    return logits, chunked_cross_entropy(logits[..., :-1, :], targets[..., 1:])
-
-
 def run_case(case, config_path, steps=None, config=None):
     """Runs `steps` iterations of the recipe's loop; `config` (a litgpt Config) replaces the named one (tests)."""
     import lightning as L
+    from litgpt.utils import chunked_cross_entropy
     steps = steps or case.get("steps", 2)
     if config is None:
         with open(config_path) as f:
@@ -176,7 +167,14 @@ def run_case(case, config_path, steps=None, config=None):
             for step in range(steps):
                 tracker.step = step
                 tracker.phase, tracker.region = "forward", "body"
-                logits, loss = recipe_step(case, wrapped, input_ids, targets)
+                # `logits` is rebound as the forward returns, before the loss: the last step's are freed there
+                if case["method"] == "lora":
+                    logits = wrapped(input_ids, lm_head_chunk_size=LM_HEAD_CHUNK_TOKENS)
+                    logits[-1] = logits[-1][..., :-1, :]
+                    loss = chunked_cross_entropy(logits, targets[..., 1:])
+                else:
+                    logits = wrapped(input_ids)
+                    loss = chunked_cross_entropy(logits[..., :-1, :], targets[..., 1:])
                 tracker.phase = "backward"
                 fabric.backward(loss / 1)  # train.gradient_accumulation_iters = 1
                 tracker.phase, tracker.module = "optimizer", "optimizer"
