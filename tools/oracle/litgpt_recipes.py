@@ -13,9 +13,9 @@ optimizer's step all run. Each step is the loop body of the recipe's `fit()`, tw
               loss = chunked_cross_entropy(logits, targets[..., 1:])
     both:     fabric.backward(loss / accumulation); optimizer.step(); optimizer.zero_grad()
 `logits` and `loss` stay bound through the step and the next forward (until its return rebinds them), as in the
-loop. Checkpointing: the
-single-device recipes have none; the "full" cases wrap every `Block` in `checkpoint_wrapper(preserve_rng_state=False)`
-as lora.py's multi-device `parallelize_fn` does (full.py's FSDPStrategy applies the same wrapper per Block).
+loop. Checkpointing: the single-device recipes have none; the "full" cases wrap every `Block` in
+`checkpoint_wrapper(preserve_rng_state=False)` as lora.py's multi-device `parallelize_fn` does (full.py's
+FSDPStrategy applies the same wrapper per Block).
 Not run: the scheduler and `RunningMean` (host scalars and a window of loss values), validation and generation.
 """
 import contextlib
