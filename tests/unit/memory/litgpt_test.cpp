@@ -41,8 +41,8 @@ std::int64_t bytes(const json& e, const char* field) { return e[field].get<std::
 }  // namespace
 
 TEST_CASE("LitGPT: the output layer is a weight of its own even where the config ties it", "[litgpt]") {
-  const json litgpt = result_of(request("litgpt", "lora", 1, 512));
-  const json loop = result_of(request("transformers_loop", "lora", 1, 512));
+  const json litgpt = result_of(request("litgpt", "full", 1, 512));
+  const json loop = result_of(request("transformers_loop", "full", 1, 512));
   // model.py GPT builds lm_head beside transformer.wte: one more [vocabulary, hidden] bf16 table.
   CHECK(bytes(litgpt["states"], "weights_bytes") - bytes(loop["states"], "weights_bytes") == kVocab * kHidden * 2);
 }
