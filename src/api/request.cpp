@@ -527,6 +527,20 @@ ResolvedModel resolve_model(const Json& model, const std::string& path) {
   return r;
 }
 
+namespace {
+
+// The model with its output layer apart from the embedding table (a framework that unties it).
+ResolvedModel untied(const ResolvedModel& tied) {
+  ModelArchitecture arch = tied.arch;
+  arch.tie_word_embeddings = false;
+  ResolvedModel r = model_from_config(std::move(arch));
+  r.id = tied.id;
+  r.source = tied.source;
+  return r;
+}
+
+}  // namespace
+
 EstimateRequest read_estimate_request(const Json& req) {
   if (!req.is_object()) throw Error(ErrorCode::kInvalidType, "", "the request must be a JSON object");
   const FieldReader f(req, "");
@@ -545,6 +559,7 @@ EstimateRequest read_estimate_request(const Json& req) {
   r.training = read_training(training ? *training : kEmpty, "/training", r.framework,
                              r.model.arch.num_layers + r.model.arch.num_encoder_layers, framework_yyyymm);
   apply_model_code(r.training, r.model.arch);
+  if (r.framework->own_output_layer && r.model.arch.tie_word_embeddings) r.model = untied(r.model);
 
   const Json* cluster = f.find({"cluster"});
   if (!cluster) throw Error(ErrorCode::kMissingField, "/cluster", "missing required field cluster (at least {\"gpu\": {\"preset\": id}})");

@@ -235,7 +235,9 @@ class Replay {
     // A loop that keeps its (upcast) logits referenced holds them through the whole backward; one
     // that keeps the model's output holds the logits as the model returned them.
     if (t_.loss_input_held && t_.loss == LossKernel::kStandard) l.held = tv(T, sm);
-    else if (t_.outputs_held_across_steps && t_.loss == LossKernel::kStandard) l.held = tv(T, t_.logits_upcast_in_model ? 4 : e);
+    else if (t_.outputs_held_across_steps && (t_.loss == LossKernel::kStandard || t_.loss == LossKernel::kChunked)) {
+      l.held = tv(T, t_.logits_upcast_in_model ? 4 : e);
+    }
     // A model that upcasts inside its forward drops the 16-bit projection output before the loss.
     const std::int64_t e_kept = t_.logits_upcast_in_model && up > 0 ? 0 : e;
     // Final logit softcapping (cap · tanh(logits / cap)) keeps tanh's output from the forward to
@@ -299,6 +301,13 @@ class Replay {
         } else if (t_.compile && t_.compile_loss) {
           l.forward = tv(T, e) + tv(c, up);
           l.backward = tv(T, e) + tv(c, 2 * e);
+        } else if (t_.logits_upcast_in_model && up > 0) {
+          // The logits reach the loss in fp32 already (LitGPT: Fabric's bf16-true plugin casts the
+          // model's output, lightning/fabric/plugins/precision/half.py convert_output): all chunks'
+          // fp32 logits and their log-probs; whole shifted logits at a micro-batch above 1 are not
+          // contiguous, and reshape copies them (litgpt/utils.py chunked_cross_entropy).
+          l.forward = tv(T, 4 + sm + (t_.loss_shift_copy && t_.micro_batch > 1 ? 4 : 0));
+          l.backward = tv(T, sm) + tv(c, 3 * sm);
         } else {
           l.forward = tv(T, e + sm) + tv(c, up);
           l.backward = tv(T, sm) + tv(c, 3 * sm);
@@ -641,7 +650,17 @@ class Replay {
         projection.logits_loss_bytes = loss.logits + previous_outputs;
         note(&at, tl, best, projection, "forward", {"output layer"}, -1);
       }
-      b.logits_loss_bytes = loss.forward + previous_outputs;
+      // A chunked loss runs outside the model's forward (torchtune, LitGPT): a loop that holds the
+      // output rebinds it as the forward returns, before the loss (litgpt/finetune/lora.py fit()).
+      const bool rebound_before_loss = t_.loss == LossKernel::kChunked && t_.outputs_held_across_steps;
+      if (rebound_before_loss && t_.logits_upcast_in_model) {
+        // The wrapper's cast of the returned logits: the 16-bit ones beside their fp32 copies,
+        // and the previous step's still bound.
+        Breakdown cast = b;
+        cast.logits_loss_bytes = previous_outputs + loss.logits + loss.held;
+        note(&at, tl, best, cast, "forward", {"output cast to fp32"}, -1);
+      }
+      b.logits_loss_bytes = loss.forward + (rebound_before_loss ? 0 : previous_outputs);
       b.weights_bytes += head_in_loss;
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
       b.logits_loss_bytes = loss.backward + loss.held;

@@ -50,6 +50,9 @@ struct FrameworkProfile {
   /// Defaults that depend on the method, applied once the request's method is read and before
   /// its other fields (LLaMA-Factory upcasts full and freeze trainables to fp32). Null: none.
   void (*method_defaults)(TrainingSetup& t) = nullptr;
+  /// The framework builds the model with an output layer of its own, untied from the embedding
+  /// table whatever the config says (LitGPT's GPT).
+  bool own_output_layer = false;
 };
 
 /// The profile's defaults as of `yyyymm` (e.g. 202404); 0 means the current code.

@@ -20,6 +20,7 @@ VERSION_SETS = {
     "y2025_09": {"date": "2025-09"},
     "y2026_02": {"date": "2026-02"},
     "tt_2025_06": {"date": "2025-06"},
+    "lg_2026_11": {"date": "2026-11"},
 }
 
 # family -> (validation config, reduced layer count, what the family exercises)
@@ -179,7 +180,7 @@ def all_cases():
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
-            long_context_cases())
+            long_context_cases() + litgpt_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -412,4 +413,40 @@ def long_context_cases():
                  layers=layers, dp=dp, cp=cp, sharding="zero3")
         c["id"] = case_id(c)
         out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Runner litgpt (tools/oracle/litgpt_recipes.py): LitGPT's finetune/full.py and finetune/lora.py loops through Lightning
+# Fabric "bf16-true" with torch AdamW (foreach), litgpt's own GPT from its named configs. Families: Llama 3.1 (GQA),
+# Llama 3.2 (tied in Hugging Face's config; litgpt's GPT has its own lm_head), Qwen2.5 (q/k/v bias). Variants: full,
+# LoRA r8 on q, v (lora.py's defaults: lora_query, lora_value) and r16 on every linear; checkpointing none / full
+# (checkpoint_wrapper per Block); the three shapes, (1, 2048) for full and LoRA r8 without checkpointing, and the
+# full-depth Llama-3.2-1B.
+LITGPT_FAMILIES = ("llama3_gqa", "llama32_tied", "qwen25_bias")
+LITGPT_VARIANTS = [("full", None, None), ("lora", 8, "q,v"), ("lora", 16, "all-linear")]
+
+
+def litgpt_case(family, model_id, layers, method, rank, targets, ac, b, s):
+    c = base_case("lg_2026_11", family, model_id)
+    c.update(framework="litgpt", method=method, lora_rank=rank, lora_targets=targets, activation_checkpointing=ac,
+             micro_batch=b, seq_len=s, layers=layers)
+    c["id"] = case_id(c)
+    return c
+
+
+def litgpt_cases():
+    out = []
+    for b, s in SHAPES + [(1, 2048)]:
+        for method, rank, targets in LITGPT_VARIANTS:
+            for ac in ("none", "full"):
+                if s == 2048 and (ac == "full" or rank == 16):
+                    continue
+                for family in LITGPT_FAMILIES:
+                    model_id, layers, _ = FAMILIES[family]
+                    out.append(litgpt_case(family, reduced_config(model_id, layers), layers, method, rank, targets,
+                                           ac, b, s))
+    model_id = FAMILIES["llama32_tied"][0]
+    for method, rank, targets in LITGPT_VARIANTS[:2]:
+        out.append(litgpt_case("llama32_tied", model_id, 16, method, rank, targets, "none", 1, 512))
     return out

@@ -112,6 +112,10 @@ def runner_note(c, r):
         t = r.get("trainer", {})
         return (f"torchtune {t.get('recipe')} _loss_step with {t.get('loss')}, {t.get('optimizer')}"
                 f"{', optimizer_in_bwd' if t.get('optimizer_in_bwd') else ''}")
+    if c["framework"] == "litgpt":
+        t = r.get("trainer", {})
+        return (f"litgpt {t.get('recipe')} fit() step through Fabric {t.get('precision')} on its {t.get('config')} "
+                f"config, lm_head_chunk_size {t.get('lm_head_chunk_size')}, {t.get('optimizer')}")
     if c["framework"] == "transformers_loop":
         return f"AdamW/SGD {c['optimizer_impl']}; loop holds outputs through backward and step"
     t = r.get("trainer", {})

@@ -14,7 +14,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 def versions():
     import importlib.metadata as md
     out = {}
-    for name in ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "trl", "torchtune", "torchao"):
+    for name in ("torch", "transformers", "peft", "accelerate", "bitsandbytes", "trl", "torchtune", "torchao", "litgpt",
+                 "lightning"):
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
@@ -48,7 +49,8 @@ def main():
     import transformers_loop
     runners = {"transformers_loop": transformers_loop.run_case, "hf_trainer": lazy("hf_trainers", "run_hf_trainer"),
                "trl": lazy("hf_trainers", "run_trl"), "fsdp2_loop": lazy("fsdp2_loop", "run_fsdp2"),
-               "torchtune": lazy("torchtune_recipes", "run_case")}
+               "torchtune": lazy("torchtune_recipes", "run_case"),
+               "litgpt": lazy("litgpt_recipes", "run_case")}
     for line in sys.stdin:
         case = json.loads(line)
         start = time.time()
