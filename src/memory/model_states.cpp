@@ -154,6 +154,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   std::int64_t adam_mini_v = 0;
   std::int64_t layer_grad_sum = 0;
   std::int64_t layer_gather = 0, layer_reduce = 0, layer_reduce_input = 0;  // of the layer being visited
+  std::int64_t layer_cast = 0;  // autocast's 16-bit weight copies of the layer being visited
   // Gradient element bytes of base weights as computed in backward, and as reduced.
   const GradientBytes grad_bytes = base_gradient_bytes(t, shard.behaviour);
 
@@ -162,7 +163,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       // A tied output layer is the embedding's storage; on a last pipeline stage without the
       // embedding it is a real copy (Megatron keeps the shared weight on both ends).
       const bool tied_copy = s.tied && shard.head && !shard.embedding;
-      if (s.tied && !tied_copy) return;
+      if (s.tied && !tied_copy) {
+        // Under autocast a tied output layer's F.linear casts the fp32 table to 16-bit and saves
+        // the cast for backward, as for an untied head (aten/src/ATen/autocast_mode.cpp cached_cast).
+        if (autocast_amp(t) && shard.head && quant == BaseQuant::kNone) {
+          m.amp_weight_cast_bytes += checked_mul(rank_numel(s, shard, arch.vocab_size), s.copies * 2, "weight bytes");
+        }
+        return;
+      }
       if (on_embedding_side(s) ? !shard.embedding : !shard.head) return;
     }
     const int c = s.kind == ModuleKind::kExpert ? 1 : 0;
@@ -255,6 +263,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
     if ((autocast_amp(t) || (upcast_embedding && s.kind == ModuleKind::kLmHead)) && s.linear_weight && quant == BaseQuant::kNone) {
       m.amp_weight_cast_bytes += n * 2;  // autocast's 16-bit copy, saved by mm for backward
+      if (in_stack) {
+        m.amp_layer_weight_cast_bytes += n * 2;
+        // cached_cast caches casts of fp32 leaves that require grad only (aten/src/ATen/autocast_mode.cpp).
+        if (!trains) m.amp_uncached_layer_weight_cast_bytes += n * 2;
+        layer_cast += per_copy * copies * 2;
+      }
     }
     if (adapters && lora_targets_role(t, s)) {
       const std::int64_t in = s.shape[1];
@@ -296,7 +310,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const std::int64_t count = shard.held(g.first_layer, g.layer_count);
     if (count == 0) continue;
     held_layers += count;
-    layer_gather = layer_reduce = layer_reduce_input = 0;
+    layer_gather = layer_reduce = layer_reduce_input = layer_cast = 0;
     // Freeze decides per layer; other methods treat the group uniformly.
     if (t.method == Method::kFreeze) {
       for (std::int64_t i = 0; i < g.layer_count; ++i) {
@@ -306,10 +320,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       layer_gather /= count;
       layer_reduce /= count;
       layer_reduce_input /= count;
+      layer_cast /= count;
     } else {
       for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, count, true);
     }
     m.gather_layer_bytes = std::max(m.gather_layer_bytes, layer_gather);
+    m.amp_largest_layer_weight_cast_bytes = std::max(m.amp_largest_layer_weight_cast_bytes, layer_cast);
     m.reduce_layer_bytes = std::max(m.reduce_layer_bytes, layer_reduce);
     m.reduce_layer_input_bytes = std::max(m.reduce_layer_input_bytes, layer_reduce_input);
     m.largest_layer_gradient_bytes = std::max(m.largest_layer_gradient_bytes, (layer_grad_sum - before) / count);

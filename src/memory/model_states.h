@@ -38,6 +38,11 @@ struct ModelStates {
   std::int64_t embedding_grad_bytes = 0;  // dense (v, h) gradient of a trainable embedding
   std::int64_t weight_tensor_count = 0;
   std::int64_t amp_weight_cast_bytes = 0; // autocast keeps a 16-bit copy of each matmul weight
+  /// The decoder layers' share of amp_weight_cast_bytes, and one layer's (the largest).
+  std::int64_t amp_layer_weight_cast_bytes = 0;
+  /// The layers' casts of frozen weights: not cached (made per call), held only where a matmul saves them.
+  std::int64_t amp_uncached_layer_weight_cast_bytes = 0;
+  std::int64_t amp_largest_layer_weight_cast_bytes = 0;
   std::int64_t dequant_workspace_bytes = 0;  // QLoRA: one layer weight dequantised at a time
   std::int64_t dora_norm_workspace_bytes = 0;  // DoRA: W + BA materialised for the column norm
   std::int64_t largest_layer_gradient_bytes = 0;  // optimizer in backward: one layer's grads live

@@ -347,6 +347,19 @@ class Replay {
     return in;
   }
 
+  // Autocast's 16-bit weight casts live at the end of the forward: every cast a matmul saved, and
+  // the cache's (trainable weights'). Fully checkpointed layers save none, so only their trainable
+  // weights' casts are there, in the cache.
+  std::int64_t amp_casts_at_forward_end() const {
+    return states_.amp_weight_cast_bytes - (all_layers_checkpointed() ? states_.amp_uncached_layer_weight_cast_bytes : 0);
+  }
+  // ... and once the autocast region has exited with the forward (its cache cleared): the casts
+  // the saved graph holds, none of a checkpointed layer's.
+  std::int64_t amp_casts_after_forward() const {
+    return states_.amp_weight_cast_bytes - (all_layers_checkpointed() ? states_.amp_layer_weight_cast_bytes : 0);
+  }
+  bool all_layers_checkpointed() const { return t_.checkpointing == Checkpointing::kFull; }
+
   // Bytes per token the output projection keeps of its input until its backward: the 16-bit
   // input of a linear, or what a logits-free kernel keeps instead.
   std::int64_t head_linear_input_per_token() const {
@@ -622,7 +635,7 @@ class Replay {
                                             : 0;
     b.weights_bytes += last_kept;
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
-    b.temporaries_bytes = states_.amp_weight_cast_bytes;
+    b.temporaries_bytes = amp_casts_at_forward_end();
     LossBytes loss;
     if (rank_.kind.head) {
       // The final norm's saved tensors (the fp32 input copy 4h, and for a trained weight the
@@ -663,6 +676,9 @@ class Replay {
       b.logits_loss_bytes = loss.forward + (rebound_before_loss ? 0 : previous_outputs);
       b.weights_bytes += head_in_loss;
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
+      // The autocast region ends with the forward (the loss inside it), and with it the weight-cast
+      // cache (torch.autocast.__exit__ -> clear_autocast_cache, torch/amp/autocast_mode.py).
+      b.temporaries_bytes -= amp_casts_at_forward_end() - amp_casts_after_forward();
       b.logits_loss_bytes = loss.backward + loss.held;
       b.cached_unusable_bytes = loss.cached;
       b.communication_bytes += beh.root_outputs_include_loss ? top_prefetched : 0;
@@ -730,7 +746,9 @@ class Replay {
       Breakdown top = b;
       top.activations_bytes = below + checked_mul(g.kept_bytes, g.layers, "activation bytes") + recompute + flowing +
                               offload_window_;
-      top.temporaries_bytes += bwd_layer_temp;
+      // A recomputed layer casts its weights again and saves the casts until its backward ends.
+      const bool recast = g.recomputed && all_layers_checkpointed();
+      top.temporaries_bytes += bwd_layer_temp + (recast ? states_.amp_largest_layer_weight_cast_bytes : 0);
       top.communication_bytes += 2 * comm_layer_ + beh.reduce_bucket_bytes;
       if (zero3) {
         // The block is gathered again (with its prefetched neighbour) and its unsharded

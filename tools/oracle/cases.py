@@ -49,8 +49,8 @@ EAGER_ONLY = {"gemma2_softcap"}
 LLAMA_NAMED = {"llama3_gqa", "llama32_tied", "llama2_mha", "qwen25_bias", "qwen3_qknorm", "mistral_swa",
                "gemma2_softcap", "gemma3", "qwen3_moe", "mixtral_moe"}
 
-# amp_bf16 is left out: CPU autocast casts fewer ops to fp32 than CUDA autocast (test_autocast.py), so the fake cpu
-# device cannot run CUDA's mixed precision yet (docs/oracle.md "What is left").
+# The main grid runs pure bf16; amp_bf16 (CUDA's autocast policy emulated on the fake cpu device, cuda_autocast.py)
+# has a block of its own, amp_cases().
 PRECISIONS = ("bf16",)
 SHAPES = [(1, 512), (2, 512), (1, 1024)]  # micro-batch slope and sequence slope, two points each
 
@@ -180,7 +180,7 @@ def all_cases():
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
-            long_context_cases() + litgpt_cases())
+            long_context_cases() + litgpt_cases() + amp_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -450,3 +450,37 @@ def litgpt_cases():
     for method, rank, targets in LITGPT_VARIANTS[:2]:
         out.append(litgpt_case("llama32_tied", model_id, 16, method, rank, targets, "none", 1, 512))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# amp_bf16 (issue 32): fp32 weights, autocast bf16 compute with CUDA's policy (cuda_autocast.py), as the HF Trainer's
+# bf16=True (accelerate's autocast around forward) and a plain loop's torch.autocast run it. Full and LoRA r16 on
+# every linear x checkpointing none / full at 1 x 512 tokens; the micro-batch and sequence slopes without
+# checkpointing on the slope families; the current set and 2025-06. set -> (families, slope families)
+AMP_SETS = {"cur_2026_11": (("llama3_gqa", "qwen3_qknorm", "gemma2_softcap"), ("llama3_gqa", "qwen3_qknorm")),
+            "y2025_06": (("llama3_gqa", "qwen25_bias"), ("llama3_gqa",))}
+AMP_FRAMEWORKS = ("transformers_loop", "hf_trainer")
+
+
+def amp_cases():
+    out = []
+    for version_set, (families, slope_families) in AMP_SETS.items():
+        for framework in AMP_FRAMEWORKS:
+            for family in families:
+                model_id, layers, _ = FAMILIES[family]
+                oracle_id = reduced_config(model_id, layers)
+                for method, rank, targets in (("full", None, None), ("lora", 16, "all-linear")):
+                    for ac in ("none", "full"):
+                        for b, s in SHAPES:
+                            if (b, s) != (1, 512) and (ac == "full" or family not in slope_families):
+                                continue
+                            c = base_case(version_set, family, oracle_id)
+                            c.update(framework=framework, method=method, lora_rank=rank, lora_targets=targets,
+                                     precision="amp_bf16", activation_checkpointing=ac, micro_batch=b, seq_len=s,
+                                     layers=layers, attention="eager" if family in EAGER_ONLY else "sdpa")
+                            if framework == "hf_trainer":
+                                c["optimizer_impl"] = "trainer_default"
+                            c["id"] = case_id(c)
+                            out.append(c)
+    # The 1 x 512 cases first, so that a partial run covers every set, runner, family and method.
+    return sorted(out, key=lambda c: (c["micro_batch"], c["seq_len"]))

@@ -34,6 +34,13 @@ def _cuda_dropout(input, p=0.5, training=True, inplace=False):
     return torch.ops.aten.native_dropout(input, p, True)[0]
 
 
+def _autocast_inputs(*tensors):
+    """CUDA autocast's lower_precision_fp policy for scaled_dot_product_attention (cuda_autocast.py): every floating
+    input cast to the autocast dtype (the pinned kernels are called directly, below sdpa's own autocast kernel)."""
+    dtype = torch.get_autocast_dtype("cpu")
+    return [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in tensors]
+
+
 SDPA_CALLS = {"flash": 0, "efficient": 0, "math": 0}
 
 
@@ -44,6 +51,8 @@ def _needs_logsumexp(*tensors):
 
 def _h100_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """The kernel an H100 picks: flash without a mask (head dim <= 256), efficient with one, else math."""
+    if torch.is_autocast_enabled("cpu"):  # amp: sdpa's autocast kernel casts q, k, v and a float mask first
+        query, key, value, attn_mask = _autocast_inputs(query, key, value, attn_mask)
     same_heads = key.shape[1] == query.shape[1]
     if query.shape[-1] <= 256 and query.shape[-1] == value.shape[-1] and (same_heads or enable_gqa):
         if attn_mask is None:

@@ -7,9 +7,9 @@ and replays what `Trainer._inner_training_loop` does per optimizer step, two ste
     trainer.optimizer.step(); model.zero_grad()          # the optimizer from trainer.create_optimizer()
 so the trainer's own default optimizer, loss and checkpointing settings of the version set run. `train()` itself is
 not called: its loss logging and token counting read values back to the host (`.item()`), which fake tensors cannot.
-Precision is the case's (bf16: bf16 weights, `bf16=False`, no autocast; the fake cpu device cannot run CUDA's
-autocast policy, docs/oracle.md). The batch is what the collators return for unpadded rows of equal length:
-`input_ids`, `attention_mask` of ones, `labels` equal to the ids.
+Precision is the case's: bf16 (bf16 weights, `bf16=False`) or amp_bf16 (fp32 weights, `bf16=True`: accelerate's
+autocast with CUDA's policy emulated on the fake cpu device, cuda_autocast.py). The batch is what the collators
+return for unpadded rows of equal length: `input_ids`, `attention_mask` of ones, `labels` equal to the ids.
 """
 import contextlib
 import dataclasses
@@ -20,6 +20,7 @@ import tempfile
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
+from cuda_autocast import cuda_autocast_on_cpu
 from fake_h100 import SDPA_CALLS, pin_h100_sdpa
 from tracker import LiveBytes, saved_tensor_marker
 from transformers_loop import Hooks, build_model, load_config, unpacked_positions
@@ -35,7 +36,8 @@ def training_arguments(cls, case, out_dir, extra=None):
     ac = case["activation_checkpointing"] == "full"
     wanted = {
         "output_dir": out_dir, "per_device_train_batch_size": case["micro_batch"], "gradient_accumulation_steps": 1,
-        "bf16": False, "fp16": False, "report_to": "none", "use_cpu": True, "save_strategy": "no",
+        "bf16": case["precision"] == "amp_bf16", "fp16": False, "report_to": "none", "use_cpu": True,
+        "save_strategy": "no",
         "gradient_checkpointing": ac, "activation_checkpointing": ac, "logging_strategy": "no",
     }
     wanted.update(extra or {})
@@ -171,13 +173,17 @@ def run_trainer(case, config_path, make_trainer, steps=None):
     model = build_model(config, case)
     tracker = LiveBytes()
     tokenizer = tiny_tokenizer()
+    amp = case["precision"] == "amp_bf16"
     with tempfile.TemporaryDirectory() as out_dir, FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa(), \
-            host_reads_of_fake_scalars(), model_already_on_device(), triton_folds_in_place():
+            host_reads_of_fake_scalars(), model_already_on_device(), triton_folds_in_place(), \
+            cuda_autocast_on_cpu() if amp else contextlib.nullcontext():
         model.to_empty(device="cpu")
         if getattr(config, "tie_word_embeddings", False):
             model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
         trainer = make_trainer(model, case, out_dir, tokenizer)
         model = trainer.model
+        if amp:
+            model = autocast_as_on_a_gpu(trainer, model)
         enable_checkpointing_as_the_trainer_does(trainer, model)
         trainer.current_gradient_accumulation_steps = 1  # set by _inner_training_loop (transformers >= 4.48)
         opt = trainer.create_optimizer()
@@ -225,6 +231,16 @@ def run_trainer(case, config_path, make_trainer, steps=None):
                                                                          None),
                                 "loss_type": getattr(trainer.args, "loss_type", None)}
     return tracker
+
+
+def autocast_as_on_a_gpu(trainer, model):
+    """bf16=True on a GPU: `_inner_training_loop` runs `accelerator.prepare(model)`, whose `prepare_model` wraps
+    `model.forward` in autocast and `convert_outputs_to_fp32` (an fp32 copy of the bf16 logits in the outputs).
+    The Trainer's own CPU autocast (`use_cpu_amp`, transformers < 5, set because the device is cpu) is not what a GPU
+    runs: it is turned off. `device_placement=False`: the model is on its (fake) device already."""
+    if hasattr(trainer, "use_cpu_amp"):
+        trainer.use_cpu_amp = False
+    return trainer.accelerator.prepare_model(model, device_placement=False)
 
 
 def pin_cuda_foreach(opt):

@@ -51,6 +51,22 @@ class PinnedSdpaTest(unittest.TestCase):
         self.assertLessEqual(max(saved), S * S * 2)  # at most the additive bias, never H x S x S
 
 
+    def test_under_autocast_the_kernel_gets_bf16_inputs(self):
+        """CUDA's sdpa autocast kernel casts q, k, v (and a float mask) before choosing a kernel; so does the pin."""
+        from cuda_autocast import cuda_autocast_on_cpu
+        with FakeTensorMode(allow_non_fake_inputs=True), fake_h100.pin_h100_sdpa(), cuda_autocast_on_cpu():
+            q = torch.empty(B, H, S, D, requires_grad=True)  # fp32, as a fp32 model's projections under no autocast
+            t = tr.LiveBytes()
+            with t, tr.saved_tensor_marker(t), torch.autocast("cpu", dtype=torch.bfloat16):
+                out = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+                saved = sorted(b.nbytes for b in t.live.values() if b.category == "activations")
+            self.assertEqual(out.dtype, torch.bfloat16)
+            del out
+        self.assertEqual(fake_h100.SDPA_CALLS["flash"], 1)
+        self.assertIn(B * H * S * D * 2, saved)  # the bf16 cast of q (a leaf: one cached cast serves k and v)
+        self.assertNotIn(B * H * S * D * 4, saved)  # no fp32 q, k, v saved
+
+
 @unittest.skipIf(torch is None, "torch is not installed")
 class PinnedDropoutTest(unittest.TestCase):
     def test_training_dropout_saves_a_one_byte_mask(self):

@@ -14,6 +14,7 @@ import json
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
+from cuda_autocast import cuda_autocast_on_cpu
 from fake_h100 import SDPA_CALLS, pin_h100_sdpa
 from tracker import LiveBytes, saved_tensor_marker
 
@@ -214,7 +215,8 @@ def run_case(case, config_path, steps=None, shard=None, step_context=None):
         tracker.events = []
     amp = case["precision"] == "amp_bf16"
     tracker.optimizer_scalars_on_host = case["optimizer_impl"] != "fused"
-    with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():
+    with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa(), \
+            cuda_autocast_on_cpu() if amp else contextlib.nullcontext():
         if shard is not None:
             shard(model)
         model.to_empty(device="cpu")
