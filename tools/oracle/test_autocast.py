@@ -20,8 +20,9 @@ try:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from cuda_autocast import CUDA_POLICY, OUTSIDE_POLICY, cuda_autocast_on_cpu, ops_with_kernel
-except ImportError:
+except ImportError:  # CI has no torch: the tests skip, the recorder below needs a base class
     torch = None
+    TorchDispatchMode = object
 
 
 def _labels(t):
