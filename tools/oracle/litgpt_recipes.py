@@ -147,13 +147,7 @@ def run_case(case, config_path, steps=None, config=None):
     tracker.optimizer_scalars_on_host = True  # foreach AdamW keeps step counts on the host
     with FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa():
         model, wrapped, optimizer = build(case, config, fabric)
-        for p in model.parameters():
-            tracker.track(p, "weights")
-        for b in model.buffers():
-            tracker.track(b, "weights")
-        trainable = [p for p in model.parameters() if p.requires_grad]
-        for p in trainable:
-            p.register_post_accumulate_grad_hook(lambda q: tracker.mark(q.grad, "gradients"))
+        tracker.track_model(model)
         model.get_output_embeddings = lambda: model.lm_head
         hooks = HeadHooks(model, tracker)
         b, s = case["micro_batch"], case["seq_len"]

@@ -74,6 +74,18 @@ class LiveBytes(TorchDispatchMode):
     def block_of(self, tensor):
         return self.live.get(local_tensor(tensor).untyped_storage()._cdata)
 
+    def track_model(self, model):
+        """Counts the model's parameters and buffers as weights and each trainable parameter's gradient from the
+        moment autograd stores it; returns the trainable parameters."""
+        for p in model.parameters():
+            self.track(p, "weights")
+        for b in model.buffers():
+            self.track(b, "weights")
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        for p in trainable:
+            p.register_post_accumulate_grad_hook(lambda q: self.mark(q.grad, "gradients"))
+        return trainable
+
     def track(self, tensor, category, op="external"):
         """Registers `tensor`'s storage (if new) and gives it `category`; returns its Block."""
         storage = local_tensor(tensor).untyped_storage()

@@ -228,17 +228,11 @@ def run_case(case, config_path, steps=None, shard=None, step_context=None):
                 # LyCORIS layers draw `torch.rand(1) > module_dropout` per forward in training mode, a data-dependent
                 # branch; in eval mode they take the adapter path unconditionally, as a GPU does with dropout 0
                 m.training = False
-        for p in model.parameters():
-            tracker.track(p, "weights")
-        for b in model.buffers():
-            tracker.track(b, "weights")
-        trainable = [p for p in model.parameters() if p.requires_grad]
+        trainable = tracker.track_model(model)
         for module in (model.get_input_embeddings(), model.get_output_embeddings()):
             for p in module.parameters():
                 p._oracle_outer = True  # the embedding and output layer (MuonWithAdamW leaves them to AdamW)
         opt = make_optimizer(trainable, case)
-        for p in trainable:
-            p.register_post_accumulate_grad_hook(lambda q: tracker.mark(q.grad, "gradients"))
         hooks = Hooks(model, tracker)
         b, s = case["micro_batch"], case["seq_len"]
         with tracker, saved_tensor_marker(tracker):
