@@ -104,21 +104,24 @@ def tiny_tokenizer():
 
 def fsdp_arguments(case, config):
     """accelerate's FSDP2 plugin as the TRL benchmark's accelerate config sets it (fsdp_version 2, transformer-based
-    wrap, reshard after forward); `cpu_ram_efficient_loading` off: the weights are built on the GPU already."""
+    wrap, reshard after forward); `cpu_ram_efficient_loading` off: the weights are built on the GPU already.
+    `checkpoint_via` fsdp: the plugin's own activation checkpointing (torch's checkpoint_wrapper, non-reentrant)
+    instead of the Trainer's gradient_checkpointing."""
     if case["layout"] != "fsdp2":
         return {}
     layer_cls = type(config).__name__.replace("Config", "DecoderLayer")
     return {"fsdp": "full_shard auto_wrap",
             "fsdp_config": {"fsdp_version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
                             "transformer_layer_cls_to_wrap": [layer_cls], "reshard_after_forward": True,
-                            "state_dict_type": "SHARDED_STATE_DICT", "cpu_ram_efficient_loading": False}}
+                            "state_dict_type": "SHARDED_STATE_DICT", "cpu_ram_efficient_loading": False,
+                            "activation_checkpointing": case.get("checkpoint_via") == "fsdp"}}
 
 
 def common_arguments(case, out_dir, device, config):
     args = {"output_dir": out_dir, "per_device_train_batch_size": case["micro_batch"],
             "gradient_accumulation_steps": 1, "max_steps": case["steps"], "bf16": True, "report_to": "none",
             "save_strategy": "no", "logging_steps": 1, "learning_rate": 1e-5, "dataloader_num_workers": 0,
-            "gradient_checkpointing": case["activation_checkpointing"] == "full",
+            "gradient_checkpointing": case["activation_checkpointing"] == "full" and case.get("checkpoint_via") != "fsdp",
             "gradient_checkpointing_kwargs": {"use_reentrant": case.get("use_reentrant", True)},
             "use_cpu": device == "cpu", "seed": 0}
     args.update(fsdp_arguments(case, config))

@@ -5,7 +5,7 @@
 #   OUT=/tmp/dry TRAINER_GPU_DRY=1 TRAINER_GPU_PYTHON=tools/oracle/.venvs/y2026_05/bin/python \
 #     bash tools/measure/trainer_gpu.sh                      # dry run here: tiny model, cpu, gloo
 #
-# The versions are the TRL SFT benchmark's own (trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0),
+# TRAINER_GPU_ONLY: a regex of case ids (a rerun of some cases). The versions are the TRL SFT benchmark's own (trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0),
 # carried as wheels in .whl/trlset (trainer_gpu_prep.sh); torch is the device's.
 # $OUT afterwards: summary.json (every case's counters), logs.tar.gz (each case's JSON log and console),
 # <case>.snapshot.pickle.gz (memory history from step 2 on, for the cases with "history").
@@ -30,6 +30,7 @@ if [ -z "$dry" ]; then
 fi
 while read -r line; do
   id=$(printf '%s' "$line" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  if [ -n "${TRAINER_GPU_ONLY:-}" ] && ! [[ "$id" =~ ^(${TRAINER_GPU_ONLY})$ ]]; then continue; fi
   left=$((budget_s - ($(date +%s) - started)))
   if [ "$left" -lt 45 ]; then echo "$id: skipped, ${left}s left"; continue; fi
   limit=$((left < case_timeout_s ? left : case_timeout_s))

@@ -19,7 +19,13 @@ COUNTERS = (("alloc", "max_allocated"), ("reserved", "max_reserved"), ("smi", "n
 SETUP = ("trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0 (the TRL SFT benchmark's versions), "
          "torch 2.11.0+cu130; Qwen3-4B from its config.json with random bf16 weights built on the GPU (dtype "
          "bfloat16) and --bf16 (accelerate autocast; accelerate 1.13 keeps the bf16 parameters and AdamW states); "
-         "Trainer default optimizer; per_device_train_batch_size 1; gradient_checkpointing true (use_reentrant true)")
+         "Trainer default optimizer; per_device_train_batch_size 1")
+
+
+def checkpointing_note(case):
+    if case.get("checkpoint_via") == "fsdp":
+        return "activation checkpointing by the FSDP plugin (fsdp_config activation_checkpointing: checkpoint_wrapper)"
+    return f"gradient_checkpointing true (use_reentrant {str(case.get('use_reentrant', True)).lower()})"
 
 
 def cases():
@@ -30,7 +36,7 @@ def cases():
 def row(case, suffix, counter, measured_gib, extra_notes):
     fsdp = case["layout"] == "fsdp2"
     trl = case["trainer"] == "trl"
-    notes = [f"why: {case['why']}", SETUP,
+    notes = [f"why: {case['why']}", SETUP, checkpointing_note(case),
              "TRL SFTTrainer, packing wrapped (every row filled to max_length), loss_type nll" if trl
              else "HF Trainer, rows of seq_len token ids, default_data_collator",
              "accelerate FSDP2 plugin (fsdp_version 2, TRANSFORMER_BASED_WRAP, reshard_after_forward) at world "
