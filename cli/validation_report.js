@@ -9,7 +9,8 @@ const { fixed, signed, mdTable } = v;
 
 /// The command that regenerates docs/validation.md (package.json's `validation-report`).
 const REPORT_COMMAND = 'node cli/memfit.js validate tests/validation/calibration.csv tests/validation/sources '
-  + 'tests/validation/measured_h200.csv --configs tests/validation/configs --markdown > docs/validation.md';
+  + 'tests/validation/measured_h200.csv tests/validation/measured_h200_trainers.csv --configs tests/validation/configs '
+  + '--markdown > docs/validation.md';
 /// Issue 32's targets on the rows memfit was not shaped on.
 const BLIND_TARGET = { median_abs_error_pct: 5, p90_abs_error_pct: 12, under_10_share_pct: 5 };
 const SHAPED_ON = 'shaped on (tuned; no blind record)';
@@ -173,7 +174,10 @@ function preamble(files, info) {
     '',
     '**Measured here.** `tests/validation/measured_h200.csv` is the GPU cross-check: 16 single-GPU cases run '
     + 'on one H200 (`tools/measure/gpu_check.sh`), three counters each, predicted before the run; '
-    + '`docs/gpu_check.md` sets them beside the executable oracle and lists what the run taught.',
+    + '`docs/gpu_check.md` sets them beside the executable oracle and lists what the run taught. '
+    + '`tests/validation/measured_h200_trainers.csv` runs the TRL SFT benchmark\'s own trainer stack (TRL 1.4, '
+    + 'accelerate 1.13 FSDP2 at world size 1, Qwen3-4B at 4k and 16k tokens; `tools/measure/trainer_gpu.sh`) on '
+    + 'the same GPU: 9 cases, three counters each, predicted before the run (`tools/measure/trainer_gpu.memfit.json`).',
   ];
 }
 
