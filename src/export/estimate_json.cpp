@@ -153,6 +153,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"reduce_in_fp32", b.reduce_in_fp32},
            {"cp_gather_kv", b.cp_gather_kv},
            {"gather_copy_out", b.gather_copy_out},
+           {"sharded_grads_on_reduce_stream", b.sharded_grads_on_reduce_stream},
            {"fsdp2_wraps_loaded_4bit_model", b.fsdp2_wraps_loaded_4bit_model},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"sp_collective_copies", b.sp_collective_copies},

@@ -359,6 +359,12 @@ class Replay {
     return states_.amp_weight_cast_bytes - (all_layers_checkpointed() ? states_.amp_layer_weight_cast_bytes : 0);
   }
   bool all_layers_checkpointed() const { return t_.checkpointing == Checkpointing::kFull; }
+  // torch FSDP: the gradients (sharded, and a block's unsharded ones until its reduce-scatter) are
+  // in the reduce-scatter stream's pool, not the compute stream's (DistributedBehaviour).
+  bool grads_in_reduce_pool() const {
+    return rank_.behaviour().sharded_grads_on_reduce_stream && !t_.optimizer_in_backward &&
+           (states_.gather_layer_bytes > 0 || states_.gather_root_bytes > 0);
+  }
 
   // Bytes per token the output projection keeps of its input until its backward: the 16-bit
   // input of a linear, or what a logits-free kernel keeps instead.
@@ -459,8 +465,9 @@ class Replay {
     // not "activation memory" in the papers' sense).
     const std::int64_t total = b.total();  // once (the writes below may alias b)
     if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
-    compute_pool_peak_ = std::max(compute_pool_peak_, total - b.side_stream_bytes);
-    side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
+    const std::int64_t side = b.side_stream_bytes + (grads_in_reduce_pool() ? b.gradients_bytes : 0);
+    compute_pool_peak_ = std::max(compute_pool_peak_, total - side);
+    side_pool_peak_ = std::max(side_pool_peak_, side);
     cached_peak_ = std::max(cached_peak_, total + b.cached_unusable_bytes);
     // The same event in the first step, before the optimizer creates its states lazily.
     const bool states_lazy = !t_.optimizer_in_backward && phase[0] != 'o';
@@ -759,7 +766,7 @@ class Replay {
         }
       }
       top.gradients_bytes += states_.reduce_layer_bytes;
-      top.side_stream_bytes += zero3 ? states_.reduce_layer_bytes : 0;
+      top.side_stream_bytes += zero3 && !grads_in_reduce_pool() ? states_.reduce_layer_bytes : 0;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
       top.gradients_bytes += tied_held + head_waiting;
       const std::int64_t held_at_top = held_now;

@@ -76,6 +76,13 @@ struct DistributedBehaviour {
   /// foreach_all_gather_copy_out, torch.split_with_sizes_copy); FSDP1, DeepSpeed and Megatron
   /// use views of the gathered flat buffer.
   bool gather_copy_out = false;
+  /// torch FSDP: a block's reduce-scatter output, which the sharded gradients are views or casts of,
+  /// is allocated on the reduce-scatter stream (FSDP2 _fsdp_collectives.py foreach_reduce:
+  /// reduce_output under `with device_handle.stream(reduce_scatter_stream)`; FSDP1
+  /// _runtime_utils.py _reduce_grad under _post_backward_stream), and the caching allocator serves
+  /// a stream only from its own blocks: the gradients reserve a pool of their own, beside the
+  /// compute stream's (measured on an H200: tests/validation/measured_h200_trainers, TG-01).
+  bool sharded_grads_on_reduce_stream = false;
   /// Context parallel: K/V of the whole sequence are all-gathered for attention (torch
   /// context_parallel all-gather rotation) rather than passed around a ring two chunks at a time.
   bool cp_gather_kv = true;

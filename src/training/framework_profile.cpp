@@ -79,6 +79,7 @@ FrameworkProfile hf_trainer() {
   p.dist.prefetch_units = 1;
   p.dist.reduce_in_fp32 = false;
   p.dist.root_outputs_include_loss = true;       // model(**inputs) with labels returns the loss
+  p.dist.sharded_grads_on_reduce_stream = true;  // accelerate's FSDP (torch FSDP1 / FSDP2)
   p.sources = {"huggingface/transformers v5.15.0: src/transformers/training_args.py (bf16, optim, gradient_checkpointing)",
                "huggingface/accelerate @ d6d3e03: src/accelerate/utils/dataclasses.py (DDP kwargs, FSDP plugin)",
                "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)",
@@ -185,6 +186,7 @@ FrameworkProfile torchtune() {
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
   p.dist.gather_copy_out = true;                 // FSDP2 fully_shard
+  p.dist.sharded_grads_on_reduce_stream = true;
   // Tensor parallelism (models/llama3/_parallelism.py base_llama_tp_plan): DTensor sequence
   // parallelism over [batch, seq, hidden], Shard(1) between blocks, as in torchtitan.
   p.dist.sp_saves_gathered_inputs = true;
@@ -231,6 +233,7 @@ FrameworkProfile torchtitan() {
   p.dist.last_unit_kept = true;
   p.dist.reshard_after_forward_with_pp = false;
   p.dist.gather_copy_out = true;                 // FSDP2 fully_shard
+  p.dist.sharded_grads_on_reduce_stream = true;
   p.dist.pp_defers_grad_sync = true;             // torch.distributed.pipelining PipelineStage
   p.dist.cp_gather_kv = true;
   p.dist.sp_saves_gathered_inputs = true;        // DTensor ColwiseParallel: mm saves the gathered input
@@ -380,6 +383,7 @@ FrameworkProfile litgpt() {
   // full.py calls model(input_ids) and shifts the whole logits (a copy at micro-batch > 1);
   // lora.py calls model(input_ids, lm_head_chunk_size=128) and shifts the last chunk only.
   p.recipe = [](TrainingSetup& s, bool, std::int64_t) { s.loss_shift_copy = s.method == Method::kFull; };
+  p.dist.sharded_grads_on_reduce_stream = true;  // Fabric FSDPStrategy: torch FSDP1
   p.sources = {"Lightning-AI/litgpt @ 26857050: litgpt/finetune/lora.py, config_hub/finetune/*.yaml",
                "Lightning-AI/litgpt @ 26857050: litgpt/utils.py (chunked_cross_entropy, memory report)",
                "Lightning-AI/litgpt v0.5.13: litgpt/finetune/full.py, lora.py fit() (logits = model(...); "
@@ -414,6 +418,7 @@ FrameworkProfile fsdp_qlora() {
   // MixedPrecision policy: gradients reduced in bf16; limit_all_gathers=True.
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
+  p.dist.sharded_grads_on_reduce_stream = true;  // torch FSDP1
   p.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments, memory report)",
                "AnswerDotAI/fsdp_qlora @ 02586ac: train.py (output = model(...) held through loss.backward())",
                "huggingface/transformers v4.38: models/llama/modeling_llama.py (logits.float(), shift_logits contiguous)"};
