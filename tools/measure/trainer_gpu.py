@@ -129,19 +129,20 @@ def common_arguments(case, out_dir, device, config):
 
 
 def make_trainer(case, model, config, out_dir, device, callback):
-    import datasets
     rows = token_rows(case, config.vocab_size, case["steps"] * case["micro_batch"] + 2)
     if case["trainer"] == "trl":
+        import datasets
         import trl
         args = trl.SFTConfig(**common_arguments(case, out_dir, device, config), max_length=case["seq_len"],
                              packing=True, packing_strategy="wrapped", dataset_num_proc=None)
         data = datasets.Dataset.from_dict({"input_ids": rows})
         return trl.SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tiny_tokenizer(),
                               callbacks=[callback])
+    import torch
     import transformers
     args = transformers.TrainingArguments(**common_arguments(case, out_dir, device, config),
                                           remove_unused_columns=False)
-    data = datasets.Dataset.from_dict({"input_ids": rows, "labels": rows})
+    data = [{"input_ids": torch.tensor(r), "labels": torch.tensor(r)} for r in rows]  # no `datasets` needed
     return transformers.Trainer(model=model, args=args, train_dataset=data,
                                 data_collator=transformers.default_data_collator, callbacks=[callback])
 

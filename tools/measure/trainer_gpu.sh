@@ -5,7 +5,8 @@
 #   OUT=/tmp/dry TRAINER_GPU_DRY=1 TRAINER_GPU_PYTHON=tools/oracle/.venvs/y2026_05/bin/python \
 #     bash tools/measure/trainer_gpu.sh                      # dry run here: tiny model, cpu, gloo
 #
-# TRAINER_GPU_ONLY: a regex of case ids (a rerun of some cases). The versions are the TRL SFT benchmark's own (trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0),
+# TRAINER_GPU_ONLY: a regex of case ids (a rerun of some cases). A case's "versions": "benchmark" (default) or
+# "device" (the GPU image's own transformers/accelerate, no TRL). The benchmark versions are the TRL SFT benchmark's own (trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0),
 # carried as wheels in .whl/trlset (trainer_gpu_prep.sh); torch is the device's.
 # $OUT afterwards: summary.json (every case's counters), logs.tar.gz (each case's JSON log and console),
 # <case>.snapshot.pickle.gz (memory history from step 2 on, for the cases with "history").
@@ -25,7 +26,6 @@ if [ -z "$dry" ]; then
   site=/tmp/trlsite
   "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
     "$repo"/.whl/trlset/*.whl || exit 3
-  export PYTHONPATH="$site"
   nvidia-smi >"$work/logs/nvidia-smi.txt" 2>&1
 fi
 while read -r line; do
@@ -36,16 +36,19 @@ while read -r line; do
   limit=$((left < case_timeout_s ? left : case_timeout_s))
   case=$(printf '%s' "$line" | DRY="$dry" REPO="$repo" "$python" -c '
 import json, os, sys
-case = {"config_path": os.environ["REPO"] + "/tests/validation/configs/Qwen__Qwen3-4B.json", "attention": "sdpa",
-        "micro_batch": 1, "steps": 3, "activation_checkpointing": "full", "use_reentrant": True}
+case = {"model": "Qwen/Qwen3-4B", "attention": "sdpa", "micro_batch": 1, "steps": 3,
+        "activation_checkpointing": "full", "use_reentrant": True}
 case.update(json.load(sys.stdin))
+case["config_path"] = os.environ["REPO"] + "/tests/validation/configs/" + case["model"].replace("/", "__") + ".json"
 if os.environ["DRY"]:
     case.update(seq_len=256, steps=2, history=False, config_overrides={"num_hidden_layers": 2, "hidden_size": 256,
                 "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
                 "vocab_size": 1000})
 print(json.dumps(case))')
   device=cuda; [ -n "$dry" ] && device=cpu
-  timeout "$limit" "$python" "$here/trainer_gpu.py" "$case" --out "$work/logs" --device "$device" \
+  versions=$(printf '%s' "$case" | "$python" -c 'import json,sys; print(json.load(sys.stdin).get("versions", "benchmark"))')
+  path="${site:-}"; [ "$versions" = device ] && path=""
+  PYTHONPATH="$path" timeout "$limit" "$python" "$here/trainer_gpu.py" "$case" --out "$work/logs" --device "$device" \
     >"$work/logs/$id.out.txt" 2>&1
   echo "$id: exit $? after $(($(date +%s) - started)) s: $(tail -1 "$work/logs/$id.out.txt" | cut -c1-400)"
 done <"$here/trainer_gpu_cases.jsonl"

@@ -16,10 +16,21 @@ COLUMNS = ("id,source,date,grade,model,gpu,n_gpus,dp,tp,pp,vpp,cp,ep,sequence_pa
            "packed,activation_checkpointing,attention,loss,compile,framework,measured_gib,measured_kind,measured_scope,"
            "notes").split(",")
 COUNTERS = (("alloc", "max_allocated"), ("reserved", "max_reserved"), ("smi", "nvidia_smi"))
-SETUP = ("trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0 (the TRL SFT benchmark's versions), "
-         "torch 2.11.0+cu130; Qwen3-4B from its config.json with random bf16 weights built on the GPU (dtype "
-         "bfloat16) and --bf16 (accelerate autocast; accelerate 1.13 keeps the bf16 parameters and AdamW states); "
-         "Trainer default optimizer; per_device_train_batch_size 1")
+SETUPS = {
+    "benchmark": "trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0 (the TRL SFT benchmark's versions), "
+                 "torch 2.11.0+cu130; Qwen3-4B from its config.json with random bf16 weights built on the GPU (dtype "
+                 "bfloat16) and --bf16 (accelerate autocast; accelerate 1.13 keeps the bf16 parameters and AdamW states)",
+    "device": "accelerate 1.15.0, transformers 5.17.0 (the GPU image's), torch 2.11.0+cu130; random bf16 weights built "
+              "on the GPU from the config (dtype bfloat16) and --bf16 (accelerate autocast; under FSDP2 accelerate 1.15 "
+              "upcasts the sharded parameters to fp32, so AdamW states and gradients are fp32)",
+}
+COMMON = "Trainer default optimizer; per_device_train_batch_size 1"
+
+
+def precision(case):
+    """What the run keeps: accelerate >= 1.14 upcasts FSDP2's sharded parameters to fp32 (amp_bf16); otherwise the
+    bf16-loaded parameters, gradients and states stay bf16."""
+    return "amp_bf16" if case.get("versions") == "device" and case["layout"] == "fsdp2" else "bf16"
 
 
 def checkpointing_note(case):
@@ -36,7 +47,7 @@ def cases():
 def row(case, suffix, counter, measured_gib, extra_notes):
     fsdp = case["layout"] == "fsdp2"
     trl = case["trainer"] == "trl"
-    notes = [f"why: {case['why']}", SETUP, checkpointing_note(case),
+    notes = [f"why: {case['why']}", SETUPS[case.get("versions", "benchmark")], COMMON, checkpointing_note(case),
              "TRL SFTTrainer, packing wrapped (every row filled to max_length), loss_type nll" if trl
              else "HF Trainer, rows of seq_len token ids, default_data_collator",
              "accelerate FSDP2 plugin (fsdp_version 2, TRANSFORMER_BASED_WRAP, reshard_after_forward) at world "
@@ -44,9 +55,9 @@ def row(case, suffix, counter, measured_gib, extra_notes):
              f"alloc_conf={case.get('alloc_conf', 'default')}"] + extra_notes
     values = {"id": f"{case['id']}-{suffix}", "source": "memfit tools/measure/trainer_gpu.sh; log "
               f"tests/validation/measured_h200_trainers/{case['id']}.json", "date": "2026-11", "grade": "A",
-              "model": "Qwen/Qwen3-4B", "gpu": "H200", "n_gpus": 1, "dp": 1, "tp": 1, "pp": 1, "vpp": 1, "cp": 1,
+              "model": case.get("model", "Qwen/Qwen3-4B"), "gpu": "H200", "n_gpus": 1, "dp": 1, "tp": 1, "pp": 1, "vpp": 1, "cp": 1,
               "ep": 1, "sequence_parallel": 0, "sharding": "zero3" if fsdp else "none", "offload": "none",
-              "method": "full", "lora_rank": "", "lora_targets": "", "base_quant": "none", "precision": "bf16",
+              "method": "full", "lora_rank": "", "lora_targets": "", "base_quant": "none", "precision": precision(case),
               "optimizer": "adamw", "optimizer_in_backward": 0, "micro_batch": 1, "grad_accum": 1,
               "seq_len": case["seq_len"], "packed": 1, "activation_checkpointing": "full", "attention": "sdpa",
               "loss": "standard", "compile": 0, "framework": "trl" if trl else "hf_trainer",
