@@ -93,3 +93,30 @@ test('first load: the wasm compiles from the inflating stream; the estimate is d
     await page.close();
   }
 });
+
+test('the form is live while the module compiles: a value typed then is the first estimate\'s', { skip }, async () => {
+  const page = await env.browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // The compiled module is held back until the test releases it.
+  await page.addInitScript(() => {
+    const { compileStreaming } = WebAssembly;
+    const gate = new Promise((resolve) => { globalThis.releaseModule = resolve; });
+    WebAssembly.compileStreaming = async function (...args) {
+      const module = await compileStreaming.apply(this, args);
+      await gate;
+      return module;
+    };
+  });
+  await page.goto(`${env.baseUrl}/index.html`);
+  await page.waitForFunction(() => document.querySelector('#seq_len')?.value === '4096');
+  await page.fill('#seq_len', '2048');
+  assert.doesNotMatch(await page.textContent('#peak'), /\d/, 'no estimate before the module is ready');
+  await page.evaluate(() => globalThis.releaseModule());
+  await settled(page);
+  assert.equal(JSON.parse(await page.textContent('#request-json')).training.seq_len, 2048);
+  assert.match(await page.textContent('#peak'), /\d/);
+  assert.match(await page.evaluate(() => location.hash), /seq_len=2048/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

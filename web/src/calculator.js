@@ -80,6 +80,7 @@
       this.requestText = '';
       this.failed = false;
       this.$ = (id) => root.querySelector(`#${id}`);
+      this.started = new Promise((resolve) => { this.markStarted = resolve; });
       // The preset lists wait until the first estimate is on screen (refine fills them): until
       // then each list holds the value in use alone.
       this.presets = null;
@@ -89,12 +90,13 @@
       this.placeholderLists();
       this.writeForm();
       this.wire();
-      if (api) this.update();
+      if (api) this.start(api);
     }
 
     /// The module is ready: the first result for the state the form holds now.
     start(api) {
       this.api = api;
+      this.markStarted();
       this.update();
     }
 
@@ -293,6 +295,7 @@
 
     /// The importer and its YAML parser load on the first import (import_view.js fills the form).
     async importConfig(files) {
+      await this.started;  // an import before the module is ready waits for it
       this.fillLists();  // the importer matches the presets' ids
       const err = this.$('err-import');
       err.textContent = '';
