@@ -4,7 +4,9 @@
 // baseline, alternating with the page: the same document with a trivial module (8 bytes) in
 // place of memfit's, decoded, inflated and instantiated the same way, that marks its "first
 // result" as soon as that module is ready: what loading a page this size costs on this host now.
-// Usage: node tools/bench/page_bench.mjs [runs]
+// Usage: node tools/bench/page_bench.mjs [runs]; MEMFIT_SITE=<dir>[,<dir>…] benchmarks other
+// assembled sites, each run navigating to the baseline and then to every site in turn (an A/B
+// comparison under the same load).
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
@@ -14,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const site = process.env.MEMFIT_SITE || join(root, 'build-wasm', 'site');  // another site: a baseline to compare
+const sites = (process.env.MEMFIT_SITE || join(root, 'build-wasm', 'site')).split(',');
+const site = sites[0];  // the baseline document is built from the first site's page
 const runs = Number(process.argv[2] || 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const stats = (xs) => `median ${median(xs).toFixed(1)} ms, min ${Math.min(...xs).toFixed(1)}, max ${Math.max(...xs).toFixed(1)} (n=${xs.length})`;
@@ -49,9 +52,8 @@ const serve = (dir) => new Promise((resolve) => {
     if (m) resolve({ server, base: `http://127.0.0.1:${m[1]}` });
   });
 });
-const served = await serve(site);
+const served = await Promise.all(sites.map(serve));
 const servedBaseline = await serve(baseline);
-const { base } = served;
 const load = [loadavg()[0]];
 const baselineFirst = [];
 async function runBaseline() {
@@ -65,17 +67,17 @@ async function runBaseline() {
 const browser = await chromium.launch({ executablePath: process.env.MEMFIT_CHROMIUM || '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
 
-const first = [], moduleReady = [], searched = [], update = [], settled = [];
-for (let i = 0; i < runs; i += 1) {
-  await runBaseline();
+const measures = sites.map(() => ({ first: [], moduleReady: [], searched: [], update: [], settled: [] }));
+/// One navigation to a site: its first result, then five updates of the sequence length.
+async function runSite(base, m) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.goto(`${base}/index.html`);
   await page.waitForSelector('body[data-ready="1"]');
   const d = await page.evaluate(() => ({ ...document.body.dataset }));
-  first.push(Number(d.firstResultMs));
-  moduleReady.push(Number(d.moduleMs));
-  searched.push(Number(d.searchMs));
+  m.first.push(Number(d.firstResultMs));
+  m.moduleReady.push(Number(d.moduleMs));
+  m.searched.push(Number(d.searchMs));
   for (const seq of ['2048', '4096', '1024', '8192', '3072']) {
     const ms = await page.evaluate((value) => new Promise((resolve) => {
       const input = document.querySelector('#seq_len');
@@ -92,25 +94,32 @@ for (let i = 0; i < runs; i += 1) {
       });
       observer.observe(calc, { attributes: true });
     }), seq);
-    update.push(ms[0]);
-    settled.push(ms[1]);
+    m.update.push(ms[0]);
+    m.settled.push(ms[1]);
   }
   await context.close();
 }
+for (let i = 0; i < runs; i += 1) {
+  await runBaseline();
+  for (let s = 0; s < sites.length; s += 1) await runSite(served[s].base, measures[s]);
+}
 load.push(loadavg()[0]);
 await browser.close();
-served.server.kill();
-servedBaseline.server.kill();
+for (const { server } of [...served, servedBaseline]) server.kill();
 rmSync(baseline, { recursive: true });
 
 console.log(`page (Llama-3.1-8B, 8 x H100, served from 127.0.0.1); load average ${load.map((l) => l.toFixed(1)).join(' -> ')}`);
 console.log(`  baseline: trivial module ready     ${stats(baselineFirst)}`);
-console.log(`  module ready after navigation     ${stats(moduleReady)}`);
-console.log(`  first result after navigation     ${stats(first)}`);
-console.log(`  first search (every method)       ${stats(searched)}`);
-console.log(`  update: estimate shown            ${stats(update)}`);
-console.log(`  update: search + charts settled   ${stats(settled)}`);
-for (const file of ['index.html', 'memfit-element.js', 'memfit_web.wasm', 'memfit_web.js']) {
-  const bytes = readFileSync(join(site, file));
-  console.log(`  ${file.padEnd(20)} ${(bytes.length / 1024).toFixed(0).padStart(6)} KiB raw ${(gzipSync(bytes, { level: 9 }).length / 1024).toFixed(0).padStart(6)} KiB gzip`);
-}
+sites.forEach((dir, s) => {
+  const m = measures[s];
+  if (sites.length > 1) console.log(`${dir}:`);
+  console.log(`  module ready after navigation     ${stats(m.moduleReady)}`);
+  console.log(`  first result after navigation     ${stats(m.first)}`);
+  console.log(`  first search (every method)       ${stats(m.searched)}`);
+  console.log(`  update: estimate shown            ${stats(m.update)}`);
+  console.log(`  update: search + charts settled   ${stats(m.settled)}`);
+  for (const file of ['index.html', 'memfit-element.js', 'memfit_web.wasm', 'memfit_web.js']) {
+    const bytes = readFileSync(join(dir, file));
+    console.log(`  ${file.padEnd(20)} ${(bytes.length / 1024).toFixed(0).padStart(6)} KiB raw ${(gzipSync(bytes, { level: 9 }).length / 1024).toFixed(0).padStart(6)} KiB gzip`);
+  }
+});

@@ -40,28 +40,31 @@
     const app = document.getElementById('app');
     app.replaceChildren(document.getElementById('memfit-page').content.cloneNode(true));
     const status = document.getElementById('status');
+    let api = null;
+    let written = location.hash.replace(/^#/, '');
+    // The form is built (and laid out) while the module compiles; the first estimate follows it.
+    const calculator = new ns.Calculator(app, null, {
+      state: ns.urlState.decode(location.hash),
+      onState: (state) => {
+        written = ns.urlState.encode(state);
+        history.replaceState(null, '', `${location.pathname}${location.search}#${written}`);
+      },
+      onUpdate: (ms) => {
+        body.dataset.updateMs = ms.toFixed(2);
+        // The first result on screen: the frame that draws it (the search waits for it).
+        requestAnimationFrame(() => { body.dataset.firstResultMs ??= performance.now().toFixed(1); });
+      },
+      onSearch: (ms) => {
+        body.dataset.searchMs = ms.toFixed(2);
+        // After the first result: nothing the first estimate does not need runs before it.
+        if (!body.dataset.ready) status.textContent = `memfit ${api.version().version} · runs in this browser`;
+        body.dataset.ready = '1';
+      },
+    });
     try {
-      const api = ns.estimator.wrap(await loadModule());
+      api = ns.estimator.wrap(await loadModule());
       body.dataset.moduleMs = performance.now().toFixed(1);
-      let written = location.hash.replace(/^#/, '');
-      const calculator = new ns.Calculator(app, api, {
-        state: ns.urlState.decode(location.hash),
-        onState: (state) => {
-          written = ns.urlState.encode(state);
-          history.replaceState(null, '', `${location.pathname}${location.search}#${written}`);
-        },
-        onUpdate: (ms) => {
-          body.dataset.updateMs = ms.toFixed(2);
-          // The first result on screen: the frame that draws it (the search waits for it).
-          requestAnimationFrame(() => { body.dataset.firstResultMs ??= performance.now().toFixed(1); });
-        },
-        onSearch: (ms) => {
-          body.dataset.searchMs = ms.toFixed(2);
-          // After the first result: nothing the first estimate does not need runs before it.
-          if (!body.dataset.ready) status.textContent = `memfit ${api.version().version} · runs in this browser`;
-          body.dataset.ready = '1';
-        },
-      });
+      calculator.start(api);
       window.addEventListener('hashchange', () => {
         if (location.hash.replace(/^#/, '') !== written) calculator.setState(ns.urlState.decode(location.hash));
       });

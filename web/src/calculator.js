@@ -64,7 +64,8 @@
   }
 
   class Calculator {
-    /// root: an element (or shadow root) holding the page template; api: estimator.wrap(M);
+    /// root: an element (or shadow root) holding the page template; api: estimator.wrap(M), or
+    /// null while the module compiles (the form is built meanwhile; start(api) computes);
     /// options: {state, onState(state, {configInLink}), onUpdate(ms), onSearch(ms)}.
     constructor(root, api, options) {
       this.root = root;
@@ -79,6 +80,7 @@
       this.requestText = '';
       this.failed = false;
       this.$ = (id) => root.querySelector(`#${id}`);
+      this.started = new Promise((resolve) => { this.markStarted = resolve; });
       // The preset lists wait until the first estimate is on screen (refine fills them): until
       // then each list holds the value in use alone.
       this.presets = null;
@@ -88,6 +90,13 @@
       this.placeholderLists();
       this.writeForm();
       this.wire();
+      if (api) this.start(api);
+    }
+
+    /// The module is ready: the first result for the state the form holds now.
+    start(api) {
+      this.api = api;
+      this.markStarted();
       this.update();
     }
 
@@ -110,7 +119,7 @@
 
     /// The preset and GPU lists from the core, once; the form shows the state in them.
     fillLists() {
-      if (this.presets) return;
+      if (this.presets || !this.api) return;
       this.presets = this.api.presets();
       const groups = new Map();
       for (const p of models.sortPresets(this.presets.models)) {
@@ -286,6 +295,7 @@
 
     /// The importer and its YAML parser load on the first import (import_view.js fills the form).
     async importConfig(files) {
+      await this.started;  // an import before the module is ready waits for it
       this.fillLists();  // the importer matches the presets' ids
       const err = this.$('err-import');
       err.textContent = '';
@@ -411,6 +421,7 @@
     /// plain data parallelism), then, a frame later, the search over every layout, which may
     /// choose another method and estimate it in turn. `data-settled` marks the end of both.
     update() {
+      if (!this.api) return;  // start() runs it with the state as it is then
       const t0 = performance.now();
       const calc = this.root.querySelector('.calc');
       delete calc.dataset.settled;
@@ -426,7 +437,9 @@
       this.failed = false;
       this.configText = this.state.config;
       try {
-        this.renderModel(this.inspectModel());
+        // A pasted config is inspected first (its errors point into it); a preset's name and
+        // size come with the estimate, its architecture after the first paint (refine).
+        if (this.configText) this.renderModel(this.inspectModel());
         try {
           this.show(this.picked);
         } catch (error) {
@@ -434,6 +447,7 @@
           this.picked = null;  // that layout does not apply to the new inputs
           this.show(null);
         }
+        if (!this.configText) this.renderModelName(this.estimate.model);
       } catch (error) {
         this.fail(error);
       }
@@ -474,6 +488,7 @@
       format.setUnit(this.state.units);
       if (!this.failed) {
         try {
+          if (!this.configText) this.renderModel(this.inspectModel());
           this.search = this.api.search(urlState.requestText(this.state, this.configText, { search: { top: 5, launch: false } }));
           const picked = this.pick();
           if (!this.estimate || JSON.stringify(picked) !== JSON.stringify(this.picked)) this.show(picked);
@@ -609,9 +624,14 @@
       return star ? rows.find((m) => m.method === star.method) : null;
     }
 
-    renderModel(model) {
+    /// The model's name, type and parameter count (an estimate's `model`, or inspect's).
+    renderModelName(model, modelType = model.model_type) {
       this.$('total-params').textContent = format.count(model.total_params);
-      this.$('model-name').textContent = `${model.model.id || this.state.hf || '(pasted config)'} · ${model.architecture.model_type}`;
+      this.$('model-name').textContent = `${model.id || this.state.hf || '(pasted config)'} · ${modelType}`;
+    }
+
+    renderModel(model) {
+      this.renderModelName({ ...model.model, total_params: model.total_params }, model.architecture.model_type);
       const arch = this.$('arch');
       arch.replaceChildren();
       const a = model.architecture;

@@ -12,6 +12,8 @@
   ];
   const COLOUR = Object.fromEntries(CATEGORIES);
   const OTHER = '#7f7f7f';
+  /// uPlot, run on the first chart (web/assemble.mjs wraps it so that loading the page does not).
+  const plotLibrary = () => (ns.uPlot ??= ns.loadUplot());
   const gibValue = (v) => (v == null ? '–' : `${v.toFixed(2)} ${format.unit.name}`);
 
   function themed(host) {
@@ -38,7 +40,7 @@
     draw(opts, data) {
       this.plot?.destroy();
       this.host.replaceChildren();
-      this.plot = new uPlot({ ...this.size(), ...opts }, data, this.host);
+      this.plot = new (plotLibrary())({ ...this.size(), ...opts }, data, this.host);
     }
     clear() {
       this.plot?.destroy();
@@ -60,7 +62,7 @@
       axes: axes(chart.host, (u, splits) => splits.map((i) => (Number.isInteger(i) ? names[i] || '' : '')), { rotate: -30, size: 84 }),
       series: [{}, {
         label: format.unit.name, value: (u, v) => gibValue(v),
-        paths: uPlot.paths.bars({ size: [0.7, 64], disp: { fill: { unit: 3, values: () => colours }, stroke: { unit: 3, values: () => colours } } }),
+        paths: plotLibrary().paths.bars({ size: [0.7, 64], disp: { fill: { unit: 3, values: () => colours }, stroke: { unit: 3, values: () => colours } } }),
         points: { show: false },
       }],
     }, [x, y]);
@@ -80,7 +82,7 @@
     const own = (k) => (u, v, s, i) => (i == null ? '–' : gibValue(timeline[i][k] / format.unit.bytes));
     const series = present.map(([k, colour]) => ({
       label: format.category(k), stroke: colour, fill: colour, width: 1,
-      value: own(k), points: { show: false }, paths: uPlot.paths.stepped({ align: 1 }),
+      value: own(k), points: { show: false }, paths: plotLibrary().paths.stepped({ align: 1 }),
     }));
     // Draw the tallest sum first so that each lower band paints over it.
     const order = present.map((_, i) => i).reverse();

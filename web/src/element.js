@@ -30,16 +30,16 @@
       template.innerHTML = ns.pageHtml;  // the build's own markup, never user text
       app.append(template.content);
       shadow.append(style, app);
-      ns.loadModule().then((M) => {
-        this.calculator = new ns.Calculator(app, ns.estimator.wrap(M), {
-          state: this.state(),
-          onSearch: () => {
-            if (this.hasAttribute('ready')) return;
-            this.setAttribute('ready', '');
-            this.dispatchEvent(new CustomEvent('memfit-ready'));
-          },
-        });
+      // The form is built while the module compiles; start() computes once it is ready.
+      this.calculator = new ns.Calculator(app, null, {
+        state: this.state(),
+        onSearch: () => {
+          if (this.hasAttribute('ready')) return;
+          this.setAttribute('ready', '');
+          this.dispatchEvent(new CustomEvent('memfit-ready'));
+        },
       });
+      ns.loadModule().then((M) => this.calculator.start(ns.estimator.wrap(M)));
     }
 
     attributeChangedCallback() {
