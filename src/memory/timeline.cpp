@@ -451,9 +451,18 @@ class Replay {
     // peak separately (equal to the allocated peak without such streams).
     // The second step holds what the first step reserved (its peak) plus the loss segments it maps again.
     const std::int64_t history = remapped_bytes_ > 0 ? checked_add(first_step_peak_, remapped_bytes_, "reserved bytes") : 0;
-    const std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
-    p.reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
+    std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
+    const std::int64_t outside_pools = rt_.cublas_workspace_bytes + slack + rt_.cuda_context_bytes +
+                                       states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
+    // torch FSDP's gradients in the reduce-scatter stream's pool: their segments stay cached while
+    // the compute stream peaks, up to the GPU's memory (released and retried before an OOM).
+    const std::int64_t grads_apart = grads_apart_compute_peak_ + grads_apart_side_peak_;
+    if (grads_apart > pooled) {
+      const std::int64_t room = rt_.gpu_memory_bytes > 0 ? rt_.gpu_memory_bytes - outside_pools : grads_apart;
+      pooled = std::max(pooled, std::min(grads_apart, room));
+    }
+    p.reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
     p.device_total_bytes = p.reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
     return p;
   }
@@ -465,9 +474,11 @@ class Replay {
     // not "activation memory" in the papers' sense).
     const std::int64_t total = b.total();  // once (the writes below may alias b)
     if (phase[0] != 'b' && phase[0] != 'o') act_peak_ = std::max(act_peak_, b.activations_bytes);
+    compute_pool_peak_ = std::max(compute_pool_peak_, total - b.side_stream_bytes);
+    side_pool_peak_ = std::max(side_pool_peak_, b.side_stream_bytes);
     const std::int64_t side = b.side_stream_bytes + (grads_in_reduce_pool() ? b.gradients_bytes : 0);
-    compute_pool_peak_ = std::max(compute_pool_peak_, total - side);
-    side_pool_peak_ = std::max(side_pool_peak_, side);
+    grads_apart_compute_peak_ = std::max(grads_apart_compute_peak_, total - side);
+    grads_apart_side_peak_ = std::max(grads_apart_side_peak_, side);
     cached_peak_ = std::max(cached_peak_, total + b.cached_unusable_bytes);
     // The same event in the first step, before the optimizer creates its states lazily.
     const bool states_lazy = !t_.optimizer_in_backward && phase[0] != 'o';
@@ -766,7 +777,7 @@ class Replay {
         }
       }
       top.gradients_bytes += states_.reduce_layer_bytes;
-      top.side_stream_bytes += zero3 && !grads_in_reduce_pool() ? states_.reduce_layer_bytes : 0;
+      top.side_stream_bytes += zero3 ? states_.reduce_layer_bytes : 0;
       if (in_backward_step) top.gradients_bytes = states_.largest_layer_gradient_bytes;
       top.gradients_bytes += tied_held + head_waiting;
       const std::int64_t held_at_top = held_now;
@@ -850,6 +861,7 @@ class Replay {
   std::int64_t comm_layer_ = 0;       // attention collectives' staging in one layer's forward
   mutable std::int64_t act_peak_ = 0;
   mutable std::int64_t compute_pool_peak_ = 0, side_pool_peak_ = 0, cached_peak_ = 0;
+  mutable std::int64_t grads_apart_compute_peak_ = 0, grads_apart_side_peak_ = 0;  // the pools, FSDP gradients apart
   mutable std::int64_t step_peak_ = 0;  // the largest total of this step's events so far
   mutable std::int64_t first_step_peak_ = 0;  // the largest event without the lazily created states
   mutable std::int64_t remapped_bytes_ = 0;   // loss segments the second step maps again
@@ -1012,6 +1024,7 @@ RuntimeProfile runtime_for(const GpuSpec& gpu) {
   RuntimeProfile rt;
   // 16 channels x 2 (send and receive) x 8 steps x 128 KiB.
   if (nvls_capable(gpu)) rt.nccl_nvls_bytes_per_local_rank = 16 * 2 * 8 * (128LL << 10);
+  rt.gpu_memory_bytes = gpu.memory_total_bytes;
   return rt;
 }
 

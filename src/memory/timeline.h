@@ -66,6 +66,10 @@ struct RuntimeProfile {
   /// ncclNvlsBufferSetup: nvlsTotalSize = nChannels * 2 * buffSize * nHeads). 0 where NCCL
   /// finds no NVLS: runtime_for() sets it for the GPU.
   std::int64_t nccl_nvls_bytes_per_local_rank = 0;
+  /// The GPU's memory (0: unknown). Cached free segments of another stream's pool count in the
+  /// reserved memory only up to it: before failing, the allocator releases them and retries
+  /// (c10/cuda/CUDACachingAllocator.cpp malloc -> release_cached_blocks).
+  std::int64_t gpu_memory_bytes = 0;
 };
 
 /// NVLS needs NVSwitch multicast on Hopper or later (nvls.cc ncclNvlsInit: sm90+ and

@@ -166,10 +166,19 @@ TEST_CASE("generated requests: memory never falls as the micro-batch or the sequ
       const json e = estimate(bigger);
       REQUIRE(e["ok"] == true);
       ++compared;
-      for (const char* key : {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes", "activations_peak_bytes"}) {
-        INFO(key << " after " << bigger["training"].dump());
-        CHECK(peak_of(e["result"], key) >= peak_of(base["result"], key));
+      // Rank by rank: the headline is the most-loaded rank kind by device total, which may change
+      // hands between pipeline stages whose totals are close.
+      const json& ranks = e["result"]["ranks"];
+      const json& base_ranks = base["result"]["ranks"];
+      REQUIRE(ranks.size() == base_ranks.size());
+      for (std::size_t k = 0; k < ranks.size(); ++k) {
+        for (const char* key : {"peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes"}) {
+          INFO(key << " of rank kind " << k << " after " << bigger["training"].dump());
+          CHECK(peak_of(ranks[k], key) >= peak_of(base_ranks[k], key));
+        }
       }
+      INFO("activations_peak_bytes after " << bigger["training"].dump());
+      CHECK(peak_of(e["result"], "activations_peak_bytes") >= peak_of(base["result"], "activations_peak_bytes"));
     }
   }
   CHECK(compared > kCases / 3);
