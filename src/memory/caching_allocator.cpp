@@ -22,4 +22,12 @@ std::int64_t second_step_loss_segment_bytes(std::int64_t loss_buffer_bytes, std:
   return checked_mul(broken, segment, "segment bytes");
 }
 
+std::int64_t first_step_loss_segment_bytes(std::int64_t logits_bytes, std::int64_t loss_buffer_bytes,
+                                           std::int64_t loss_segments, bool logits_held, bool expandable_segments) {
+  if (expandable_segments || loss_segments <= 0 || loss_buffer_bytes <= kAllocatorSmallSizeBytes) return 0;
+  const std::int64_t buffers = checked_mul(loss_segments, large_segment_bytes(loss_buffer_bytes), "segment bytes");
+  const bool logits_apart = logits_bytes > kAllocatorSmallSizeBytes && (logits_held || logits_bytes < loss_buffer_bytes);
+  return logits_apart ? checked_add(buffers, large_segment_bytes(logits_bytes), "segment bytes") : buffers;
+}
+
 }  // namespace memfit

@@ -25,4 +25,14 @@ std::int64_t large_segment_bytes(std::int64_t request_bytes);
 std::int64_t second_step_loss_segment_bytes(std::int64_t loss_buffer_bytes, std::int64_t loss_segments,
                                             std::int64_t lazy_state_bytes, bool expandable_segments);
 
+/// Bytes of the segments the first step's loss maps (0 with expandable segments). Nothing cached
+/// before the loss is that large (the blocks the layers' freed temporaries leave hold a layer's
+/// tensors), so each of the `loss_segments` buffers of `loss_buffer_bytes` live at once gets a segment,
+/// and so do the `logits_bytes` of the output projection; a freed block is reused only by a request
+/// it holds, so the logits' segment serves no loss buffer when they are smaller (16-bit logits,
+/// fp32 loss) or `logits_held` through the backward. Reserved at the loss is then what was reserved
+/// before it plus these segments, above the allocated peak by the logits' segment left cached.
+std::int64_t first_step_loss_segment_bytes(std::int64_t logits_bytes, std::int64_t loss_buffer_bytes,
+                                           std::int64_t loss_segments, bool logits_held, bool expandable_segments);
+
 }  // namespace memfit

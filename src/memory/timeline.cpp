@@ -449,8 +449,10 @@ class Replay {
                                checked_mul(live_tensor_estimate(), rt_.large_block_slack_bytes, "slack");
     // Blocks of the collective streams' pools are not reused by the compute stream: the pools
     // peak separately (equal to the allocated peak without such streams).
-    // The second step holds what the first step reserved (its peak) plus the loss segments it maps again.
-    const std::int64_t history = remapped_bytes_ > 0 ? checked_add(first_step_peak_, remapped_bytes_, "reserved bytes") : 0;
+    // The second step holds what the first step reserved (its peak, or what its loss mapped above the
+    // forward's) plus the loss segments it maps again.
+    const std::int64_t first_step_reserved = std::max(first_step_peak_, first_step_loss_reserved_);
+    const std::int64_t history = checked_add(first_step_reserved, remapped_bytes_, "reserved bytes");
     std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
     const std::int64_t outside_pools = rt_.cublas_workspace_bytes + slack + rt_.cuda_context_bytes +
@@ -671,6 +673,16 @@ class Replay {
       loss = loss_bytes();
       remapped_bytes_ = second_step_loss_segment_bytes(loss.buffer, loss.buffers, states_.large_pool_state_bytes,
                                                        t_.expandable_segments);
+      // The first step's forward peak (no states created yet, no previous outputs held) stays
+      // reserved: the blocks its freed temporaries leave are too small for a loss buffer.
+      const std::int64_t forward_peak =
+          step_peak_ - (t_.optimizer_in_backward ? 0 : b.optimizer_states_bytes) - previous_outputs;
+      first_step_loss_reserved_ = std::max(
+          first_step_loss_reserved_,
+          checked_add(forward_peak,
+                      first_step_loss_segment_bytes(loss.logits, loss.buffer, loss.buffers, loss.held > 0,
+                                                    t_.expandable_segments),
+                      "reserved bytes"));
       // A head unit of its own is resharded after its forward (FSDP2 post-forward hook): gathered
       // while the output projection writes the logits, not through the loss, unless a fused
       // kernel computes the projection inside the loss.
@@ -865,6 +877,7 @@ class Replay {
   mutable std::int64_t step_peak_ = 0;  // the largest total of this step's events so far
   mutable std::int64_t first_step_peak_ = 0;  // the largest event without the lazily created states
   mutable std::int64_t remapped_bytes_ = 0;   // loss segments the second step maps again
+  mutable std::int64_t first_step_loss_reserved_ = 0;  // the first step's forward peak plus its loss's segments
   bool totals_only_ = false;            // peaks(): no breakdown or label of the peak kept
   std::int64_t offload_window_ = 0;   // activation offload: layers in flight to or from the host
   std::int64_t kept_activation_bytes_ = 0;  // every held layer's kept set for one micro-batch

@@ -36,12 +36,20 @@ def training_arguments(cls, case, out_dir, extra=None):
     ac = case["activation_checkpointing"] == "full"
     wanted = {
         "output_dir": out_dir, "per_device_train_batch_size": case["micro_batch"], "gradient_accumulation_steps": 1,
-        "bf16": case["precision"] == "amp_bf16", "fp16": False, "report_to": "none", "use_cpu": True,
+        "bf16": trainer_autocast(case), "fp16": False, "report_to": "none", "use_cpu": True,
         "save_strategy": "no",
         "gradient_checkpointing": ac, "activation_checkpointing": ac, "logging_strategy": "no",
     }
+    if "checkpoint_use_reentrant" in case:
+        wanted["gradient_checkpointing_kwargs"] = {"use_reentrant": case["checkpoint_use_reentrant"]}
     wanted.update(extra or {})
     return cls(**_kwargs_for(cls, wanted))
+
+
+def trainer_autocast(case):
+    """--bf16 (accelerate's autocast and fp32 outputs): amp_bf16 (fp32 weights), or bf16 weights with `trainer_bf16`
+    (tools/measure/trainer_gpu.py loads bf16 and passes --bf16, as the TRL SFT benchmark does)."""
+    return case["precision"] == "amp_bf16" or bool(case.get("trainer_bf16"))
 
 
 def enable_checkpointing_as_the_trainer_does(trainer, model):
@@ -172,8 +180,10 @@ def run_trainer(case, config_path, make_trainer, steps=None):
     config = load_config(config_path, case)
     model = build_model(config, case)
     tracker = LiveBytes()
+    if case.get("record_allocations"):
+        tracker.events = []
     tokenizer = tiny_tokenizer()
-    amp = case["precision"] == "amp_bf16"
+    amp = trainer_autocast(case)
     with tempfile.TemporaryDirectory() as out_dir, FakeTensorMode(allow_non_fake_inputs=True), pin_h100_sdpa(), \
             host_reads_of_fake_scalars(), model_already_on_device(), triton_folds_in_place(), \
             cuda_autocast_on_cpu() if amp else contextlib.nullcontext():
