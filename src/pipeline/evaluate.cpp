@@ -81,7 +81,8 @@ void add_step_time(const Problem& p, Evaluation& ev) {
   const PerfBasis basis = build_perf_basis(*p.arch, *p.inv, ev.distributed.setup);
   const std::vector<ClusterSpec> kinds = clusters_by_gpu_kind(p.cluster, p.gpu_mix);
   auto [step, slowest] = slowest_step_time(kinds.size(), [&](std::size_t i) {
-    return estimate_step_time(basis, ev.distributed.setup, ev.distributed.layout, kinds[i], ev.perf_constants);
+    return estimate_step_time(basis, ev.distributed.setup, ev.distributed.layout, kinds[i], ev.perf_constants, nullptr,
+                              &ev.distributed.plan);
   });
   ev.step = std::move(step);
   ev.step_cluster = kinds[slowest];

@@ -96,6 +96,7 @@ struct Structure {
   std::uint32_t speed_group = 0;      // structures that differ only in sharding and offload (stage costs)
   std::uint32_t activation_group = 0; // ... and keep the same activations (not across ZeRO-3 or activation offload)
   bool probed = false;
+  std::int32_t plan_slot = -1;        // its full rank plan in plans_ (plan_of); -1: not planned yet
   double bound = 0;                   // upper bound of its candidates' tokens/s (fastest objective)
   std::int64_t least_bytes = -1;      // device total at its smallest micro-batch, once estimated
 };
@@ -180,6 +181,7 @@ class Searcher {
   std::vector<ClusterSpec> clusters_;  // the cluster as each of its GPU kinds (one unless mixed)
   std::vector<PerfConstants> perfs_;   // in_.perf with the matmul and attention efficiencies of each kind
   TrainingSetup scratch_;  // see scratch_setup
+  std::vector<RankPlan> plans_;  // the structures' planned so far, see plan_of
   SearchResult r_;
   std::map<std::string, std::int64_t, std::less<>> rejected_;  // looked up without building a key
   // The rules reject() has counted, by the address of their code's literal, with their counters
@@ -398,7 +400,7 @@ class Searcher {
       timed_.push_back(Timed{index, static_cast<std::int32_t>(mb), ga});
     }
     s.count = static_cast<std::uint32_t>(timed_.size()) - s.first;
-    const RankPlan plan = plan_rank(s.layout, t);  // what the groups are asked of
+    const RankPlan plan = plan_rank(s.layout, t);  // what the groups are asked of (only their fields computed: inline)
     std::int64_t& group = floor_groups_[floor_key(plan)];
     if (group < 0) {
       group = static_cast<std::int64_t>(floors_.size());
@@ -417,11 +419,12 @@ class Searcher {
       if (bound < 0) {
         t.micro_batch = timed_.back().micro_batch;
         t.grad_accum = timed_.back().grad_accum;
-        const StageCosts* costs = bound_costs_of(s, t);
+        const RankPlan& largest = plan_of(s, t);
+        const StageCosts* costs = bound_costs_of(s, t, largest);
         // The slowest kind sets the pace: the least of the kinds' bounds bounds it.
-        bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0], &costs[0]);
+        bound = tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[0], perfs_[0], &costs[0], &largest);
         for (std::size_t i = 1; i < clusters_.size(); ++i) {
-          bound = std::min(bound, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i], &costs[i]));
+          bound = std::min(bound, tokens_per_s_upper_bound(basis_, t, s.layout, clusters_[i], perfs_[i], &costs[i], &largest));
         }
         ++r_.bounded;
       }
@@ -558,31 +561,45 @@ class Searcher {
 
   // The step time on the slowest of the cluster's GPU kinds (every rank waits for it).
   StepTime step_time(const Timed& c) {
-    const Structure& s = structures_[c.structure];
+    Structure& s = structures_[c.structure];
     const TrainingSetup& t = scratch_setup(c);
+    const RankPlan& plan = plan_of(s, t);
     return slowest_step_time(clusters_.size(), [&](std::size_t i) {
-      return estimate_step_time(basis_, t, s.layout, clusters_[i], perfs_[i], stage_costs_of(s, c, i));
+      return estimate_step_time(basis_, t, s.layout, clusters_[i], perfs_[i], stage_costs_of(s, c, i, plan), &plan);
     }).first;
   }
 
-  // The stage costs of a candidate on GPU kind `kind`, shared by its speed group (null: not
-  // cached, when the space has too many micro-batch values).
-  const StageCosts* stage_costs_of(const Structure& s, const Timed& c, std::size_t kind) {
+  // The full rank plan of structure `s` for its setup `t`: planned on first use (the walk times
+  // a fraction of the structures), then only the tokens follow t's micro-batch. Valid until the
+  // next call, as scratch_setup.
+  const RankPlan& plan_of(Structure& s, const TrainingSetup& t) {
+    if (s.plan_slot < 0) {
+      s.plan_slot = static_cast<std::int32_t>(plans_.size());
+      return plans_.emplace_back(plan_rank(s.layout, t));
+    }
+    RankPlan& p = plans_[static_cast<std::size_t>(s.plan_slot)];
+    p.set_micro_batch(t.micro_batch);
+    return p;
+  }
+
+  // The stage costs of a candidate (its rank plan `plan`) on GPU kind `kind`, shared by its speed
+  // group (null: not cached, when the space has too many micro-batch values).
+  const StageCosts* stage_costs_of(const Structure& s, const Timed& c, std::size_t kind, const RankPlan& plan) {
     const std::size_t mb = micro_batch_index(c);
     const auto [costs, known] = stage_entry(s.speed_group, mb, kind);
     if (costs && !*known) {
       const std::int32_t bounded = s.speed_group < bound_slot_.size() ? bound_slot_[s.speed_group] : -1;
       *costs = bounded >= 0 && bound_micro_batch_[s.speed_group] == mb
                    ? bound_costs_[static_cast<std::size_t>(bounded) * clusters_.size() + kind]
-                   : stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind]);
+                   : stage_costs(basis_, scratch_setup(c), s.layout, clusters_[kind], perfs_[kind], &plan);
       *known = 1;
     }
     return costs;
   }
 
-  // The stage costs the speed bounds of structure `s` (its setup `t` at its largest micro-batch)
-  // rest on, one per GPU kind, computed once for its speed group.
-  const StageCosts* bound_costs_of(const Structure& s, const TrainingSetup& t) {
+  // The stage costs the speed bounds of structure `s` (its setup `t` and rank plan `plan` at its
+  // largest micro-batch) rest on, one per GPU kind, computed once for its speed group.
+  const StageCosts* bound_costs_of(const Structure& s, const TrainingSetup& t, const RankPlan& plan) {
     if (bound_slot_.size() <= s.speed_group) {
       bound_slot_.resize(s.speed_group + 1, -1);
       bound_micro_batch_.resize(s.speed_group + 1, 0);
@@ -591,7 +608,7 @@ class Searcher {
     if (slot < 0) {
       slot = static_cast<std::int32_t>(bound_costs_.size() / clusters_.size());
       bound_micro_batch_[s.speed_group] = static_cast<std::uint32_t>(micro_batch_index(timed_.back()));
-      for (std::size_t i = 0; i < clusters_.size(); ++i) bound_costs_.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i]));
+      for (std::size_t i = 0; i < clusters_.size(); ++i) bound_costs_.push_back(stage_costs(basis_, t, s.layout, clusters_[i], perfs_[i], &plan));
     }
     return &bound_costs_[static_cast<std::size_t>(slot) * clusters_.size()];
   }
