@@ -255,7 +255,7 @@ namespace {
 // gemm_time_s is pure and a search asks for the same few shapes on thousands of layouts: the
 // last answers, direct-mapped by shape and kernel.
 struct GemmMemo {
-  double m = -1, n = -1, k = -1;
+  double batch = -1, m = -1, n = -1, k = -1;
   GemmKernel g;
   double seconds = 0;
 };
@@ -266,7 +266,7 @@ bool same_kernel(const GemmKernel& a, const GemmKernel& b) {
          a.in_bytes == b.in_bytes && a.out_bytes == b.out_bytes;
 }
 
-double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g);
+double shaped_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g);
 
 std::uint64_t bits_of(double x) {
   std::uint64_t b;
@@ -275,33 +275,42 @@ std::uint64_t bits_of(double x) {
 }
 }  // namespace
 
-double gemm_time_s(double m, double n, double k, const GemmKernel& g) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
+namespace {
+// `batch` independent GEMMs of one shape in one launch (a strided-batched GEMM): their tiles
+// share the waves.
+double batched_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
   thread_local GemmMemo memo[kGemmMemoSlots];
   const std::size_t slot = (bits_of(m) * 0x9E3779B97F4A7C15ULL ^ bits_of(n) * 0xC2B2AE3D27D4EB4FULL ^
-                            bits_of(k) * 0x165667B19E3779F9ULL ^ bits_of(g.mainloop_flops)) >> 55;  // 9 bits
+                            bits_of(k) * 0x165667B19E3779F9ULL ^ bits_of(batch) * 0x27D4EB2F165667C5ULL ^
+                            bits_of(g.mainloop_flops)) >> 55;  // 9 bits
   GemmMemo& e = memo[slot];
-  if (e.m != m || e.n != n || e.k != k || !same_kernel(e.g, g)) e = {m, n, k, g, shaped_gemm_time_s(m, n, k, g)};
+  if (e.batch != batch || e.m != m || e.n != n || e.k != k || !same_kernel(e.g, g)) {
+    e = {batch, m, n, k, g, shaped_gemm_time_s(batch, m, n, k, g)};
+  }
   return e.seconds;
 }
+}  // namespace
+
+double gemm_time_s(double m, double n, double k, const GemmKernel& g) { return batched_gemm_time_s(1, m, n, k, g); }
 
 namespace {
-double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g) {
-  const double flops = 2 * m * n * k;
+double shaped_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g) {
+  const double flops = 2 * batch * m * n * k;
   const double hbm = std::max(g.hbm_bytes_per_s, 1.0);
-  const double roofline = ((m * k + k * n) * g.in_bytes + m * n * g.out_bytes) / hbm;
+  const double roofline = batch * ((m * k + k * n) * g.in_bytes + m * n * g.out_bytes) / hbm;
   const double rate = std::max(g.mainloop_flops, 1.0);
   if (g.sms <= 0) return std::max(flops / rate, roofline);
   const double per_sm = rate / g.sms;
   double best = 0;
   for (const auto& tile : kGemmTiles) {
-    const double tiles = std::ceil(m / tile[0]) * std::ceil(n / tile[1]);
+    const double tiles = batch * std::ceil(m / tile[0]) * std::ceil(n / tile[1]);
     const double tile_flops_per_k = 2 * tile[0] * tile[1];
     // Split k while the chunks stay kGemmSplitKMinChunk deep; split 1 is always allowed.
     for (double split = 1; split == 1 || k / split >= kGemmSplitKMinChunk; split *= 2) {
       const double waves = std::ceil(tiles * split / g.sms);
       double t = waves * tile_flops_per_k * (std::ceil(k / split) + kGemmTileFixedK) / per_sm;
-      if (split > 1) t += split * m * n * 2 * kSplitKPartialBytes / hbm;
+      if (split > 1) t += split * batch * m * n * 2 * kSplitKPartialBytes / hbm;
       if (best == 0 || t < best) best = t;
     }
   }
@@ -572,6 +581,30 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
 
 namespace {
 
+// Eager attention's matmuls on one rank for one micro-batch (Megatron-LM's CoreAttention:
+// torch.baddbmm for the scores and torch.bmm for the context over [micro-batch x heads];
+// transformers' eager_attention_forward: torch.matmul over [batch, heads]): every score of the
+// queries x keys matrix is computed, the causal mask's half included, as batched GEMMs at their
+// own shapes (the tile model, gemm_time_s): forward Q K^T (queries x keys over the qk head dim)
+// and P V (queries x v dim over the keys); backward dP = dO V^T, dV = P^T dO, dQ = dS K and
+// dK = dS^T Q, twice the forward's FLOPs. A head dim far below a tile's K steps runs the scores'
+// GEMMs well below the mainloop rate (BLOOM's 224: 54 %).
+struct EagerAttentionGemms {
+  double forward_s = 0, backward_s = 0, flops_fwd = 0;
+};
+
+EagerAttentionGemms eager_attention_gemms(const PerfLayer& pl, std::int64_t micro_batch, double queries, double keys,
+                                          double head_split, const GemmKernel& g) {
+  EagerAttentionGemms e;
+  const double batch = static_cast<double>(micro_batch) * pl.heads / std::max(head_split, 1.0);
+  const double qk = pl.qk_dim, v = pl.v_dim;
+  e.forward_s = batched_gemm_time_s(batch, queries, keys, qk, g) + batched_gemm_time_s(batch, queries, v, keys, g);
+  e.backward_s = batched_gemm_time_s(batch, queries, keys, v, g) + batched_gemm_time_s(batch, keys, v, queries, g) +
+                 batched_gemm_time_s(batch, queries, qk, keys, g) + batched_gemm_time_s(batch, keys, qk, queries, g);
+  e.flops_fwd = 2.0 * batch * queries * keys * (qk + v);
+  return e;
+}
+
 // stage_costs with the layout's rank plan (tokens, activation split, recomputation) at hand.
 StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan,
                                const ClusterSpec& c, const PerfConstants& k) {
@@ -585,6 +618,8 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   const double mm_peak = peak_tflops(g, t.precision, true) * mm_eff;
   const AttentionRates attn_rates = attention_rates_for(g, t.attention, k);
   const GemmKernel gemm = gemm_kernel_for(g, t.precision, by_gpu);
+  // Attention's matmuls run in the 16-bit compute dtype under fp8 linears.
+  const GemmKernel attn_gemm = gemm_kernel_for(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, by_gpu);
   const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
@@ -656,7 +691,7 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     const double ideal_fwd = std::max(shaped_flops / gemm.mainloop_flops + rest_fwd_flops / mm_peak, mm_weight_bytes / hbm);
     const double ideal_bwd = (shaped_flops + base_wgrad_flops) / gemm.mainloop_flops + rest_bwd_flops / mm_peak;
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
-    double attn_fwd = 0, attn_bwd = 0;
+    double attn_fwd = 0, attn_bwd = 0, attn_fwd_excess = 0, attn_bwd_excess = 0;
     if (flash) {
       // Each kernel call sees ctx / cp keys per query on average (a context-parallel ring splits
       // the keys over its cp steps; Ulysses attends over the whole sequence with heads / cp).
@@ -665,11 +700,15 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       attn_bwd = kFlashBackwardRatio * attn_flops /
                  (attn_peak * attn_rates.bwd_efficiency * (attn_rates.normalised ? share : 1.0));
     } else {
-      // Eager attention materialises every score of the s x s matrix (the mask included).
+      const EagerAttentionGemms e = eager_attention_gemms(pl, t.micro_batch, ulysses ? seq : static_cast<double>(plan.positions),
+                                                          seq, act_tp * (ulysses ? cp : 1.0), attn_gemm);
+      // Every score of the s x s matrix is written, read by the softmax and read back (the mask included).
       const double scores = tokens * pl.heads / act_tp * seq;
       const double score_bytes = scores * kEagerScoreBytes * elem_scale;
-      attn_fwd = attn_flops / (attn_peak * mm_eff) + score_bytes / hbm;
-      attn_bwd = 2.0 * attn_fwd;
+      attn_fwd = e.forward_s + score_bytes / hbm;
+      attn_bwd = e.backward_s + 2.0 * score_bytes / hbm;
+      attn_fwd_excess = e.forward_s - e.flops_fwd / attn_gemm.mainloop_flops;
+      attn_bwd_excess = e.backward_s - 2.0 * e.flops_fwd / attn_gemm.mainloop_flops;
     }
     // Context parallel: the ring's exposed transfers (paid per forward pass, recomputations
     // included) and its merge kernels, which run beside the attention kernels.
@@ -761,7 +800,8 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
     lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + mm_policy * mm_fwd + recompute_elem;
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
-    lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd);
+    lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd) +
+                       (1 + recompute_all + recompute_attention) * attn_fwd_excess + attn_bwd_excess;
     const double kernels_fwd = t.compile ? pl.kernels_fwd_compiled : t.fused_elementwise ? pl.kernels_fwd_fused : pl.kernels_fwd_eager;
     lc.launch_s = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward) * k.host_launch_s;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and

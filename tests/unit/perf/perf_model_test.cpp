@@ -961,6 +961,45 @@ TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys ea
   CHECK(diff == Approx(flops / rate * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
 }
 
+TEST_CASE("eager attention computes every score, as batched GEMMs at the head dim's shape", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 4096);
+  t.attention = AttentionKernel::kEager;
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  const ParallelLayout l;
+  const double causal = estimate_step_time(b, t, l, c).compute_s;
+  // Eager attention computes the masked half of the scores too: the causal model costs what the
+  // same model without the mask does; FlashAttention skips the masked blocks.
+  PerfBasis unmasked = b;
+  unmasked.causal = false;
+  CHECK(estimate_step_time(unmasked, t, l, c).compute_s == Approx(causal).epsilon(1e-12));
+  TrainingSetup flash = t;
+  flash.attention = AttentionKernel::kFlash;
+  CHECK(estimate_step_time(unmasked, flash, l, c).compute_s > estimate_step_time(b, flash, l, c).compute_s);
+  // The same attention FLOPs over 64 heads of 64: each of the [heads] GEMMs at its shape (A100,
+  // where these shapes stay above the roofline): forward Q K^T (s x s over d) and P V (s x d over
+  // s), backward dP (s x s over d) and dV, dQ, dK (s x d over s); the scores' 12 bytes a score
+  // written and read in the forward, twice that in the backward.
+  PerfBasis narrow = b;
+  for (PerfLayer& pl : narrow.layers) {
+    pl.heads *= 2;
+    pl.qk_dim /= 2;
+    pl.v_dim /= 2;
+  }
+  const GemmKernel g = gemm_kernel_for(c.gpu, t.precision, PerfConstants{});
+  const double s = 4096;
+  const auto gemms = [&](double heads, double d) {
+    return 2 * gemm_time_s(heads * s, s, d, g) + 4 * gemm_time_s(heads * s, d, s, g);
+  };
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  const double score_bytes_s = 3 * 12 * s * s * 32 / hbm;  // 32 heads more
+  const double diff = estimate_step_time(narrow, t, l, c).compute_s - causal;
+  CHECK(diff == Approx(32 * (gemms(64, 64) - gemms(32, 128) + score_bytes_s)).epsilon(1e-9));
+  // A K of 64 leaves the tiles' fixed 192 K-steps over fewer: the scores' GEMMs run 1.6 x longer.
+  CHECK(gemm_time_s(64 * s, s, 64, g) > 1.5 * gemm_time_s(32 * s, s, 128, g));
+}
+
 TEST_CASE("fp8 casts cost HBM traffic: torchao's dynamic scaling, Transformer Engine's cast + transpose", "[perf]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   TrainingSetup t = bf16(1, 8192);
