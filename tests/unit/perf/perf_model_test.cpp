@@ -977,9 +977,10 @@ TEST_CASE("eager attention computes every score, as batched GEMMs at the head di
   TrainingSetup flash = t;
   flash.attention = AttentionKernel::kFlash;
   CHECK(estimate_step_time(unmasked, flash, l, c).compute_s > estimate_step_time(b, flash, l, c).compute_s);
-  // The same attention FLOPs over 64 heads of 64: each of the [heads] GEMMs at its shape (A100,
-  // where these shapes stay above the roofline): forward Q K^T (s x s over d) and P V (s x d over
-  // s), backward dP (s x s over d) and dV, dQ, dK (s x d over s); the scores' 12 bytes a score
+  // The same attention FLOPs over 64 heads of 64: the heads' GEMMs at their shapes, forward
+  // Q K^T (s x s over d) and P V (s x d over s), backward dP (s x s over d) and dV, dQ, dK (s x d
+  // over s), here as one GEMM over the stacked heads (the same tiles; its roofline reads the
+  // shared operand once, 1e-4 of the difference on the A100); the scores' 12 bytes a score
   // written and read in the forward, twice that in the backward.
   PerfBasis narrow = b;
   for (PerfLayer& pl : narrow.layers) {
@@ -995,7 +996,8 @@ TEST_CASE("eager attention computes every score, as batched GEMMs at the head di
   const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
   const double score_bytes_s = 3 * 12 * s * s * 32 / hbm;  // 32 heads more
   const double diff = estimate_step_time(narrow, t, l, c).compute_s - causal;
-  CHECK(diff == Approx(32 * (gemms(64, 64) - gemms(32, 128) + score_bytes_s)).epsilon(1e-9));
+  CHECK(diff == Approx(32 * (gemms(64, 64) - gemms(32, 128) + score_bytes_s)).epsilon(1e-3));
+  CHECK(diff > 1.3 * 32 * score_bytes_s);  // at a flat rate the FLOPs would cost the same
   // A K of 64 leaves the tiles' fixed 192 K-steps over fewer: the scores' GEMMs run 1.6 x longer.
   CHECK(gemm_time_s(64 * s, s, 64, g) > 1.5 * gemm_time_s(32 * s, s, 128, g));
 }
