@@ -275,9 +275,6 @@ std::uint64_t bits_of(double x) {
 }
 }  // namespace
 
-namespace {
-// `batch` independent GEMMs of one shape in one launch (a strided-batched GEMM): their tiles
-// share the waves.
 double batched_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
   thread_local GemmMemo memo[kGemmMemoSlots];
@@ -290,9 +287,20 @@ double batched_gemm_time_s(double batch, double m, double n, double k, const Gem
   }
   return e.seconds;
 }
-}  // namespace
 
 double gemm_time_s(double m, double n, double k, const GemmKernel& g) { return batched_gemm_time_s(1, m, n, k, g); }
+
+GemmKernel gemm_kernel_for_leading_dims(const GemmKernel& g, std::initializer_list<double> leading_dims) {
+  constexpr double kAlignedBytes = 16;
+  GemmKernel out = g;
+  for (const double dim : leading_dims) {
+    if (std::fmod(dim * g.in_bytes, kAlignedBytes) != 0) {
+      out.mainloop_flops = g.mainloop_flops * kGemmUnalignedMainloopShare;
+      break;
+    }
+  }
+  return out;
+}
 
 namespace {
 double shaped_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g) {
@@ -598,9 +606,11 @@ EagerAttentionGemms eager_attention_gemms(const PerfLayer& pl, std::int64_t micr
   EagerAttentionGemms e;
   const double batch = static_cast<double>(micro_batch) * pl.heads / std::max(head_split, 1.0);
   const double qk = pl.qk_dim, v = pl.v_dim;
-  e.forward_s = batched_gemm_time_s(batch, queries, keys, qk, g) + batched_gemm_time_s(batch, queries, v, keys, g);
-  e.backward_s = batched_gemm_time_s(batch, queries, keys, v, g) + batched_gemm_time_s(batch, keys, v, queries, g) +
-                 batched_gemm_time_s(batch, queries, qk, keys, g) + batched_gemm_time_s(batch, keys, qk, queries, g);
+  // Each product's operands and output have the keys and one head dim as leading dimensions.
+  const GemmKernel by_qk = gemm_kernel_for_leading_dims(g, {keys, qk}), by_v = gemm_kernel_for_leading_dims(g, {keys, v});
+  e.forward_s = batched_gemm_time_s(batch, queries, keys, qk, by_qk) + batched_gemm_time_s(batch, queries, v, keys, by_v);
+  e.backward_s = batched_gemm_time_s(batch, queries, keys, v, by_v) + batched_gemm_time_s(batch, keys, v, queries, by_v) +
+                 batched_gemm_time_s(batch, queries, qk, keys, by_qk) + batched_gemm_time_s(batch, keys, qk, queries, by_qk);
   e.flops_fwd = 2.0 * batch * queries * keys * (qk + v);
   return e;
 }
@@ -676,8 +686,9 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     if (mms) {
       for (const BlockMatmul& mm : *mms) {
         const double in = static_cast<double>(mm.in) / (row_tp ? tp : 1.0), out = static_cast<double>(mm.out);
-        shaped_fwd += gemm_time_s(tokens, out, in, gemm);
-        shaped_bwd += gemm_time_s(tokens, in, out, gemm) + pl.base_train_share * gemm_time_s(in, out, tokens, gemm);
+        const GemmKernel mm_gemm = gemm_kernel_for_leading_dims(gemm, {in, out});
+        shaped_fwd += gemm_time_s(tokens, out, in, mm_gemm);
+        shaped_bwd += gemm_time_s(tokens, in, out, mm_gemm) + pl.base_train_share * gemm_time_s(in, out, tokens, mm_gemm);
         shaped_flops += 2.0 * tokens * in * out;
       }
     }
@@ -840,8 +851,9 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
             continue;
           }
           const double in = static_cast<double>(mm.in), out = static_cast<double>(mm.out);
-          group_dgrad_s[group] += gemm_time_s(tokens, in, out, gemm);
-          group_wgrad_s[group] += pl.base_train_share * gemm_time_s(in, out, tokens, gemm);
+          const GemmKernel mm_gemm = gemm_kernel_for_leading_dims(gemm, {in, out});
+          group_dgrad_s[group] += gemm_time_s(tokens, in, out, mm_gemm);
+          group_wgrad_s[group] += pl.base_train_share * gemm_time_s(in, out, tokens, mm_gemm);
         }
       }
       lc.tp_s += 2 * row_gather;
@@ -939,8 +951,10 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     // The output layer's GEMMs at their shapes (vocab split by tp).
     const double head_out = b.head_flops_fwd / 2.0 / static_cast<double>(std::max<std::int64_t>(b.hidden, 1)) / tp;
     const double head_in = static_cast<double>(b.hidden);
-    const double head_fwd = gemm_time_s(tokens, head_out, head_in, gemm);
-    const double head_bwd = gemm_time_s(tokens, head_in, head_out, gemm) + (b.head_trains ? gemm_time_s(head_in, head_out, tokens, gemm) : 0.0);
+    const GemmKernel head_gemm = gemm_kernel_for_leading_dims(gemm, {head_in, head_out});
+    const double head_fwd = gemm_time_s(tokens, head_out, head_in, head_gemm);
+    const double head_bwd = gemm_time_s(tokens, head_in, head_out, head_gemm) +
+                            (b.head_trains ? gemm_time_s(head_in, head_out, tokens, head_gemm) : 0.0);
     const double head_ideal = b.head_flops_fwd / tp * tokens * (b.head_trains ? 3.0 : 2.0) / gemm.mainloop_flops;
     last.wave_excess_s += head_fwd + head_bwd - head_ideal;
     last.launch_s += kHeadLossKernels * (1 + kBackwardKernelsPerForward) * k.host_launch_s;
@@ -1166,10 +1180,12 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   std::snprintf(buf, sizeof buf,
                 "GEMMs by shape: a full wave of tiles at %.1f %% of the dense peak (%s), tiles of 256 x 128 / 128 x 256 / "
                 "128 x 128 over %lld SMs with %.0f K-steps of fixed cost each, split-K where the tiles leave SMs idle, "
-                "no faster than moving their operands (fitted to an H200 bf16 sweep); other matmuls at %.1f %%",
+                "no faster than moving their operands (fitted to an H200 bf16 sweep), at %.0f %% of that rate with a "
+                "width not a multiple of 16 bytes; other matmuls at %.1f %%",
                 100 * gemm.mainloop_flops / (c.gpu.dense_tflops_bf16 * 1e12),
                 k.matmul_efficiency > 0 ? "from the given matmul efficiency" : "the GPU's maximum achievable matmul FLOPS x 0.934",
-                static_cast<long long>(c.gpu.sm_count), kGemmTileFixedK, 100 * by_gpu.matmul_efficiency);
+                static_cast<long long>(c.gpu.sm_count), kGemmTileFixedK, 100 * kGemmUnalignedMainloopShare,
+                100 * by_gpu.matmul_efficiency);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward %.1fx the forward FLOPs",
                 100 * by_gpu.flash_attention_efficiency, kFlashBackwardRatio);

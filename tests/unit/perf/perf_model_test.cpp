@@ -351,6 +351,69 @@ TEST_CASE("the GEMM tile model reproduces the H200 sweep it was fitted to", "[pe
   CHECK(tokens_per_s_upper_bound(b2, t2, l, c) >= estimate_step_time(b2, t2, l, c).tokens_per_s);
 }
 
+TEST_CASE("a GEMM whose leading dimension is not a multiple of 16 bytes runs at the unaligned share", "[perf]") {
+  // tests/validation/kernels_h200/eager_attention.csv (fp16, torch 2.11, H200, median of
+  // event-timed single calls): Megatron's eager attention GEMMs over 16 heads at s = 2048,
+  // scores (s x s over the head dim d) and context (s x d over s), measured seconds.
+  const GemmKernel h200 = gemm_kernel_for(*presets::find_gpu("H200"), Precision::kFp16, {});
+  struct Row {
+    double head_dim, scores_s, context_s;
+  };
+  const Row rows[] = {
+      {64, 7.0992e-05, 6.0256e-05},  {96, 7.0720e-05, 6.6336e-05},  {108, 1.41632e-04, 8.8832e-05},
+      {128, 7.0256e-05, 6.6000e-05}, {150, 1.85312e-04, 1.50656e-04}, {224, 9.1904e-05, 7.0864e-05},
+  };
+  const double s = 2048;
+  for (const Row& r : rows) {
+    const bool aligned = std::fmod(r.head_dim, 8) == 0;
+    const GemmKernel g = gemm_kernel_for_leading_dims(h200, {s, r.head_dim});
+    CHECK(g.mainloop_flops == Approx(h200.mainloop_flops * (aligned ? 1 : kGemmUnalignedMainloopShare)).epsilon(1e-12));
+    const double scores = kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, s, r.head_dim, g);
+    const double context = kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, r.head_dim, s, g);
+    INFO("head dim " << r.head_dim);
+    // Every row within 20 % with the share (the aligned rows are off by up to 19 %) ...
+    CHECK(std::abs(scores / r.scores_s - 1) < 0.20);
+    CHECK(std::abs(context / r.context_s - 1) < 0.20);
+    if (aligned) continue;
+    // ... where the unaligned rows took 1.5-2.1 x the aligned model's time.
+    CHECK(r.scores_s > 1.4 * (kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, s, r.head_dim, h200)));
+    CHECK(r.context_s > 1.4 * (kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, r.head_dim, s, h200)));
+  }
+  // 16 bytes: 8 16-bit elements, 16 fp8 ones; any one leading dimension decides.
+  GemmKernel fp8 = h200;
+  fp8.in_bytes = 1;
+  CHECK(gemm_kernel_for_leading_dims(fp8, {4096, 8}).mainloop_flops == Approx(h200.mainloop_flops * kGemmUnalignedMainloopShare));
+  CHECK(gemm_kernel_for_leading_dims(fp8, {4096, 16}).mainloop_flops == h200.mainloop_flops);
+  CHECK(gemm_kernel_for_leading_dims(h200, {4096, 4096, 50257}).mainloop_flops < h200.mainloop_flops);
+
+  // GPT-2's unpadded vocabulary (50257) as an output layer at 8192 tokens: its GEMMs run slower
+  // than the 47 more columns of nanoGPT's padded 50304.
+  const auto head_s = [&](double vocab) {
+    const GemmKernel g = gemm_kernel_for_leading_dims(h200, {768, vocab});
+    return gemm_time_s(8192, vocab, 768, g) + gemm_time_s(8192, 768, vocab, g) + gemm_time_s(768, vocab, 8192, g);
+  };
+  CHECK(head_s(50257) > 1.5 * head_s(50304));
+
+  // In a step: eager attention at a head dim of 108 (BLOOM-shape 13824 / 128 heads) runs its six
+  // batched GEMMs at the share; 112 runs them aligned. Llama 3.1 8B's 32 x 32 heads, A100, seq 4096.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 4096);
+  t.attention = AttentionKernel::kEager;
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  const GemmKernel a100 = gemm_kernel_for(c.gpu, t.precision, PerfConstants{});
+  const auto with_head_dim = [&](double d) {
+    PerfBasis b = basis_of(a, t);
+    for (PerfLayer& pl : b.layers) pl.qk_dim = pl.v_dim = d;
+    return estimate_step_time(b, t, ParallelLayout{}, c).compute_s;
+  };
+  const auto attention_gemms_s = [&](double d, const GemmKernel& g) {
+    return 2 * batched_gemm_time_s(32, 4096, 4096, d, g) + 4 * batched_gemm_time_s(32, 4096, d, 4096, g);
+  };
+  const double expected = 32 * (attention_gemms_s(108, gemm_kernel_for_leading_dims(a100, {108})) - attention_gemms_s(112, a100));
+  CHECK(with_head_dim(108) - with_head_dim(112) == Approx(expected).epsilon(1e-9));
+  CHECK(expected > 0.5 * 32 * attention_gemms_s(112, a100));
+}
+
 TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
   constexpr double s = 0.189;
   CHECK(overlapped_exposed_s(0, 1, s) == 0);
