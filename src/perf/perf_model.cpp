@@ -948,8 +948,11 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   // Output layer and loss on the last stage; embeddings on the first.
   {
     StageCost& last = last_stage;
-    // The output layer's GEMMs at their shapes (vocab split by tp).
-    const double head_out = b.head_flops_fwd / 2.0 / static_cast<double>(std::max<std::int64_t>(b.hidden, 1)) / tp;
+    // The output layer's GEMMs at their shapes (vocab split by tp; Megatron pads it to a multiple
+    // of vocab_multiple x tp, as the memory model's ranks do).
+    const double vocab = b.head_flops_fwd / 2.0 / static_cast<double>(std::max<std::int64_t>(b.hidden, 1));
+    const double vocab_step = static_cast<double>(l.behaviour.vocab_multiple) * tp;
+    const double head_out = (l.behaviour.vocab_multiple > 1 ? std::ceil(vocab / vocab_step) * vocab_step : vocab) / tp;
     const double head_in = static_cast<double>(b.hidden);
     const GemmKernel head_gemm = gemm_kernel_for_leading_dims(gemm, {head_in, head_out});
     const double head_fwd = gemm_time_s(tokens, head_out, head_in, head_gemm);

@@ -412,6 +412,14 @@ TEST_CASE("a GEMM whose leading dimension is not a multiple of 16 bytes runs at 
   const double expected = 32 * (attention_gemms_s(108, gemm_kernel_for_leading_dims(a100, {108})) - attention_gemms_s(112, a100));
   CHECK(with_head_dim(108) - with_head_dim(112) == Approx(expected).epsilon(1e-9));
   CHECK(expected > 0.5 * 32 * attention_gemms_s(112, a100));
+  // Megatron pads a vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by): GPT-2's
+  // 50257 as 50304, whose output layer runs aligned and faster than the unpadded one.
+  PerfBasis gpt_vocab = basis_of(a, t);
+  gpt_vocab.vocab = 50257;
+  gpt_vocab.head_flops_fwd = 2.0 * static_cast<double>(gpt_vocab.hidden) * 50257;
+  ParallelLayout megatron;
+  megatron.behaviour.vocab_multiple = 128;
+  CHECK(estimate_step_time(gpt_vocab, t, megatron, c).compute_s < estimate_step_time(gpt_vocab, t, ParallelLayout{}, c).compute_s);
 }
 
 TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
