@@ -291,10 +291,12 @@ double batched_gemm_time_s(double batch, double m, double n, double k, const Gem
 double gemm_time_s(double m, double n, double k, const GemmKernel& g) { return batched_gemm_time_s(1, m, n, k, g); }
 
 GemmKernel gemm_kernel_for_leading_dims(const GemmKernel& g, std::initializer_list<double> leading_dims) {
-  constexpr double kAlignedBytes = 16;
+  constexpr std::int64_t kAlignedBytes = 16;
   GemmKernel out = g;
   for (const double dim : leading_dims) {
-    if (std::fmod(dim * g.in_bytes, kAlignedBytes) != 0) {
+    const double bytes = dim * g.in_bytes;
+    const auto whole = static_cast<std::int64_t>(bytes);
+    if (static_cast<double>(whole) != bytes || whole % kAlignedBytes != 0) {  // a fraction of an element is unaligned too
       out.mainloop_flops = g.mainloop_flops * kGemmUnalignedMainloopShare;
       break;
     }
