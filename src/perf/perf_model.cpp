@@ -255,7 +255,7 @@ namespace {
 // gemm_time_s is pure and a search asks for the same few shapes on thousands of layouts: the
 // last answers, direct-mapped by shape and kernel.
 struct GemmMemo {
-  double m = -1, n = -1, k = -1;
+  double batch = -1, m = -1, n = -1, k = -1;
   GemmKernel g;
   double seconds = 0;
 };
@@ -266,7 +266,7 @@ bool same_kernel(const GemmKernel& a, const GemmKernel& b) {
          a.in_bytes == b.in_bytes && a.out_bytes == b.out_bytes;
 }
 
-double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g);
+double shaped_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g);
 
 std::uint64_t bits_of(double x) {
   std::uint64_t b;
@@ -275,33 +275,52 @@ std::uint64_t bits_of(double x) {
 }
 }  // namespace
 
-double gemm_time_s(double m, double n, double k, const GemmKernel& g) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
+double batched_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
   thread_local GemmMemo memo[kGemmMemoSlots];
   const std::size_t slot = (bits_of(m) * 0x9E3779B97F4A7C15ULL ^ bits_of(n) * 0xC2B2AE3D27D4EB4FULL ^
-                            bits_of(k) * 0x165667B19E3779F9ULL ^ bits_of(g.mainloop_flops)) >> 55;  // 9 bits
+                            bits_of(k) * 0x165667B19E3779F9ULL ^ bits_of(batch) * 0x27D4EB2F165667C5ULL ^
+                            bits_of(g.mainloop_flops)) >> 55;  // 9 bits
   GemmMemo& e = memo[slot];
-  if (e.m != m || e.n != n || e.k != k || !same_kernel(e.g, g)) e = {m, n, k, g, shaped_gemm_time_s(m, n, k, g)};
+  if (e.batch != batch || e.m != m || e.n != n || e.k != k || !same_kernel(e.g, g)) {
+    e = {batch, m, n, k, g, shaped_gemm_time_s(batch, m, n, k, g)};
+  }
   return e.seconds;
 }
 
+double gemm_time_s(double m, double n, double k, const GemmKernel& g) { return batched_gemm_time_s(1, m, n, k, g); }
+
+GemmKernel gemm_kernel_for_leading_dims(const GemmKernel& g, std::initializer_list<double> leading_dims) {
+  constexpr std::int64_t kAlignedBytes = 16;
+  GemmKernel out = g;
+  for (const double dim : leading_dims) {
+    const double bytes = dim * g.in_bytes;
+    const auto whole = static_cast<std::int64_t>(bytes);
+    if (static_cast<double>(whole) != bytes || whole % kAlignedBytes != 0) {  // a fraction of an element is unaligned too
+      out.mainloop_flops = g.mainloop_flops * kGemmUnalignedMainloopShare;
+      break;
+    }
+  }
+  return out;
+}
+
 namespace {
-double shaped_gemm_time_s(double m, double n, double k, const GemmKernel& g) {
-  const double flops = 2 * m * n * k;
+double shaped_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g) {
+  const double flops = 2 * batch * m * n * k;
   const double hbm = std::max(g.hbm_bytes_per_s, 1.0);
-  const double roofline = ((m * k + k * n) * g.in_bytes + m * n * g.out_bytes) / hbm;
+  const double roofline = batch * ((m * k + k * n) * g.in_bytes + m * n * g.out_bytes) / hbm;
   const double rate = std::max(g.mainloop_flops, 1.0);
   if (g.sms <= 0) return std::max(flops / rate, roofline);
   const double per_sm = rate / g.sms;
   double best = 0;
   for (const auto& tile : kGemmTiles) {
-    const double tiles = std::ceil(m / tile[0]) * std::ceil(n / tile[1]);
+    const double tiles = batch * std::ceil(m / tile[0]) * std::ceil(n / tile[1]);
     const double tile_flops_per_k = 2 * tile[0] * tile[1];
     // Split k while the chunks stay kGemmSplitKMinChunk deep; split 1 is always allowed.
     for (double split = 1; split == 1 || k / split >= kGemmSplitKMinChunk; split *= 2) {
       const double waves = std::ceil(tiles * split / g.sms);
       double t = waves * tile_flops_per_k * (std::ceil(k / split) + kGemmTileFixedK) / per_sm;
-      if (split > 1) t += split * m * n * 2 * kSplitKPartialBytes / hbm;
+      if (split > 1) t += split * batch * m * n * 2 * kSplitKPartialBytes / hbm;
       if (best == 0 || t < best) best = t;
     }
   }
@@ -572,6 +591,32 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
 
 namespace {
 
+// Eager attention's matmuls on one rank for one micro-batch (Megatron-LM's CoreAttention:
+// torch.baddbmm for the scores and torch.bmm for the context over [micro-batch x heads];
+// transformers' eager_attention_forward: torch.matmul over [batch, heads]): every score of the
+// queries x keys matrix is computed, the causal mask's half included, as batched GEMMs at their
+// own shapes (the tile model, gemm_time_s): forward Q K^T (queries x keys over the qk head dim)
+// and P V (queries x v dim over the keys); backward dP = dO V^T, dV = P^T dO, dQ = dS K and
+// dK = dS^T Q, twice the forward's FLOPs. A head dim far below a tile's K steps runs the scores'
+// GEMMs well below the mainloop rate (BLOOM's 224: 54 %).
+struct EagerAttentionGemms {
+  double forward_s = 0, backward_s = 0, flops_fwd = 0;
+};
+
+EagerAttentionGemms eager_attention_gemms(const PerfLayer& pl, std::int64_t micro_batch, double queries, double keys,
+                                          double head_split, const GemmKernel& g) {
+  EagerAttentionGemms e;
+  const double batch = static_cast<double>(micro_batch) * pl.heads / std::max(head_split, 1.0);
+  const double qk = pl.qk_dim, v = pl.v_dim;
+  // Each product's operands and output have the keys and one head dim as leading dimensions.
+  const GemmKernel by_qk = gemm_kernel_for_leading_dims(g, {keys, qk}), by_v = gemm_kernel_for_leading_dims(g, {keys, v});
+  e.forward_s = batched_gemm_time_s(batch, queries, keys, qk, by_qk) + batched_gemm_time_s(batch, queries, v, keys, by_v);
+  e.backward_s = batched_gemm_time_s(batch, queries, keys, v, by_v) + batched_gemm_time_s(batch, keys, v, queries, by_v) +
+                 batched_gemm_time_s(batch, queries, qk, keys, by_qk) + batched_gemm_time_s(batch, keys, qk, queries, by_qk);
+  e.flops_fwd = 2.0 * batch * queries * keys * (qk + v);
+  return e;
+}
+
 // stage_costs with the layout's rank plan (tokens, activation split, recomputation) at hand.
 StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan,
                                const ClusterSpec& c, const PerfConstants& k) {
@@ -585,6 +630,8 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   const double mm_peak = peak_tflops(g, t.precision, true) * mm_eff;
   const AttentionRates attn_rates = attention_rates_for(g, t.attention, k);
   const GemmKernel gemm = gemm_kernel_for(g, t.precision, by_gpu);
+  // Attention's matmuls run in the 16-bit compute dtype under fp8 linears.
+  const GemmKernel attn_gemm = gemm_kernel_for(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, by_gpu);
   const double attn_peak = peak_tflops(g, t.precision == Precision::kFp8 ? Precision::kBf16 : t.precision, false);
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
@@ -641,8 +688,9 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     if (mms) {
       for (const BlockMatmul& mm : *mms) {
         const double in = static_cast<double>(mm.in) / (row_tp ? tp : 1.0), out = static_cast<double>(mm.out);
-        shaped_fwd += gemm_time_s(tokens, out, in, gemm);
-        shaped_bwd += gemm_time_s(tokens, in, out, gemm) + pl.base_train_share * gemm_time_s(in, out, tokens, gemm);
+        const GemmKernel mm_gemm = gemm_kernel_for_leading_dims(gemm, {in, out});
+        shaped_fwd += gemm_time_s(tokens, out, in, mm_gemm);
+        shaped_bwd += gemm_time_s(tokens, in, out, mm_gemm) + pl.base_train_share * gemm_time_s(in, out, tokens, mm_gemm);
         shaped_flops += 2.0 * tokens * in * out;
       }
     }
@@ -656,7 +704,7 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     const double ideal_fwd = std::max(shaped_flops / gemm.mainloop_flops + rest_fwd_flops / mm_peak, mm_weight_bytes / hbm);
     const double ideal_bwd = (shaped_flops + base_wgrad_flops) / gemm.mainloop_flops + rest_bwd_flops / mm_peak;
     const double attn_flops = tokens * pl.attention_flops_fwd_per_ctx * ctx / act_tp;
-    double attn_fwd = 0, attn_bwd = 0;
+    double attn_fwd = 0, attn_bwd = 0, attn_fwd_excess = 0, attn_bwd_excess = 0;
     if (flash) {
       // Each kernel call sees ctx / cp keys per query on average (a context-parallel ring splits
       // the keys over its cp steps; Ulysses attends over the whole sequence with heads / cp).
@@ -665,11 +713,15 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       attn_bwd = kFlashBackwardRatio * attn_flops /
                  (attn_peak * attn_rates.bwd_efficiency * (attn_rates.normalised ? share : 1.0));
     } else {
-      // Eager attention materialises every score of the s x s matrix (the mask included).
+      const EagerAttentionGemms e = eager_attention_gemms(pl, t.micro_batch, ulysses ? seq : static_cast<double>(plan.positions),
+                                                          seq, act_tp * (ulysses ? cp : 1.0), attn_gemm);
+      // Every score of the s x s matrix is written, read by the softmax and read back (the mask included).
       const double scores = tokens * pl.heads / act_tp * seq;
       const double score_bytes = scores * kEagerScoreBytes * elem_scale;
-      attn_fwd = attn_flops / (attn_peak * mm_eff) + score_bytes / hbm;
-      attn_bwd = 2.0 * attn_fwd;
+      attn_fwd = e.forward_s + score_bytes / hbm;
+      attn_bwd = e.backward_s + 2.0 * score_bytes / hbm;
+      attn_fwd_excess = e.forward_s - e.flops_fwd / attn_gemm.mainloop_flops;
+      attn_bwd_excess = e.backward_s - 2.0 * e.flops_fwd / attn_gemm.mainloop_flops;
     }
     // Context parallel: the ring's exposed transfers (paid per forward pass, recomputations
     // included) and its merge kernels, which run beside the attention kernels.
@@ -761,7 +813,8 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
     lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + mm_policy * mm_fwd + recompute_elem;
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
-    lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd);
+    lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd) +
+                       (1 + recompute_all + recompute_attention) * attn_fwd_excess + attn_bwd_excess;
     const double kernels_fwd = t.compile ? pl.kernels_fwd_compiled : t.fused_elementwise ? pl.kernels_fwd_fused : pl.kernels_fwd_eager;
     lc.launch_s = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward) * k.host_launch_s;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
@@ -800,8 +853,9 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
             continue;
           }
           const double in = static_cast<double>(mm.in), out = static_cast<double>(mm.out);
-          group_dgrad_s[group] += gemm_time_s(tokens, in, out, gemm);
-          group_wgrad_s[group] += pl.base_train_share * gemm_time_s(in, out, tokens, gemm);
+          const GemmKernel mm_gemm = gemm_kernel_for_leading_dims(gemm, {in, out});
+          group_dgrad_s[group] += gemm_time_s(tokens, in, out, mm_gemm);
+          group_wgrad_s[group] += pl.base_train_share * gemm_time_s(in, out, tokens, mm_gemm);
         }
       }
       lc.tp_s += 2 * row_gather;
@@ -896,11 +950,16 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   // Output layer and loss on the last stage; embeddings on the first.
   {
     StageCost& last = last_stage;
-    // The output layer's GEMMs at their shapes (vocab split by tp).
-    const double head_out = b.head_flops_fwd / 2.0 / static_cast<double>(std::max<std::int64_t>(b.hidden, 1)) / tp;
+    // The output layer's GEMMs at their shapes (vocab split by tp; Megatron pads it to a multiple
+    // of vocab_multiple x tp, as the memory model's ranks do).
+    const double vocab = b.head_flops_fwd / 2.0 / static_cast<double>(std::max<std::int64_t>(b.hidden, 1));
+    const double vocab_step = static_cast<double>(l.behaviour.vocab_multiple) * tp;
+    const double head_out = (l.behaviour.vocab_multiple > 1 ? std::ceil(vocab / vocab_step) * vocab_step : vocab) / tp;
     const double head_in = static_cast<double>(b.hidden);
-    const double head_fwd = gemm_time_s(tokens, head_out, head_in, gemm);
-    const double head_bwd = gemm_time_s(tokens, head_in, head_out, gemm) + (b.head_trains ? gemm_time_s(head_in, head_out, tokens, gemm) : 0.0);
+    const GemmKernel head_gemm = gemm_kernel_for_leading_dims(gemm, {head_in, head_out});
+    const double head_fwd = gemm_time_s(tokens, head_out, head_in, head_gemm);
+    const double head_bwd = gemm_time_s(tokens, head_in, head_out, head_gemm) +
+                            (b.head_trains ? gemm_time_s(head_in, head_out, tokens, head_gemm) : 0.0);
     const double head_ideal = b.head_flops_fwd / tp * tokens * (b.head_trains ? 3.0 : 2.0) / gemm.mainloop_flops;
     last.wave_excess_s += head_fwd + head_bwd - head_ideal;
     last.launch_s += kHeadLossKernels * (1 + kBackwardKernelsPerForward) * k.host_launch_s;
@@ -1126,10 +1185,12 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   std::snprintf(buf, sizeof buf,
                 "GEMMs by shape: a full wave of tiles at %.1f %% of the dense peak (%s), tiles of 256 x 128 / 128 x 256 / "
                 "128 x 128 over %lld SMs with %.0f K-steps of fixed cost each, split-K where the tiles leave SMs idle, "
-                "no faster than moving their operands (fitted to an H200 bf16 sweep); other matmuls at %.1f %%",
+                "no faster than moving their operands (fitted to an H200 bf16 sweep), at %.0f %% of that rate with a "
+                "width not a multiple of 16 bytes; other matmuls at %.1f %%",
                 100 * gemm.mainloop_flops / (c.gpu.dense_tflops_bf16 * 1e12),
                 k.matmul_efficiency > 0 ? "from the given matmul efficiency" : "the GPU's maximum achievable matmul FLOPS x 0.934",
-                static_cast<long long>(c.gpu.sm_count), kGemmTileFixedK, 100 * by_gpu.matmul_efficiency);
+                static_cast<long long>(c.gpu.sm_count), kGemmTileFixedK, 100 * kGemmUnalignedMainloopShare,
+                100 * by_gpu.matmul_efficiency);
   out.emplace_back(buf);
   std::snprintf(buf, sizeof buf, "fused attention at %.0f %% of the 16-bit peak; backward %.1fx the forward FLOPs",
                 100 * by_gpu.flash_attention_efficiency, kFlashBackwardRatio);

@@ -6,6 +6,7 @@
 // Every constant is a named field of PerfConstants with its source (docs/performance_model.md).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,22 @@ double gemm_time_s(double m, double n, double k, const GemmKernel& g);
 inline constexpr double kGemmMainloopShareOfSweepMax = 0.75 / 0.803;
 inline constexpr double kGemmTileFixedK = 192;
 inline constexpr double kGemmSplitKMinChunk = 2048;
+/// `batch` independent GEMMs of one shape in one launch (a strided-batched GEMM, torch.bmm /
+/// baddbmm): gemm_time_s's model with their tiles sharing the waves.
+double batched_gemm_time_s(double batch, double m, double n, double k, const GemmKernel& g);
+/// cuBLAS's fastest tensor-core kernels move operands 16 bytes at a time; a GEMM with a leading
+/// dimension (an operand's or the output's contiguous width) that is not a multiple of 16 bytes,
+/// 8 fp16/bf16 elements, runs a kernel with narrower loads (NVIDIA "Matrix Multiplication
+/// Background User's Guide" §2.2, Tensor Core Requirements; cuBLAS docs, Tensor Core Usage). Its
+/// tiles run at this share of the mainloop rate: the H200 sweep's fp16 eager-attention GEMMs at
+/// head dims 108 and 150 (tests/validation/kernels_h200/eager_attention.csv, torch 2.11, CUDA
+/// 13.0), less the single-call latency, took 1 / 0.421 of the tile model's time at their shapes
+/// (pooled; scores 0.48 and 0.40, context 0.40 and 0.41), where head dims 64, 96, 128 and 224
+/// are within 19 % of it. Measured on Hopper only.
+inline constexpr double kGemmUnalignedMainloopShare = 0.42;
+/// `g` for a GEMM whose operands and output have these leading dimensions (elements): at
+/// kGemmUnalignedMainloopShare of its mainloop rate when one is not a multiple of 16 bytes.
+GemmKernel gemm_kernel_for_leading_dims(const GemmKernel& g, std::initializer_list<double> leading_dims);
 /// The sweep timed one call at a time from an idle stream (CUDA events around one launch), so
 /// every time includes the host's launch latency, fitted with the tile model at 24 us; training
 /// queues kernels ahead of the GPU and does not pay it (launch-bound micro-batches pay

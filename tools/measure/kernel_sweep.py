@@ -9,7 +9,8 @@ the host (CPU offload).
 Writes DIR/kernel_sweep.csv (kind, name, m, n, k, seconds, tflops, gbps, notes) and DIR/kernel_sweep_env.json.
 GEMM shapes: each linear of Llama-3.1-8B and -70B (hidden, q/kv width, MLP width from their config.json) at
 tensor-parallel degrees 1 and 8, forward (tokens x in -> out), input gradient and weight gradient (reduction
-over tokens). Times are the median of CUDA-event-timed repeats after warm-ups.
+over tokens); Megatron's eager attention GEMMs (scores, context) by head dim. Times are the median of
+CUDA-event-timed repeats after warm-ups.
 """
 import argparse
 import csv
@@ -26,6 +27,9 @@ MODELS = [("llama3.1-8b", 4096, 4096, 1024, 14336), ("llama3.1-70b", 8192, 8192,
 TOKENS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
 SEQS = [1024, 2048, 4096, 8192, 16384, 32768]
 ADAM_PARAMS = 200_000_000  # host AdamW: fp32 params, grads, two states = 3.2 GB
+# Eager attention's head dims: Llama's 64/128, GPT 1.7B's 96, BLOOM-shape 224; 108 (13824 / 128 heads) and 150
+# (14400 / 96) are not multiples of 8 and ran ~30 % slower in BigScience's BLOOM tuning (docs/search_validation.md).
+HEAD_DIMS = [64, 96, 108, 128, 150, 224]
 
 
 def linears(hidden, q, kv, mlp, tp):
@@ -103,6 +107,25 @@ def attention_rows(timer, device, dry):
     return rows
 
 
+def eager_attention_rows(timer, device, dry):
+    """Megatron-LM's eager attention GEMMs by head dim (fp16): torch.baddbmm for the scores (s x s over the head
+    dim) and torch.bmm for the context (s x head dim over s), batched over micro-batch x heads."""
+    rows = []
+    s, batch, dtype = (64, 2, torch.float32) if dry else (2048, 16, torch.float16)
+    for d in HEAD_DIMS[:2] if dry else HEAD_DIMS:
+        q, k = torch.randn(batch, s, d, device=device, dtype=dtype), torch.randn(batch, d, s, device=device, dtype=dtype)
+        p, v = torch.randn(batch, s, s, device=device, dtype=dtype), torch.randn(batch, s, d, device=device, dtype=dtype)
+        bias = torch.zeros(batch, s, s, device=device, dtype=dtype)
+        for name, fn, (m, n, kk) in (("scores", lambda: torch.baddbmm(bias, q, k, beta=0.0), (s, s, d)),
+                                     ("context", lambda: torch.bmm(p, v), (s, d, s))):
+            sec = timer(fn)
+            rows.append({"kind": "eager_attention", "name": f"{name}/head_dim{d}", "m": m, "n": n, "k": kk,
+                         "seconds": sec, "tflops": 2 * batch * m * n * kk / sec / 1e12, "gbps": "",
+                         "notes": f"batch {batch}, {str(dtype).replace('torch.', '')}"})
+        del q, k, p, v, bias
+    return rows
+
+
 def launch_rows(device):
     """Wall time per small kernel when many are queued back to back (the launch-bound floor)."""
     x = torch.zeros(1, device=device)
@@ -174,7 +197,8 @@ def main():
     started = time.perf_counter()
     rows = []
     for part in (lambda: gemm_rows(timer, device, args.dry_run), lambda: attention_rows(timer, device, args.dry_run),
-                 lambda: launch_rows(device), lambda: host_adam_rows(args.dry_run)):
+                 lambda: eager_attention_rows(timer, device, args.dry_run), lambda: launch_rows(device),
+                 lambda: host_adam_rows(args.dry_run)):
         rows += part()
         print(f"kernel_sweep: {len(rows)} rows after {time.perf_counter() - started:.1f} s", flush=True)
     with open(os.path.join(args.out, "kernel_sweep.csv"), "w", newline="") as f:

@@ -351,6 +351,77 @@ TEST_CASE("the GEMM tile model reproduces the H200 sweep it was fitted to", "[pe
   CHECK(tokens_per_s_upper_bound(b2, t2, l, c) >= estimate_step_time(b2, t2, l, c).tokens_per_s);
 }
 
+TEST_CASE("a GEMM whose leading dimension is not a multiple of 16 bytes runs at the unaligned share", "[perf]") {
+  // tests/validation/kernels_h200/eager_attention.csv (fp16, torch 2.11, H200, median of
+  // event-timed single calls): Megatron's eager attention GEMMs over 16 heads at s = 2048,
+  // scores (s x s over the head dim d) and context (s x d over s), measured seconds.
+  const GemmKernel h200 = gemm_kernel_for(*presets::find_gpu("H200"), Precision::kFp16, {});
+  struct Row {
+    double head_dim, scores_s, context_s;
+  };
+  const Row rows[] = {
+      {64, 7.0992e-05, 6.0256e-05},  {96, 7.0720e-05, 6.6336e-05},  {108, 1.41632e-04, 8.8832e-05},
+      {128, 7.0256e-05, 6.6000e-05}, {150, 1.85312e-04, 1.50656e-04}, {224, 9.1904e-05, 7.0864e-05},
+  };
+  const double s = 2048;
+  for (const Row& r : rows) {
+    const bool aligned = std::fmod(r.head_dim, 8) == 0;
+    const GemmKernel g = gemm_kernel_for_leading_dims(h200, {s, r.head_dim});
+    CHECK(g.mainloop_flops == Approx(h200.mainloop_flops * (aligned ? 1 : kGemmUnalignedMainloopShare)).epsilon(1e-12));
+    const double scores = kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, s, r.head_dim, g);
+    const double context = kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, r.head_dim, s, g);
+    INFO("head dim " << r.head_dim);
+    // Every row within 20 % with the share (the aligned rows are off by up to 19 %) ...
+    CHECK(std::abs(scores / r.scores_s - 1) < 0.20);
+    CHECK(std::abs(context / r.context_s - 1) < 0.20);
+    if (aligned) continue;
+    // ... where the unaligned rows took 1.5-2.1 x the aligned model's time.
+    CHECK(r.scores_s > 1.4 * (kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, s, r.head_dim, h200)));
+    CHECK(r.context_s > 1.4 * (kSweepSingleCallLatencyS + batched_gemm_time_s(16, s, r.head_dim, s, h200)));
+  }
+  // 16 bytes: 8 16-bit elements, 16 fp8 ones; any one leading dimension decides.
+  GemmKernel fp8 = h200;
+  fp8.in_bytes = 1;
+  CHECK(gemm_kernel_for_leading_dims(fp8, {4096, 8}).mainloop_flops == Approx(h200.mainloop_flops * kGemmUnalignedMainloopShare));
+  CHECK(gemm_kernel_for_leading_dims(fp8, {4096, 16}).mainloop_flops == h200.mainloop_flops);
+  CHECK(gemm_kernel_for_leading_dims(h200, {4096, 4096, 50257}).mainloop_flops < h200.mainloop_flops);
+
+  // GPT-2's unpadded vocabulary (50257) as an output layer at 8192 tokens: its GEMMs run slower
+  // than the 47 more columns of nanoGPT's padded 50304.
+  const auto head_s = [&](double vocab) {
+    const GemmKernel g = gemm_kernel_for_leading_dims(h200, {768, vocab});
+    return gemm_time_s(8192, vocab, 768, g) + gemm_time_s(8192, 768, vocab, g) + gemm_time_s(768, vocab, 8192, g);
+  };
+  CHECK(head_s(50257) > 1.5 * head_s(50304));
+
+  // In a step: eager attention at a head dim of 108 (BLOOM-shape 13824 / 128 heads) runs its six
+  // batched GEMMs at the share; 112 runs them aligned. Llama 3.1 8B's 32 x 32 heads, A100, seq 4096.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 4096);
+  t.attention = AttentionKernel::kEager;
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  const GemmKernel a100 = gemm_kernel_for(c.gpu, t.precision, PerfConstants{});
+  const auto with_head_dim = [&](double d) {
+    PerfBasis b = basis_of(a, t);
+    for (PerfLayer& pl : b.layers) pl.qk_dim = pl.v_dim = d;
+    return estimate_step_time(b, t, ParallelLayout{}, c).compute_s;
+  };
+  const auto attention_gemms_s = [&](double d, const GemmKernel& g) {
+    return 2 * batched_gemm_time_s(32, 4096, 4096, d, g) + 4 * batched_gemm_time_s(32, 4096, d, 4096, g);
+  };
+  const double expected = 32 * (attention_gemms_s(108, gemm_kernel_for_leading_dims(a100, {108})) - attention_gemms_s(112, a100));
+  CHECK(with_head_dim(108) - with_head_dim(112) == Approx(expected).epsilon(1e-9));
+  CHECK(expected > 0.5 * 32 * attention_gemms_s(112, a100));
+  // Megatron pads a vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by): GPT-2's
+  // 50257 as 50304, whose output layer runs aligned and faster than the unpadded one.
+  PerfBasis gpt_vocab = basis_of(a, t);
+  gpt_vocab.vocab = 50257;
+  gpt_vocab.head_flops_fwd = 2.0 * static_cast<double>(gpt_vocab.hidden) * 50257;
+  ParallelLayout megatron;
+  megatron.behaviour.vocab_multiple = 128;
+  CHECK(estimate_step_time(gpt_vocab, t, megatron, c).compute_s < estimate_step_time(gpt_vocab, t, ParallelLayout{}, c).compute_s);
+}
+
 TEST_CASE("overlapped collectives slow the compute beside them; longer ones stick out", "[perf][dp]") {
   constexpr double s = 0.189;
   CHECK(overlapped_exposed_s(0, 1, s) == 0);
@@ -959,6 +1030,47 @@ TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys ea
   const double flops = 32 * 3.5 * 2048.0 * (2.0 * 32 * 256) * 4096;
   const double rate = c.gpu.dense_tflops_bf16 * 1e12 * flash_length_factor(1024);
   CHECK(diff == Approx(flops / rate * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
+}
+
+TEST_CASE("eager attention computes every score, as batched GEMMs at the head dim's shape", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 4096);
+  t.attention = AttentionKernel::kEager;
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  const ParallelLayout l;
+  const double causal = estimate_step_time(b, t, l, c).compute_s;
+  // Eager attention computes the masked half of the scores too: the causal model costs what the
+  // same model without the mask does; FlashAttention skips the masked blocks.
+  PerfBasis unmasked = b;
+  unmasked.causal = false;
+  CHECK(estimate_step_time(unmasked, t, l, c).compute_s == Approx(causal).epsilon(1e-12));
+  TrainingSetup flash = t;
+  flash.attention = AttentionKernel::kFlash;
+  CHECK(estimate_step_time(unmasked, flash, l, c).compute_s > estimate_step_time(b, flash, l, c).compute_s);
+  // The same attention FLOPs over 64 heads of 64: the heads' GEMMs at their shapes, forward
+  // Q K^T (s x s over d) and P V (s x d over s), backward dP (s x s over d) and dV, dQ, dK (s x d
+  // over s), here as one GEMM over the stacked heads (the same tiles; its roofline reads the
+  // shared operand once, 1e-4 of the difference on the A100); the scores' 12 bytes a score
+  // written and read in the forward, twice that in the backward.
+  PerfBasis narrow = b;
+  for (PerfLayer& pl : narrow.layers) {
+    pl.heads *= 2;
+    pl.qk_dim /= 2;
+    pl.v_dim /= 2;
+  }
+  const GemmKernel g = gemm_kernel_for(c.gpu, t.precision, PerfConstants{});
+  const double s = 4096;
+  const auto gemms = [&](double heads, double d) {
+    return 2 * gemm_time_s(heads * s, s, d, g) + 4 * gemm_time_s(heads * s, d, s, g);
+  };
+  const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
+  const double score_bytes_s = 3 * 12 * s * s * 32 / hbm;  // 32 heads more
+  const double diff = estimate_step_time(narrow, t, l, c).compute_s - causal;
+  CHECK(diff == Approx(32 * (gemms(64, 64) - gemms(32, 128) + score_bytes_s)).epsilon(1e-3));
+  CHECK(diff > 1.3 * 32 * score_bytes_s);  // at a flat rate the FLOPs would cost the same
+  // A K of 64 leaves the tiles' fixed 192 K-steps over fewer: the scores' GEMMs run 1.6 x longer.
+  CHECK(gemm_time_s(64 * s, s, 64, g) > 1.5 * gemm_time_s(32 * s, s, 128, g));
 }
 
 TEST_CASE("fp8 casts cost HBM traffic: torchao's dynamic scaling, Transformer Engine's cast + transpose", "[perf]") {
