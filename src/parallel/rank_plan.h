@@ -69,9 +69,9 @@ struct RankPlan {
 };
 
 /// The plan of every rank of `l` running `t` (as given or as resolved for `l`: the same plan).
-/// Always inline: the search asks it of every structure for the few fields its keys read (the
-/// compiler drops the rest there), and plans in full only the structures it times.
-[[gnu::always_inline]] inline RankPlan plan_rank(const ParallelLayout& l, const TrainingSetup& t) {
+/// Inline: the search asks it of every structure for the few fields its keys read, and plans in
+/// full only the structures it times.
+inline RankPlan plan_rank(const ParallelLayout& l, const TrainingSetup& t) {
   RankPlan p;
   p.cp = std::max<std::int64_t>(1, l.cp);
   p.cp_kind = l.cp_kind;
