@@ -177,7 +177,9 @@ def make_callback(torch, nvml, device, record):
                                     "nvml_now": nvml.marks[f"step{state.global_step}"],
                                     "current_allocated": torch.cuda.memory_allocated() if device != "cpu" else 0})
             if device != "cpu" and state.global_step == 1 and record.get("history"):
-                torch.cuda.memory._record_memory_history(context=None, max_entries=150000)
+                stacks = case.get("history_stacks", False)  # Python frames of every allocation (diagnosis)
+                torch.cuda.memory._record_memory_history(context="alloc" if stacks else None,
+                                                         stacks="python" if stacks else "all", max_entries=150000)
 
         def on_log(self, args, state, control, logs=None, **kw):
             record["logs"].append(dict(logs or {}))

@@ -41,7 +41,7 @@ def checkpointing_note(case):
 
 def cases():
     with open(os.path.join(HERE, "trainer_gpu_cases.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [c for c in (json.loads(line) for line in f if line.strip()) if not c.get("diagnostic")]
 
 
 def row(case, suffix, counter, measured_gib, extra_notes):
