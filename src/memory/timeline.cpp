@@ -455,17 +455,17 @@ class Replay {
     const std::int64_t history = checked_add(first_step_reserved, remapped_bytes_, "reserved bytes");
     std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
-    const std::int64_t outside_pools = rt_.cublas_workspace_bytes + slack + rt_.cuda_context_bytes +
-                                       states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
+    const std::int64_t beside_reserved = rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
+    const std::int64_t beside_pools = rt_.cublas_workspace_bytes + slack + beside_reserved;
     // torch FSDP's gradients in the reduce-scatter stream's pool: their segments stay cached while
     // the compute stream peaks, up to the GPU's memory (released and retried before an OOM).
     const std::int64_t grads_apart = grads_apart_compute_peak_ + grads_apart_side_peak_;
     if (grads_apart > pooled) {
-      const std::int64_t room = rt_.gpu_memory_bytes > 0 ? rt_.gpu_memory_bytes - outside_pools : grads_apart;
+      const std::int64_t room = rt_.gpu_memory_bytes > 0 ? rt_.gpu_memory_bytes - beside_pools : grads_apart;
       pooled = std::max(pooled, std::min(grads_apart, room));
     }
     p.reserved_bytes = pooled + rt_.cublas_workspace_bytes + slack;
-    p.device_total_bytes = p.reserved_bytes + rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
+    p.device_total_bytes = p.reserved_bytes + beside_reserved;
     return p;
   }
 
