@@ -2,7 +2,8 @@
 
 The run is what `trainer.train()` does, nothing replayed: the trainer's own optimizer, loss (TRL's entropy and
 token-accuracy metrics included), checkpointing, logging and, with `layout` fsdp2, accelerate's FSDP2 plugin at
-world size 1 over a real NCCL process group. Models are built from a config.json with random bf16 weights on the
+world size 1 over a real NCCL process group, or, with `layout` deepspeed, the DeepSpeed engine as `accelerate launch`
+starts it from the TRL benchmark's accelerate config (zero_stage 2 or 3, no offload, zero3_init_flag, bf16). Models are built from a config.json with random bf16 weights on the
 GPU (no network). Recorded: the caching allocator's peaks per step and over the run (setup included), the device's
 used memory read through NVML every 5 ms from before CUDA starts to the end (the counter nvidia-smi and trackio
 report), and the allocator's retry and segment statistics.
@@ -62,23 +63,42 @@ def set_environment(case, device):
     os.environ.pop("PYTORCH_ALLOC_CONF", None)
     if case.get("alloc_conf"):
         os.environ["PYTORCH_CUDA_ALLOC_CONF"] = case["alloc_conf"]
-    if case["layout"] == "fsdp2":
+    if case["layout"] in ("fsdp2", "deepspeed"):
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 1000), RANK="0",
                           LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
-        if device == "cpu":
+        if device == "cpu" and case["layout"] == "fsdp2":  # DeepSpeed's dry run runs its CPU accelerator instead
             os.environ["ACCELERATE_USE_CPU"] = "true"
+    if case["layout"] == "deepspeed":
+        os.environ.update(deepspeed_launch_environment(case))
+        if device == "cpu":  # the dry run: DeepSpeed's CPU accelerator has no bf16 training path under the Trainer
+            os.environ["ACCELERATE_MIXED_PRECISION"] = "no"
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
 
 
-def build_model(case, device):
-    import torch
+def deepspeed_launch_environment(case):
+    """What `accelerate launch` exports for the TRL benchmark's benchmark/templates/accelerate/deepspeed_zero3.yaml.j2
+    (trl @26ecea7ba; accelerate 1.13 utils/launch.py prepare_deepspeed_cmd_env): no DeepSpeed config file, so the
+    engine runs DeepSpeed's own defaults for every bucket and threshold."""
+    return {"ACCELERATE_USE_DEEPSPEED": "true", "ACCELERATE_DEEPSPEED_ZERO_STAGE": str(case.get("zero_stage", 3)),
+            "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE": "none", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE": "none",
+            "ACCELERATE_DEEPSPEED_ZERO3_INIT": "true", "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL": "true",
+            "ACCELERATE_MIXED_PRECISION": "bf16"}
+
+
+def config_only(case):
     import transformers
     with open(case["config_path"]) as f:
         raw = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
     raw.update(case.get("config_overrides", {}))
-    config = transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
+    return transformers.AutoConfig.for_model(raw.pop("model_type"), **raw)
+
+
+def build_model(case, device):
+    import torch
+    import transformers
+    config = config_only(case)
     config._attn_implementation = case["attention"]
     config.use_cache = False
     with torch.device(device):
@@ -119,32 +139,49 @@ def fsdp_arguments(case, config):
 
 def common_arguments(case, out_dir, device, config):
     args = {"output_dir": out_dir, "per_device_train_batch_size": case["micro_batch"],
-            "gradient_accumulation_steps": 1, "max_steps": case["steps"], "bf16": True, "report_to": "none",
+            "gradient_accumulation_steps": 1, "max_steps": case["steps"], "bf16": device != "cpu" or case["layout"] != "deepspeed", "report_to": "none",
             "save_strategy": "no", "logging_steps": 1, "learning_rate": 1e-5, "dataloader_num_workers": 0,
             "gradient_checkpointing": case["activation_checkpointing"] == "full" and case.get("checkpoint_via") != "fsdp",
             "gradient_checkpointing_kwargs": {"use_reentrant": case.get("use_reentrant", True)},
-            "use_cpu": device == "cpu", "seed": 0}
+            "use_cpu": device == "cpu" and case["layout"] != "deepspeed", "seed": 0}
     args.update(fsdp_arguments(case, config))
     return args
 
 
-def make_trainer(case, model, config, out_dir, device, callback):
+def make_arguments(case, out_dir, device, config):
+    if case["trainer"] == "trl":
+        import trl
+        return trl.SFTConfig(**common_arguments(case, out_dir, device, config), max_length=case["seq_len"],
+                             packing=True, packing_strategy="wrapped", dataset_num_proc=None)
+    import transformers
+    return transformers.TrainingArguments(**common_arguments(case, out_dir, device, config),
+                                          remove_unused_columns=False)
+
+
+def make_trainer(case, args, model, config, callback):
     rows = token_rows(case, config.vocab_size, case["steps"] * case["micro_batch"] + 2)
     if case["trainer"] == "trl":
         import datasets
         import trl
-        args = trl.SFTConfig(**common_arguments(case, out_dir, device, config), max_length=case["seq_len"],
-                             packing=True, packing_strategy="wrapped", dataset_num_proc=None)
         data = datasets.Dataset.from_dict({"input_ids": rows})
         return trl.SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tiny_tokenizer(),
                               callbacks=[callback])
     import torch
     import transformers
-    args = transformers.TrainingArguments(**common_arguments(case, out_dir, device, config),
-                                          remove_unused_columns=False)
     data = [{"input_ids": torch.tensor(r), "labels": torch.tensor(r)} for r in rows]  # no `datasets` needed
     return transformers.Trainer(model=model, args=args, train_dataset=data,
                                 data_collator=transformers.default_data_collator, callbacks=[callback])
+
+
+def deepspeed_settings(trainer):
+    """The engine's resolved configuration (DeepSpeed's defaults filled in): what the buckets were."""
+    engine = getattr(trainer, "deepspeed", None) or getattr(trainer.accelerator, "deepspeed_engine_wrapped", None)
+    config = getattr(engine, "config", None) or getattr(getattr(engine, "engine", None), "config", None)
+    zero = getattr(getattr(engine, "_config", None), "zero_config", None)
+    if zero is None:
+        zero = getattr(getattr(getattr(engine, "engine", None), "_config", None), "zero_config", None)
+    return {"config": config, "zero": zero.model_dump() if hasattr(zero, "model_dump") else str(zero),
+            "engine": type(engine).__name__}
 
 
 def allocator(torch, device):
@@ -215,9 +252,12 @@ def run(case, out_dir, device):
         nvml.mark("cuda_init")
         record["gpu"] = torch.cuda.get_device_name(0)
     started = time.time()
+    # zero.Init (zero3_init_flag) covers a model built after the arguments, as trl/scripts/sft.py orders them
+    args = make_arguments(case, out_dir, device, config_only(case)) if case["layout"] == "deepspeed" else None
     model, config = build_model(case, device)
     nvml.mark("model_built")
-    trainer = make_trainer(case, model, config, out_dir, device, make_callback(torch, nvml, device, record))
+    args = args or make_arguments(case, out_dir, device, config)
+    trainer = make_trainer(case, args, model, config, make_callback(torch, nvml, device, record))
     if device == "cuda" and case.get("history"):
         record["history"] = True
     trainer.train()
@@ -225,6 +265,10 @@ def run(case, out_dir, device):
     record["wall_s"] = round(time.time() - started, 1)
     record["optimizer_state_dtypes"] = optimizer_state_dtypes(trainer)
     record["distributed_type"] = str(trainer.accelerator.distributed_type)
+    if case["layout"] == "deepspeed":
+        record["deepspeed"] = deepspeed_settings(trainer)
+        import deepspeed
+        record["versions"]["deepspeed"] = deepspeed.__version__
     record["params_sharded_after"] = any(type(p).__name__ == "DTensor" for p in trainer.model_wrapped.parameters())
     if device == "cuda":
         stats = torch.cuda.memory_stats()

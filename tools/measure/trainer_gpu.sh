@@ -7,7 +7,8 @@
 #
 # TRAINER_GPU_ONLY: a regex of case ids (a rerun of some cases). A case's "versions": "benchmark" (default) or
 # "device" (the GPU image's own transformers/accelerate, no TRL). The benchmark versions are the TRL SFT benchmark's own (trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0),
-# carried as wheels in .whl/trlset (trainer_gpu_prep.sh); torch is the device's.
+# carried as wheels in .whl/trlset (trainer_gpu_prep.sh); torch is the device's. Cases with "layout": "deepspeed" also
+# need .whl/dsset (DeepSpeed 0.19.8 built with DS_BUILD_OPS=0, its dependencies for the device's Python 3.12).
 # $OUT afterwards: summary.json (every case's counters), logs.tar.gz (each case's JSON log and console),
 # <case>.snapshot.pickle.gz (memory history from step 2 on, for the cases with "history").
 set -u -o pipefail
@@ -26,6 +27,10 @@ if [ -z "$dry" ]; then
   site=/tmp/trlsite
   "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
     "$repo"/.whl/trlset/*.whl || exit 3
+  if [ -d "$repo/.whl/dsset" ]; then  # DeepSpeed 0.19.8 (built without ops: DS_BUILD_OPS=0) and its pure deps
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" \
+      "$repo"/.whl/dsset/*.whl || exit 3
+  fi
   nvidia-smi >"$work/logs/nvidia-smi.txt" 2>&1
 fi
 while read -r line; do
@@ -60,7 +65,7 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
     rows.append({k: r.get(k) for k in ("case", "status", "error", "versions", "gpu", "setup_peak", "run_peak",
                                        "steps", "nvml", "allocator_stats", "optimizer", "param_dtypes",
                                        "params_sharded", "params_sharded_after", "distributed_type",
-                                       "optimizer_state_dtypes", "wall_s")})
+                                       "optimizer_state_dtypes", "deepspeed", "wall_s")})
 json.dump(rows, open(sys.argv[2], "w"), indent=1)
 GIB = 1 << 30
 for r in rows:

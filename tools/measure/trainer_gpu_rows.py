@@ -24,13 +24,34 @@ SETUPS = {
               "on the GPU from the config (dtype bfloat16) and --bf16 (accelerate autocast; under FSDP2 accelerate 1.15 "
               "upcasts the sharded parameters to fp32, so AdamW states and gradients are fp32)",
 }
+DEEPSPEED_SETUP = ("trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0 (the TRL SFT benchmark's versions), "
+                   "deepspeed 0.19.8, torch 2.11.0+cu130; random bf16 weights built on the GPU from the config under "
+                   "zero.Init (dtype bfloat16) and --bf16: DeepSpeed keeps fp32 master partitions and fp32 AdamW states")
 COMMON = "Trainer default optimizer; per_device_train_batch_size 1"
 
 
 def precision(case):
     """What the run keeps: accelerate >= 1.14 upcasts FSDP2's sharded parameters to fp32 (amp_bf16); otherwise the
     bf16-loaded parameters, gradients and states stay bf16."""
+    if case["layout"] == "deepspeed":  # DeepSpeed's bf16 ZeRO keeps fp32 master partitions and fp32 AdamW states
+        return "amp_bf16"
     return "amp_bf16" if case.get("versions") == "device" and case["layout"] == "fsdp2" else "bf16"
+
+
+def layout_note(case):
+    if case["layout"] == "deepspeed":
+        return (f"backend=deepspeed: DeepSpeed ZeRO-{case.get('zero_stage', 3)} as accelerate launch starts it from the "
+                "TRL benchmark's deepspeed_zero3.yaml.j2 (no config file: DeepSpeed's default buckets; zero3_init_flag, "
+                "bf16, no offload) at world size 1 over NCCL")
+    if case["layout"] == "fsdp2":
+        return "accelerate FSDP2 plugin (fsdp_version 2, TRANSFORMER_BASED_WRAP, reshard_after_forward) at world size 1 over NCCL"
+    return "no FSDP, no process group"
+
+
+def sharding(case):
+    if case["layout"] == "deepspeed":
+        return f"zero{case.get('zero_stage', 3)}"
+    return "zero3" if case["layout"] == "fsdp2" else "none"
 
 
 def checkpointing_note(case):
@@ -45,18 +66,16 @@ def cases():
 
 
 def row(case, suffix, counter, measured_gib, extra_notes):
-    fsdp = case["layout"] == "fsdp2"
     trl = case["trainer"] == "trl"
-    notes = [f"why: {case['why']}", SETUPS[case.get("versions", "benchmark")], COMMON, checkpointing_note(case),
+    notes = [f"why: {case['why']}", DEEPSPEED_SETUP if case["layout"] == "deepspeed" else SETUPS[case.get("versions", "benchmark")], COMMON, checkpointing_note(case),
              "TRL SFTTrainer, packing wrapped (every row filled to max_length), loss_type nll" if trl
              else "HF Trainer, rows of seq_len token ids, default_data_collator",
-             "accelerate FSDP2 plugin (fsdp_version 2, TRANSFORMER_BASED_WRAP, reshard_after_forward) at world "
-             "size 1 over NCCL" if fsdp else "no FSDP, no process group",
+             layout_note(case),
              f"alloc_conf={case.get('alloc_conf', 'default')}"] + extra_notes
     values = {"id": f"{case['id']}-{suffix}", "source": "memfit tools/measure/trainer_gpu.sh; log "
               f"tests/validation/measured_h200_trainers/{case['id']}.json", "date": "2026-11", "grade": "A",
               "model": case.get("model", "Qwen/Qwen3-4B"), "gpu": "H200", "n_gpus": 1, "dp": 1, "tp": 1, "pp": 1, "vpp": 1, "cp": 1,
-              "ep": 1, "sequence_parallel": 0, "sharding": "zero3" if fsdp else "none", "offload": "none",
+              "ep": 1, "sequence_parallel": 0, "sharding": sharding(case), "offload": "none",
               "method": "full", "lora_rank": "", "lora_targets": "", "base_quant": "none", "precision": precision(case),
               "optimizer": "adamw", "optimizer_in_backward": 0, "micro_batch": 1, "grad_accum": 1,
               "seq_len": case["seq_len"], "packed": 1, "activation_checkpointing": "full", "attention": "sdpa",
