@@ -190,7 +190,7 @@ def allocator(torch, device):
     return {"allocated": torch.cuda.max_memory_allocated(), "reserved": torch.cuda.max_memory_reserved()}
 
 
-def make_callback(torch, nvml, device, record):
+def make_callback(torch, nvml, device, record, case):
     import transformers
 
     class Counters(transformers.TrainerCallback):
@@ -257,7 +257,7 @@ def run(case, out_dir, device):
     model, config = build_model(case, device)
     nvml.mark("model_built")
     args = args or make_arguments(case, out_dir, device, config)
-    trainer = make_trainer(case, args, model, config, make_callback(torch, nvml, device, record))
+    trainer = make_trainer(case, args, model, config, make_callback(torch, nvml, device, record, case))
     if device == "cuda" and case.get("history"):
         record["history"] = True
     trainer.train()
