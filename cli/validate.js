@@ -224,6 +224,9 @@ function rowToRequest(row, config) {
   if (training.framework !== undefined && date !== undefined && /^\d{4}-\d{2}$/.test(date)) {
     training.framework_version = date;
   }
+  // `framework_version=YYYY-MM` in the notes: a run on libraries pinned to an earlier date than the run's own.
+  const pinned = /(^|[\s;,(])framework_version=(\d{4}-\d{2})\b/.exec(row.notes || '');
+  if (training.framework !== undefined && pinned) training.framework_version = pinned[2];
 
   const cluster = {};
   const gpu = readCell(row, 'gpu', 'text');
@@ -252,6 +255,10 @@ function rowToRequest(row, config) {
   // `fsdp_version=2` (or accelerate's YAML spelling `fsdp_version 2`) in the notes: accelerate ran FSDP2
   // (fully_shard) under the HF Trainer.
   if (/(^|[\s;,(])fsdp_version[= ]2\b/.test(row.notes || '')) parallel.fsdp_version = 2;
+  // The FSDP plugin's own checkpointing (accelerate's fsdp_activation_checkpointing), as the notes say it.
+  if (/activation checkpointing by the FSDP plugin|(^|[\s;,(])fsdp_activation_checkpointing[= ]true\b/.test(row.notes || '')) {
+    parallel.fsdp_activation_checkpointing = true;
+  }
   if (Object.keys(parallel).length > 0) request.parallel = parallel;
   return request;
 }

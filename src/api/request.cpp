@@ -291,14 +291,46 @@ bool read_backend(const Json& parallel) {
 // accelerate re-enabled FSDP2 for bitsandbytes 4-bit models in v1.7.0 (PR #3546, 2025-05).
 constexpr std::int64_t kAccelerateFsdp2QloraYyyymm = 202505;
 
+// Frameworks whose FSDP is accelerate's plugin (its fsdp_config keys apply).
+bool fsdp_through_accelerate(const FrameworkProfile& profile) {
+  return profile.id == Framework::kHfTrainer || profile.id == Framework::kTrl || profile.id == Framework::kTransformersLoop;
+}
+
+// accelerate's FSDP2 plugin checkpointed each child of a wrapped block rather than the block
+// (utils/fsdp_utils.py fsdp2_apply_ac: checkpoint_wrapper on every child whose parent the wrap
+// policy matches) from v1.8.0 (2025-06-19) to v1.14.0; v1.15.0 (2026-09-09) wraps the block.
+constexpr std::int64_t kAccelerateFsdp2ChildAcFromYyyymm = 202506;
+constexpr std::int64_t kAccelerateFsdp2BlockAcFromYyyymm = 202609;
+
+// parallel.fsdp_activation_checkpointing: the FSDP plugin's own checkpointing (accelerate's
+// fsdp_activation_checkpointing) instead of the Trainer's gradient_checkpointing. Under FSDP2 at
+// the dates above each child keeps its input: the block's distinct hidden-size inputs (norm,
+// attention, residual, MLP: 4 in a pre-norm block, measured on an H200, TD-08; 2 in a parallel
+// block sharing one norm; each extra norm of a sandwich-norm block adds one).
+void read_fsdp_plugin_checkpointing(const Json& parallel, const FrameworkProfile& profile, std::int64_t yyyymm,
+                                    const ModelArchitecture& arch, TrainingSetup& t) {
+  const FieldReader f(parallel, "/parallel");
+  if (!f.bool_or({"fsdp_activation_checkpointing"}, false)) return;
+  if (!fsdp_through_accelerate(profile)) {
+    throw Error(ErrorCode::kInvalidValue, f.path("fsdp_activation_checkpointing"),
+                "fsdp_activation_checkpointing is accelerate's FSDP plugin option (hf_trainer, trl, transformers_loop)");
+  }
+  if (t.checkpointing == Checkpointing::kSelective) {
+    throw Error(ErrorCode::kInvalidValue, f.path("fsdp_activation_checkpointing"),
+                "the FSDP plugin checkpoints whole modules: activation_checkpointing selective does not apply");
+  }
+  t.checkpointing = Checkpointing::kFull;
+  const bool fsdp2 = f.int_or({"fsdp_version"}, 1, 2, 1) == 2;
+  const bool per_child = yyyymm >= kAccelerateFsdp2ChildAcFromYyyymm && yyyymm < kAccelerateFsdp2BlockAcFromYyyymm;
+  if (fsdp2 && per_child) t.checkpoint_saved_inputs_per_block = arch.norms_per_layer == 1 ? 2 : arch.norms_per_layer + 2;
+}
+
 // parallel.fsdp_version: which FSDP accelerate runs under the HF Trainer, TRL or a loop (fsdp_version in its
 // config). 2: fully_shard, whose all-gathers are copied out per parameter, and which shards a
 // 4-bit model where it was loaded (DistributedBehaviour::fsdp2_wraps_loaded_4bit_model).
 void read_fsdp_version(const FieldReader& f, const FrameworkProfile& profile, std::int64_t yyyymm, DistributedBehaviour& b) {
   const std::int64_t version = f.int_or({"fsdp_version"}, 1, 2, 1);
-  const bool through_accelerate = profile.id == Framework::kHfTrainer || profile.id == Framework::kTrl ||
-                                  profile.id == Framework::kTransformersLoop;
-  if (!through_accelerate) {
+  if (!fsdp_through_accelerate(profile)) {
     throw Error(ErrorCode::kInvalidValue, f.path("fsdp_version"),
                 "fsdp_version selects accelerate's FSDP under hf_trainer, trl and transformers_loop; " + profile.key +
                     " fixes its own");
@@ -319,7 +351,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     const FieldReader f(*j, path);
     reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "etp", "sequence_parallel", "sharding",
                             "shard_degree", "schedule", "stage_layers", "reshard_after_forward", "backend",
-                            "fsdp_version"});
+                            "fsdp_version", "fsdp_activation_checkpointing"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -622,7 +654,8 @@ EstimateRequest read_estimate_request(const Json& req) {
   }
   r.parallel = read_parallel(parallel, parallel ? "/parallel" : "", r.gpus,
                              deepspeed_engine ? framework_profile(Framework::kDeepspeed) : *r.framework, framework_yyyymm);
-  if (deepspeed_engine) apply_deepspeed_engine(r.training, r.parallel.behaviour, r.model.arch.hidden_size);
+  if (deepspeed_engine) apply_deepspeed_engine(r.framework->id, r.training, r.parallel.behaviour, r.model.arch.hidden_size);
+  if (parallel && !deepspeed_engine) read_fsdp_plugin_checkpointing(*parallel, *r.framework, framework_yyyymm, r.model.arch, r.training);
   // Axolotl leaves the embeddings 16-bit under FSDP (loaders/model.py _configure_embedding_dtypes:
   // not is_fsdp_enabled); ZeRO-2/3 without the DeepSpeed engine is FSDP here.
   const bool fsdp = !deepspeed_engine && (r.parallel.sharding == Sharding::kZero2 || r.parallel.sharding == Sharding::kZero3);

@@ -342,6 +342,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   out.saved_per_token = s + ceil_div(seq, seq_div) + ceil_div(linear_inputs, input_div);
   out.checkpoint_per_token = ceil_div(stream * h, seq_div);
   out.mm_policy_kept_per_token += out.checkpoint_per_token;
+  out.checkpoint_per_token *= t.checkpoint_saved_inputs_per_block;
   out.residual_grad_per_token = ceil_div(stream * h, seq_div);
   // Largest in-layer gradient set: in the MLP backward, grads of the down input, act out, up and
   // gate (4 x width) plus the partial grads of the MLP input.

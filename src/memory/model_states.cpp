@@ -114,6 +114,21 @@ void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, co
   m.head_gradient_bytes += n * b;
 }
 
+// DeepSpeed's ZeRO step on fp32 gradient copies (DistributedBehaviour::fp32_grads_at_step): stage 3
+// one sub-group's copy at a time; stage 1/2 every group's copy, the first made beside a flattened
+// 16-bit copy of its group (the HF Trainer's decay group: every parameter but norms and biases).
+std::int64_t fp32_step_gradient_bytes(const RankShard& shard, Sharding z, bool master_in_optimizer,
+                                      std::int64_t stepped_params, std::int64_t grad_bytes) {
+  const DistributedBehaviour& b = shard.behaviour;
+  if (!b.fp32_grads_at_step || !master_in_optimizer || z == Sharding::kNone) return 0;
+  if (z == Sharding::kZero3) {
+    const std::int64_t group = b.fp32_grad_sub_group_elements > 0 ? std::min(stepped_params, b.fp32_grad_sub_group_elements)
+                                                                  : stepped_params;
+    return checked_mul(group, 4, "optimizer step bytes");
+  }
+  return checked_mul(stepped_params, 4 + grad_bytes, "optimizer step bytes");
+}
+
 }  // namespace
 
 ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInventory& inv,
@@ -422,6 +437,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.unsharded_accumulated_gradient_bytes = 0;
   }
   m.gradients_at_init = shard.behaviour.grad_buffer_at_init;
+  if (z == Sharding::kZero3 && shard.behaviour.zero3_grad_partition_at_init) {
+    m.gradients_at_init = true;
+    m.persistent_reduce_bucket_bytes = shard.behaviour.reduce_bucket_bytes;
+  }
   if (z == Sharding::kNone && shard.data_parallel > 1 && shard.behaviour.ddp_bucket_copy && !shard.behaviour.grad_buffer_at_init) {
     m.ddp_bucket_bytes = unsharded_gradients;
   }
@@ -456,6 +475,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
                                               : 0;
     m.optimizer_step_temp_bytes = std::max(t.optimizer_impl == OptimizerImpl::kForeach ? group / 2 : 0, muon_step_temp);
   }
+  m.optimizer_step_temp_bytes += fp32_step_gradient_bytes(shard, z, master_in_opt && !t.optimizer_in_backward,
+                                                          stepped_params, t.main_grad_bytes);
   if (t.optimizer == Optimizer::kPagedAdamW8bit || t.optimizer == Optimizer::kPagedAdamW32bit) {
     m.unmanaged_optimizer_states_bytes = m.optimizer_states_bytes;
     m.optimizer_states_bytes = 0;

@@ -73,8 +73,11 @@ struct ModelStates {
   std::int64_t unsharded_accumulated_gradient_bytes = 0;
   /// DDP: flat bucket copy of all gradients (gradient_as_bucket_view=False).
   std::int64_t ddp_bucket_bytes = 0;
-  /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer).
+  /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer, DeepSpeed
+  /// ZeRO-3's flat gradient partition).
   bool gradients_at_init = false;
+  /// A reduce bucket allocated with the engine and kept (DeepSpeed ZeRO-3's ipg buffer).
+  std::int64_t persistent_reduce_bucket_bytes = 0;
   bool operator==(const ModelStates&) const = default;
   /// Weights, gradients and optimizer states, paged ones included (the result's model_states_bytes).
   std::int64_t total_bytes() const {

@@ -548,6 +548,7 @@ class Replay {
     base.optimizer_states_bytes = states_live || in_backward_step ? states_.optimizer_states_bytes : 0;
     base.gradients_bytes = (grads_live || grads_persistent) && !in_backward_step ? states_.gradients_bytes : 0;
     base.communication_bytes = states_.ddp_bucket_bytes;  // allocated when DDP wraps the model
+    base.communication_bytes += states_.persistent_reduce_bucket_bytes;  // DeepSpeed ZeRO-3's, from engine init
     // ZeRO-3: the root unit (embeddings, head) stays gathered through the step (FSDP2 root).
     sb.root_gathered = sb.zero3 && beh.root_unit_gathered ? states_.gather_root_bytes : 0;
     // Embeddings and head as units of their own: gathered only around their own compute.
@@ -779,7 +780,7 @@ class Replay {
       // A recomputed layer casts its weights again and saves the casts until its backward ends.
       const bool recast = g.recomputed && all_layers_checkpointed();
       top.temporaries_bytes += bwd_layer_temp + (recast ? states_.amp_largest_layer_weight_cast_bytes : 0);
-      top.communication_bytes += 2 * comm_layer_ + beh.reduce_bucket_bytes;
+      top.communication_bytes += 2 * comm_layer_ + (states_.persistent_reduce_bucket_bytes > 0 ? 0 : beh.reduce_bucket_bytes);
       if (zero3) {
         // The block is gathered again (with its prefetched neighbour) and its unsharded
         // gradients wait for the reduce-scatter.

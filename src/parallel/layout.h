@@ -43,6 +43,17 @@ struct DistributedBehaviour {
   bool grad_buffer_at_init = false;
   /// ZeRO-2 / DeepSpeed: gradients are reduced through buckets of this many bytes.
   std::int64_t reduce_bucket_bytes = 0;
+  /// DeepSpeed ZeRO-3 allocates its flat 16-bit gradient partition and its reduce bucket when the
+  /// engine is built (v0.19.8 runtime/zero/stage3.py: grad_partitions_flat_buffer, ipg bucket
+  /// buffers under contiguous_gradients): both live from the first forward (measured on an H200:
+  /// tests/validation/measured_h200_trainers, TG-14).
+  bool zero3_grad_partition_at_init = false;
+  /// DeepSpeed's ZeRO optimizers step on fp32 copies of the 16-bit gradient partition: stage 1/2
+  /// all groups' copies at once, each made from a flattened 16-bit copy of the group
+  /// (stage_1_and_2.py step: flatten(averaged_gradients).to(fp32); TD-16); stage 3 one sub-group's
+  /// copy at a time (stage3.py _prepare_fp32_grad_for_sub_group, sub_group_size elements; TG-14).
+  bool fp32_grads_at_step = false;
+  std::int64_t fp32_grad_sub_group_elements = 0;
   /// ZeRO-3 / FSDP: units (transformer blocks) gathered ahead of the one computing (FSDP2:
   /// the previous group's all-gather output stays until the next unshard, one unit).
   std::int64_t prefetch_units = 1;

@@ -355,6 +355,12 @@ FrameworkProfile deepspeed() {
   p.dist.reduce_bucket_bytes = 500'000'000LL * 2;
   p.dist.prefetch_bytes = 50'000'000LL * 2;
   p.dist.reduce_in_fp32 = false;
+  // v0.19.8 stage3.py / stage_1_and_2.py (measured: TG-14..18, TD-16): ZeRO-3's gradient partition
+  // and reduce bucket from engine init; fp32 gradient copies at the step, ZeRO-3 by sub-groups of
+  // sub_group_size (zero/config.py default 1e9 elements).
+  p.dist.zero3_grad_partition_at_init = true;
+  p.dist.fp32_grads_at_step = true;
+  p.dist.fp32_grad_sub_group_elements = 1'000'000'000LL;
   p.sources = {"deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/engine.py (get_data_types, optimizer)",
                "deepspeedai/DeepSpeed @ b344c04: deepspeed/runtime/zero/config.py, stage_1_and_2.py (ipg buffers)",
                "deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/utils.py (see_memory_usage)"};
@@ -673,13 +679,18 @@ bool runs_deepspeed_engine(Framework f) {
 // accelerate/accelerator.py (Accelerator.__init__): native_amp is set for fp16/bf16 only when the
 // distributed type is not DEEPSPEED or MEGATRON_LM; DeepSpeed's bf16/fp16 optimizer keeps the fp32
 // master partitions (deepspeed/runtime/engine.py, as the deepspeed profile above).
-// transformers integrations/deepspeed.py (HfTrainerDeepSpeedConfig.trainer_config_finalize) and
-// accelerate's DeepSpeedPlugin fill "auto": reduce_bucket_size = hidden², stage3_prefetch_bucket_size
-// = 0.9 hidden² elements, in the 16-bit model dtype.
-void apply_deepspeed_engine(TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size) {
+// Buckets: `accelerate launch` from an accelerate config without a DeepSpeed file (TRL's
+// examples/accelerate_configs and its benchmark's deepspeed_zero3.yaml.j2) leaves DeepSpeed's
+// defaults (the engine's resolved config, TG-14: reduce_bucket_size 5e8, prefetch 5e7 elements).
+// Axolotl's deepspeed_configs/*.json (@1aaebb0) and LLaMA-Factory's examples/deepspeed/*.json
+// (@1d6e8b2) say "auto", which transformers integrations/deepspeed.py
+// (HfTrainerDeepSpeedConfig.trainer_config_finalize) fills as reduce_bucket_size = hidden²,
+// stage3_prefetch_bucket_size = 0.9 hidden² elements, in the 16-bit model dtype.
+void apply_deepspeed_engine(Framework wrapper, TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size) {
   const TrainingSetup engine = framework_profile(Framework::kDeepspeed).defaults;
   if (amp_like(t)) t.amp_weights = engine.amp_weights;
   t.main_grad_bytes = engine.main_grad_bytes;
+  if (wrapper != Framework::kAxolotl && wrapper != Framework::kLlamaFactory) return;
   const std::int64_t square = hidden_size * hidden_size;
   b.reduce_bucket_bytes = square * 2;
   b.prefetch_bytes = square * 9 / 10 * 2;

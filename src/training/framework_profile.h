@@ -67,8 +67,9 @@ bool runs_deepspeed_engine(Framework f);
 /// The setup and behaviours as the DeepSpeed engine runs under such a wrapper: no torch autocast
 /// (accelerate leaves native AMP off under DeepSpeed), a 16-bit model with fp32 master partitions
 /// in DeepSpeed's optimizer and 16-bit gradients (the `deepspeed` profile's precision handling),
-/// and the wrapper's "auto" bucket sizes, filled from the model's hidden size.
-void apply_deepspeed_engine(TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size);
+/// and the bucket sizes of the wrapper's usual launch: DeepSpeed's defaults from an accelerate
+/// config (hf_trainer, trl), "auto" from the hidden size in Axolotl's and LLaMA-Factory's JSONs.
+void apply_deepspeed_engine(Framework wrapper, TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size);
 
 /// The dated behaviours that depend on the model type's code: where the model's own forward
 /// computes the loss (TrainingSetup::model_computes_loss), whether it upcasts the logits and

@@ -42,6 +42,9 @@ enum class AmpWeights { kAutocast, kMasterInOptimizer, kGathered16bit };
 
 struct TrainingSetup {
   Method method = Method::kFull;
+  /// Hidden-size inputs a checkpointed block keeps: 1 when the block is one checkpoint region;
+  /// more when each of its children is one (accelerate's FSDP2 plugin, api/request.cpp).
+  std::int64_t checkpoint_saved_inputs_per_block = 1;
   BaseQuant base_quant = BaseQuant::kNone;   // qlora implies nf4
   std::int64_t lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "v"};  // short roles; "all-linear" expands

@@ -326,7 +326,7 @@ TEST_CASE("layer model states: the blocks a rank holds, without embeddings and h
   CHECK(r["result"]["model_states_bytes"].get<long long>() == blocks + globals);
 }
 
-TEST_CASE("an HF Trainer run on the DeepSpeed engine takes DeepSpeed's precision and the wrapper's auto buckets",
+TEST_CASE("an HF Trainer run on the DeepSpeed engine takes DeepSpeed's precision and the launch's buckets",
           "[api][estimate][frameworks]") {
   json request = base_request();
   request["training"]["precision"] = "amp_bf16";
@@ -340,11 +340,19 @@ TEST_CASE("an HF Trainer run on the DeepSpeed engine takes DeepSpeed's precision
   // No autocast: a 16-bit model with fp32 masters in the optimizer (accelerate's native_amp off).
   CHECK(fsdp["result"]["training"]["amp_weights"] == "autocast");
   CHECK(engine["result"]["training"]["amp_weights"] == "master_in_optimizer");
-  // "auto" buckets from Llama-3.2-1B's hidden size 2048: reduce hidden², prefetch 0.9 hidden², 16-bit.
+  // An accelerate config without a DeepSpeed file: DeepSpeed's default buckets, 16-bit.
   const json& b = engine["result"]["parallel"]["behaviour"];
-  CHECK(b["reduce_bucket_bytes"] == 2048 * 2048 * 2);
-  CHECK(b["prefetch_bytes"] == 2048 * 2048 * 9 / 10 * 2);
+  CHECK(b["reduce_bucket_bytes"] == 500000000LL * 2);
+  CHECK(b["prefetch_bytes"] == 50000000LL * 2);
   CHECK(b["reduce_in_fp32"] == false);
+  // Axolotl's shipped JSONs say "auto": from Llama-3.2-1B's hidden size 2048, reduce hidden²,
+  // prefetch 0.9 hidden².
+  request["training"]["framework"] = "axolotl";
+  const json axolotl = estimate(request);
+  REQUIRE(axolotl["ok"] == true);
+  const json& a = axolotl["result"]["parallel"]["behaviour"];
+  CHECK(a["reduce_bucket_bytes"] == 2048 * 2048 * 2);
+  CHECK(a["prefetch_bytes"] == 2048 * 2048 * 9 / 10 * 2);
   // A 16-bit residual stream and no autocast copies: fewer saved bytes than under autocast.
   CHECK(engine["result"]["breakdown"]["activations_bytes"].get<std::int64_t>() <
         fsdp["result"]["breakdown"]["activations_bytes"].get<std::int64_t>());

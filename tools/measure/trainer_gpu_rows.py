@@ -18,14 +18,14 @@ COLUMNS = ("id,source,date,grade,model,gpu,n_gpus,dp,tp,pp,vpp,cp,ep,sequence_pa
 COUNTERS = (("alloc", "max_allocated"), ("reserved", "max_reserved"), ("smi", "nvidia_smi"))
 SETUPS = {
     "benchmark": "trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0 (the TRL SFT benchmark's versions), "
-                 "torch 2.11.0+cu130; Qwen3-4B from its config.json with random bf16 weights built on the GPU (dtype "
+                 "framework_version=2026-04 (the date of those versions), torch 2.11.0+cu130; Qwen3-4B from its config.json with random bf16 weights built on the GPU (dtype "
                  "bfloat16) and --bf16 (accelerate autocast; accelerate 1.13 keeps the bf16 parameters and AdamW states)",
     "device": "accelerate 1.15.0, transformers 5.17.0 (the GPU image's), torch 2.11.0+cu130; random bf16 weights built "
               "on the GPU from the config (dtype bfloat16) and --bf16 (accelerate autocast; under FSDP2 accelerate 1.15 "
               "upcasts the sharded parameters to fp32, so AdamW states and gradients are fp32)",
 }
 DEEPSPEED_SETUP = ("trl 1.4.0, accelerate 1.13.0, transformers 5.8.0, datasets 5.2.0 (the TRL SFT benchmark's versions), "
-                   "deepspeed 0.19.8, torch 2.11.0+cu130; random bf16 weights built on the GPU from the config under "
+                   "framework_version=2026-04 (the date of those versions), deepspeed 0.19.8, torch 2.11.0+cu130; random bf16 weights built on the GPU from the config under "
                    "zero.Init (dtype bfloat16) and --bf16: DeepSpeed keeps fp32 master partitions and fp32 AdamW states")
 COMMON = "Trainer default optimizer; per_device_train_batch_size 1"
 

@@ -1,0 +1,106 @@
+// DeepSpeed's ZeRO optimizers as v0.19.8 runs them (runtime/zero/stage3.py, stage_1_and_2.py;
+// measured on an H200 under TRL: tests/validation/measured_h200_trainers, TG-14..18, TD-16):
+// ZeRO-3 allocates its 16-bit gradient partition and reduce bucket with the engine, and both
+// ZeRO stages step on fp32 copies of the gradient partition.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::int64_t kParamsLlama8B = 8'030'261'248;  // Llama-3.1-8B, untied
+
+json request(const char* sharding, const char* framework, int gpus) {
+  return {{"schema_version", 1},
+          {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+          {"training", {{"framework", framework}, {"method", "full"}, {"precision", "amp_bf16"}, {"micro_batch", 1},
+                        {"seq_len", 4096}, {"activation_checkpointing", "full"}}},
+          {"cluster", {{"gpu", {{"preset", "H200"}}}, {"gpus", gpus}}},
+          {"parallel", {{"sharding", sharding}, {"backend", "deepspeed"}}}};
+}
+
+json result_of(const json& req) {
+  json out = json::parse(memfit::api::estimate(req.dump()));
+  REQUIRE(out["ok"] == true);
+  return out["result"];
+}
+
+std::int64_t bytes(const json& j, const char* key) { return j[key].get<std::int64_t>(); }
+
+}  // namespace
+
+TEST_CASE("DeepSpeed ZeRO-3: the gradient partition and the reduce bucket live from engine init",
+          "[deepspeed][zero]") {
+  for (const int gpus : {1, 8}) {
+    const json r = result_of(request("zero3", "trl", gpus));
+    const json& b = r["parallel"]["behaviour"];
+    CHECK(b["zero3_grad_partition_at_init"] == true);
+    // accelerate's config without a DeepSpeed file: DeepSpeed's default 5e8-element bucket, 16-bit.
+    CHECK(bytes(b, "reduce_bucket_bytes") == 1'000'000'000);
+    // The peak is the loss, before any gradient is computed, yet the whole 16-bit partition is there.
+    const json& at_peak = r["breakdown"];
+    const std::int64_t partition = bytes(r["states"], "gradients_bytes");
+    CHECK(partition == Approx(2.0 * kParamsLlama8B / gpus).epsilon(0.01));
+    CHECK(bytes(at_peak, "gradients_bytes") >= partition);
+  }
+}
+
+TEST_CASE("DeepSpeed ZeRO-2 steps on fp32 gradient copies made from a flattened 16-bit copy",
+          "[deepspeed][zero]") {
+  // One GPU: the partition is the model. At the step: the 16-bit gradients, a flattened 16-bit copy of
+  // the decay group and every group's fp32 copy (TD-16: 7.49 + 7.49 + 14.98 GiB for Qwen3-4B).
+  const json r = result_of(request("zero2", "trl", 1));
+  const std::int64_t params = kParamsLlama8B;
+  const json* step = nullptr;
+  for (const json& e : r["timeline"]) {
+    if (e["phase"] == "optimizer") step = &e;
+  }
+  REQUIRE(step != nullptr);
+  const std::int64_t temp = bytes(*step, "temporaries_bytes");
+  CHECK(temp == Approx(6.0 * params).epsilon(0.01));
+  // ZeRO-3 copies one sub-group of 1e9 elements at a time.
+  const json z3 = result_of(request("zero3", "trl", 1));
+  const json* step3 = nullptr;
+  for (const json& e : z3["timeline"]) {
+    if (e["phase"] == "optimizer") step3 = &e;
+  }
+  REQUIRE(step3 != nullptr);
+  CHECK(bytes(*step3, "temporaries_bytes") == 4'000'000'000LL);
+}
+
+TEST_CASE("Axolotl and LLaMA-Factory's DeepSpeed JSONs size the buckets from the hidden size", "[deepspeed][zero]") {
+  const json r = result_of(request("zero3", "axolotl", 8));
+  CHECK(bytes(r["parallel"]["behaviour"], "reduce_bucket_bytes") == 4096LL * 4096 * 2);
+}
+
+TEST_CASE("accelerate's FSDP2 plugin checkpointed every child of a block from v1.8 to v1.14", "[fsdp][checkpointing]") {
+  json req = request("zero3", "trl", 2);
+  req["parallel"] = {{"sharding", "zero3"}, {"fsdp_version", 2}, {"fsdp_activation_checkpointing", true}};
+  req["training"].erase("activation_checkpointing");  // the plugin checkpoints whatever the Trainer says
+  req["training"]["framework_version"] = "2026-03";  // accelerate 1.13
+  const json per_child = result_of(req);
+  req["training"]["framework_version"] = "2026-10";  // accelerate 1.15: the block is the region
+  const json per_block = result_of(req);
+  req["parallel"].erase("fsdp_activation_checkpointing");
+  req["training"]["activation_checkpointing"] = "full";
+  const json trainer = result_of(req);
+  // Llama: two norms, attention and MLP each keep their hidden-size input: 3 more per layer, over
+  // the 31 layers below the one in backward at the activations' peak.
+  const std::int64_t per_layer = 3LL * 4096 * 4096 * 2;  // tokens x hidden x bf16
+  const std::int64_t extra = bytes(per_child, "activations_peak_bytes") - bytes(per_block, "activations_peak_bytes");
+  CHECK(extra >= 31 * per_layer);
+  CHECK(extra <= 32 * per_layer);
+  CHECK(bytes(per_block, "activations_peak_bytes") == bytes(trainer, "activations_peak_bytes"));
+}
+
+TEST_CASE("fsdp_activation_checkpointing is accelerate's option", "[fsdp][checkpointing][errors]") {
+  json req = request("zero3", "torchtune", 2);
+  req["parallel"] = {{"sharding", "zero3"}, {"fsdp_activation_checkpointing", true}};
+  const json out = json::parse(memfit::api::estimate(req.dump()));
+  REQUIRE(out["ok"] == false);
+  CHECK(out["error"]["code"] == "invalid_value");
+  CHECK(out["error"]["path"] == "/parallel/fsdp_activation_checkpointing");
+}
