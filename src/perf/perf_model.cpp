@@ -643,8 +643,12 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   const double elem_scale = act_bytes / 2.0;
   const bool nf4_base = effective_base_quant(t) == BaseQuant::kNf4;
   // A gradient add per micro-batch (grad_add_per_micro_batch): the 16-bit weight gradient read,
-  // the buffer (the optimizer's gradient element) read and written, per trained weight.
-  const double grad_add_bytes = l.behaviour.grad_add_per_micro_batch ? act_bytes + 2.0 * gradient_element_bytes(t) : 0.0;
+  // the buffer read and written, per trained weight. Megatron-LM's 2021 buffer takes the
+  // parameters' dtype under --fp16 and fp32 only with --accumulate-allreduce-grads-in-fp32, which
+  // --bf16 forces (megatron/model/distributed.py _get_buffer_type, arguments.py @ 3d718bfc).
+  const bool fp16_buffer = t.precision == Precision::kAmpFp16 || t.precision == Precision::kFp16;
+  const double grad_add_bytes =
+      l.behaviour.grad_add_per_micro_batch ? act_bytes + 2.0 * (fp16_buffer ? 2.0 : gradient_element_bytes(t)) : 0.0;
   const double ctx = !b.causal ? seq
                      : b.sliding_window > 0 ? std::min(static_cast<double>(b.sliding_window), seq / 2)
                                             : seq / 2;
