@@ -258,7 +258,12 @@ std::vector<DatedSetup> dated_setups(const Json& request, const FrameworkProfile
   std::vector<DatedSetup> dated;
   const Json* training = request.contains("training") ? &request["training"] : nullptr;
   if (!training || !training->contains("framework") || training->contains("framework_version")) return dated;
-  const auto same = [](const SearchInput& in, const DatedSetup& d) { return in.training == d.training && in.behaviour == d.behaviour; };
+  // A version that differs only in the step-time behaviour grad_add_per_micro_batch gives the same memory.
+  const auto same = [](const SearchInput& in, const DatedSetup& d) {
+    DistributedBehaviour behaviour = in.behaviour;
+    behaviour.grad_add_per_micro_batch = d.behaviour.grad_add_per_micro_batch;
+    return in.training == d.training && behaviour == d.behaviour;
+  };
   for (const std::int64_t month : dated_variants(framework)) {
     Json variant = request;
     variant["training"]["framework_version"] = month_text(month);

@@ -164,6 +164,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"tp_sequence_parallel_only", b.tp_sequence_parallel_only},
            {"tp_backward_overlap", b.tp_backward_overlap},
            {"pp_scatter_gather", b.pp_scatter_gather},
+           {"grad_add_per_micro_batch", b.grad_add_per_micro_batch},
            {"param_gather_overlaps_forward", b.param_gather_overlaps_forward},
            {"dp_reduce_overlaps_backward", b.dp_reduce_overlaps_backward},
            {"loss_parallel_decomposed", b.loss_parallel_decomposed},

@@ -131,6 +131,12 @@ struct DistributedBehaviour {
   /// by bucket beside the last micro-batch's backward; otherwise it starts when the backward
   /// has ended (Megatron-LM before --overlap-grad-reduce, e801b2bb, 2023-09).
   bool dp_reduce_overlaps_backward = true;
+  /// Each micro-batch's weight gradients are added into the gradient buffer by a kernel of their
+  /// own, on the compute stream: the new 16-bit gradient read, the buffer read and written
+  /// (Megatron-LM's local DDP before gradient accumulation fusion: param_hook's
+  /// `param.main_grad.add_(param.grad.data)`, megatron/model/distributed.py @ 3d718bfc; fused into
+  /// the weight-gradient GEMM by 9c5a830f, 2022-02-22).
+  bool grad_add_per_micro_batch = false;
   /// Without sequence parallelism, each tp rank sends 1/tp of a pipeline stage's activation (or
   /// its gradient) and the receiving stage all-gathers the pieces in its tp group (Megatron-LM
   /// 2021-02 to 2023-03, split_tensor_into_1d_equal_chunks / gather_split_1d_tensor).

@@ -617,6 +617,12 @@ EagerAttentionGemms eager_attention_gemms(const PerfLayer& pl, std::int64_t micr
   return e;
 }
 
+// Bytes of one gradient element as the optimizer reads it (the fp32 main_grad under AMP).
+double gradient_element_bytes(const TrainingSetup& t) {
+  if (!amp_like(t)) return static_cast<double>(weight_bytes(t.precision));
+  return t.amp_weights == AmpWeights::kMasterInOptimizer ? static_cast<double>(t.main_grad_bytes) : 4.0;
+}
+
 // stage_costs with the layout's rank plan (tokens, activation split, recomputation) at hand.
 StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan,
                                const ClusterSpec& c, const PerfConstants& k) {
@@ -636,6 +642,13 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   const double hbm = std::max(g.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   const double elem_scale = act_bytes / 2.0;
   const bool nf4_base = effective_base_quant(t) == BaseQuant::kNf4;
+  // A gradient add per micro-batch (grad_add_per_micro_batch): the 16-bit weight gradient read,
+  // the buffer read and written, per trained weight. Megatron-LM's 2021 buffer takes the
+  // parameters' dtype under --fp16 and fp32 only with --accumulate-allreduce-grads-in-fp32, which
+  // --bf16 forces (megatron/model/distributed.py _get_buffer_type, arguments.py @ 3d718bfc).
+  const bool fp16_buffer = t.precision == Precision::kAmpFp16 || t.precision == Precision::kFp16;
+  const double grad_add_bytes =
+      l.behaviour.grad_add_per_micro_batch ? act_bytes + 2.0 * (fp16_buffer ? 2.0 : gradient_element_bytes(t)) : 0.0;
   const double ctx = !b.causal ? seq
                      : b.sliding_window > 0 ? std::min(static_cast<double>(b.sliding_window), seq / 2)
                                             : seq / 2;
@@ -810,7 +823,8 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       lc.sp_gather_copy_s = (2 * (1 + recompute_all) + bwd_gathers + policy_gathers) * gather_copy_s;
     }
     const double fwd = mm_fwd + attn_fwd + elem_fwd;
-    lc.bwd_s = mm_bwd + attn_bwd + elem_bwd;
+    const double trained_share = pl.dense_params + pl.expert_params > 0 ? pl.trainable_params / (pl.dense_params + pl.expert_params) : 0;
+    lc.bwd_s = mm_bwd + attn_bwd + elem_bwd + weights * trained_share * grad_add_bytes / hbm;
     lc.recompute_s = recompute_all * fwd + recompute_attention * attn_fwd + mm_policy * mm_fwd + recompute_elem;
     lc.compute_s = fwd + lc.bwd_s + lc.recompute_s;
     lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd) +
@@ -989,6 +1003,17 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     StageCost& first = l.pp > 1 ? first_stage : last_stage;
     if (b.head_trains) first.trainable += b.embedding_params;
     first.params += b.embedding_params / tp;
+    if (b.head_trains && grad_add_bytes > 0) {
+      // The vocabulary-parallel weights' gradient adds: the embedding on the first stage, the head
+      // (or, tied, Megatron's copy of the word embedding) on the last.
+      const double head = b.head_params > 0 ? b.head_params : l.pp > 1 && b.arch.tie_word_embeddings ? b.embedding_params : 0.0;
+      const double embedding_add_s = b.embedding_params / tp * grad_add_bytes / hbm;
+      const double head_add_s = head / tp * grad_add_bytes / hbm;
+      first.compute_s += embedding_add_s;
+      first.bwd_s += embedding_add_s;
+      last.compute_s += head_add_s;
+      last.bwd_s += head_add_s;
+    }
   }
   return out;
 }
@@ -1049,8 +1074,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double trainable_rank = sc.trainable / tp;  // before data-parallel sharding
   const bool amp = amp_like(t);
   // Gradients as the optimizer reads them, and as the data-parallel collective moves them.
-  double grad_elem = amp ? 4.0 : static_cast<double>(weight_bytes(t.precision));
-  if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) grad_elem = static_cast<double>(t.main_grad_bytes);
+  const double grad_elem = gradient_element_bytes(t);
   st.gradient_reduce_element_bytes = static_cast<double>(plan.reduced_gradient_bytes);
   const double grad_bytes = trainable_rank * st.gradient_reduce_element_bytes;
   const double param16_bytes = sc.params * act_bytes;

@@ -305,6 +305,11 @@ FrameworkProfile megatron() {
                 "NVIDIA/Megatron-LM cf7efd4f (2021-08-30, \"allreduce overlap with wgrad gemm\"): the all-reduce launched "
                 "async beside the weight-gradient GEMM; before it mpu/layers.py reduced in the autograd function's backward",
                 nullptr, [](DistributedBehaviour& d) { d.tp_backward_overlap = false; }},
+               {202203, "each micro-batch's weight gradients are added into the gradient buffer by a kernel of their own",
+                "NVIDIA/Megatron-LM @ 3d718bfc (2021-08): megatron/model/distributed.py param_hook "
+                "(param.main_grad.add_(param.grad.data)); fused into the weight-gradient GEMM by 83b1e42f "
+                "(\"gradient accumulation fusion\", merged 9c5a830f, 2022-02-22)",
+                nullptr, [](DistributedBehaviour& d) { d.grad_add_per_micro_batch = true; }},
                {202304, "pipeline sends split over the tensor-parallel ranks (scatter-gather): each sends 1/tp of the activation "
                 "and the receiving stage all-gathers it in its tp group",
                 "NVIDIA/Megatron-LM 27fc4689 (2021-01-20), on by default from 72e4230b (2021-02-16, "
