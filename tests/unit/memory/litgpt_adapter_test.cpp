@@ -47,13 +47,14 @@ TEST_CASE("LitGPT adapter: only the gates train; the prefix is a weight without 
   CHECK(m.optimizer_states_bytes == 2 * 2 * gates);  // bf16 AdamW moments
 }
 
-TEST_CASE("LitGPT adapter v2: a bias and a scale per output of every block linear, and the norms", "[memory][litgpt]") {
+TEST_CASE("LitGPT adapter v2: a bias and a scale per output of every linear, and the norms", "[memory][litgpt]") {
   const ModelArchitecture a = toy();
   const TensorInventory inv = build_tensor_inventory(a);
   const ModelStates m = compute_model_states(a, inv, adapter(Method::kAdapterV2));
   const std::int64_t outs = 8 + 4 + 4 + 8 + 16 + 16 + 8;  // q k v o gate up down
   const std::int64_t norms = 4 * 2 * 8 + 8;               // two per block and the final one
-  CHECK(m.trainable_params == 4 * 2 * outs + norms + 2 * 2);
+  const std::int64_t head = 2 * 32;                       // lm_head is an AdapterV2Linear too
+  CHECK(m.trainable_params == 4 * 2 * outs + norms + head + 2 * 2);
   CHECK(m.optimizer_states_bytes == 2 * 2 * m.trainable_params);
 }
 
