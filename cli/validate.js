@@ -244,6 +244,14 @@ function rowToRequest(row, config) {
   // `virtual_tokens=N` in the notes: PEFT prompt / prefix tuning's num_virtual_tokens.
   const tokens = /(^|[\s;,(])virtual_tokens=(\d+)\b/.exec(row.notes || '');
   if (tokens) training.virtual_tokens = Number(tokens[2]);
+  // `adapter_len=N` and `adapter_layers=N` in the notes: PEFT adaption prompt's (LLaMA-Adapter's) settings.
+  const adapterLen = /(^|[\s;,(])adapter_len=(\d+)\b/.exec(row.notes || '');
+  const adapterLayers = /(^|[\s;,(])adapter_layers=(\d+)\b/.exec(row.notes || '');
+  if (adapterLen || adapterLayers) {
+    training.adapter = {};
+    if (adapterLen) training.adapter.prompt_length = Number(adapterLen[2]);
+    if (adapterLayers) training.adapter.layers = Number(adapterLayers[2]);
+  }
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.

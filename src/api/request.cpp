@@ -116,10 +116,49 @@ void read_projection(const FieldReader& f, TrainingSetup& t) {
   t.projection_update_gap = pr.int_or({"update_gap"}, 1, 1'000'000, t.projection_update_gap);
 }
 
+/// LLaMA-Adapter's `adapter` {prompt_length, start_layer | layers}: LitGPT's adapter / adapter_v2
+/// (litgpt v0.5.13 adapter.py Config adapter_prompt_length 10, adapter_start_layer 2; LitGPT's own
+/// models, so framework litgpt) and PEFT's adaption_prompt (peft v0.21.2 AdaptionPromptConfig
+/// adapter_len, adapter_layers counted from the top: both required, no default).
+void read_llama_adapter(const FieldReader& f, const FrameworkProfile& profile, std::int64_t num_layers, TrainingSetup& t) {
+  if (is_litgpt_adapter(t.method) && profile.id != Framework::kLitgpt) {
+    throw Error(ErrorCode::kInvalidValue, f.path("method"),
+                "adapter and adapter_v2 are LitGPT's LLaMA-Adapter models (finetune_adapter, finetune_adapter_v2): "
+                "they need framework litgpt (PEFT's is adaption_prompt)");
+  }
+  const Json* a = f.find({"adapter"});
+  if (!a) {
+    if (t.method == Method::kAdaptionPrompt) {
+      throw Error(ErrorCode::kMissingField, f.path("adapter"),
+                  "adaption_prompt needs adapter {prompt_length, layers}: PEFT's adapter_len and adapter_layers have no default");
+    }
+    return;
+  }
+  if (!is_llama_adapter(t.method)) {
+    throw Error(ErrorCode::kInvalidValue, f.path("adapter"), "adapter settings need method adapter, adapter_v2 or adaption_prompt");
+  }
+  if (!a->is_object()) throw Error(ErrorCode::kInvalidType, f.path("adapter"), "adapter must be an object");
+  const FieldReader ar(*a, f.path("adapter"));
+  reject_unknown_keys(ar, {"prompt_length", "start_layer", "layers"});
+  if (ar.has({"start_layer"}) && ar.has({"layers"})) {
+    throw Error(ErrorCode::kInvalidValue, ar.path("layers"), "give start_layer or layers (counted from the top), not both");
+  }
+  if (t.method == Method::kAdaptionPrompt) {
+    for (const char* key : {"prompt_length", "layers"}) {
+      if (!ar.has({key}) && !(std::string(key) == "layers" && ar.has({"start_layer"}))) {
+        throw Error(ErrorCode::kMissingField, ar.path(key), std::string("adaption_prompt needs adapter.") + key + " (PEFT has no default)");
+      }
+    }
+  }
+  t.adapter_prompt_length = ar.int_or({"prompt_length"}, 1, kMaxVirtualTokens, t.adapter_prompt_length);
+  t.adapter_start_layer = ar.int_or({"start_layer"}, 0, std::max<std::int64_t>(0, num_layers), t.adapter_start_layer);
+  if (auto layers = ar.get_int({"layers"}, 0, std::max<std::int64_t>(0, num_layers))) t.adapter_start_layer = num_layers - *layers;
+}
+
 TrainingSetup read_training(const Json& j, const std::string& path, const FrameworkProfile*& profile,
                             std::int64_t num_layers, std::int64_t& yyyymm) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "virtual_tokens", "base_quant", "freeze_trainable_layers", "precision",
+  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "virtual_tokens", "adapter", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
@@ -161,9 +200,10 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     read_lora(*l, f.path("lora"), t);
   }
   if (f.has({"virtual_tokens"}) && !is_prompt_method(t.method)) {
-    throw Error(ErrorCode::kInvalidValue, f.path("virtual_tokens"), "virtual_tokens needs method prompt_tuning or prefix_tuning");
+    throw Error(ErrorCode::kInvalidValue, f.path("virtual_tokens"), "virtual_tokens needs method prompt_tuning, prefix_tuning or p_tuning");
   }
   t.virtual_tokens = f.int_or({"virtual_tokens"}, 1, kMaxVirtualTokens, t.virtual_tokens);
+  read_llama_adapter(f, *profile, num_layers, t);
   t.base_quant = enum_or(f, "base_quant", kBaseQuantNames, t.base_quant);
   if (t.base_quant != BaseQuant::kNone && !lora) {
     throw Error(ErrorCode::kInvalidValue, f.path("base_quant"),

@@ -128,6 +128,40 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
   out.saved_per_layer += out.saved_per_layer_for_input_grad;
 }
 
+// LLaMA-Adapter's gated prefix attention in an adapted layer, and what such a layer leaves unsaved
+// when its input needs no gradient (the first adapted one: its attention side and the kernel's
+// output, `attention_side` + the output).
+// - LitGPT (litgpt v0.5.13 adapter.py CausalSelfAttention.scaled_dot_product_attention): from q to the
+//   prefix's cached keys and values with an explicit mask, SDPA's memory-efficient kernel, which
+//   saves its output and an fp32 logsumexp; `gating_factor * ay` keeps that output.
+//   adapter_v2.py: each AdapterV2Linear computes adapter_scale * (linear(x) + adapter_bias) and
+//   saves the sum (out per token) for the scale's gradient; the trained RMSNorm weight makes
+//   `x_normed * weight.float()` save the fp32 normalised input (litgpt model.py RMSNorm).
+// - PEFT (peft v0.21.2 tuners/adaption_prompt/layer.py AdaptedAttention.forward, utils.py
+//   llama_compute_query_states): q recomputed and rotated, saved by matmul(q, adapter_k^T) since
+//   adapter_k needs a gradient (in the first adapted layer too); per prefix position the fp32
+//   softmax, its 16-bit cast (saved by the gate's mul) and the gated scores (saved by the V
+//   matmul); adapter K and V repeated over the batch, saved by the two matmuls.
+void add_llama_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, bool moe, std::int64_t tp,
+                             std::int64_t heads, std::int64_t d, std::int64_t dv, std::int64_t e, std::int64_t norms,
+                             std::int64_t attention_side, std::int64_t& s, std::int64_t& seq, LayerActivations& out) {
+  if (!is_llama_adapter(t.method)) return;
+  const std::int64_t kernel_out = e * heads * dv;
+  if (t.method == Method::kAdaptionPrompt) {
+    const std::int64_t n = t.adapter_prompt_length;
+    out.adapter_prompt_per_token = e * heads * d + (4 + 2 * e) * heads * n;
+    out.entry_layer_unsaved_per_token = attention_side + kernel_out;
+    out.saved_per_layer += checked_mul(t.micro_batch * n, e * heads * (d + dv), "activation bytes");
+  } else {
+    out.adapter_prompt_per_token = kernel_out + 4 * heads;
+    out.entry_layer_unsaved_per_token = attention_side + kernel_out + 4 * heads;
+  }
+  s += out.adapter_prompt_per_token;
+  if (t.method != Method::kAdapterV2) return;
+  for_each_block_matmul(a, moe, tp, [&](const BlockMatmul& m) { s += e * m.out; });
+  if (a.norm == NormKind::kRmsNorm) seq += norms * 4 * a.hidden_size;
+}
+
 // Prefix tuning: each layer's attention runs over the virtual tokens' keys and values before the
 // sequence's (the cache PEFT passes as past_key_values), so the kernel saves K and V n positions
 // longer per sequence (peft v0.21.2 peft_model.py PeftModelForCausalLM.forward, get_prompt).
@@ -184,6 +218,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
   // input and rsqrt; so does Liger's.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
+  const std::int64_t attention_side_start = s + seq;  // what the attention side saves (LLaMA-Adapter's entry layer)
   const std::int64_t stream = amp ? 4 : e;
   const bool fused_norm = t.compile || t.liger_kernels;
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
@@ -232,7 +267,10 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     const std::int64_t kv_saved = std::max<std::int64_t>(1, kernel_kv_heads(a, t) / tp);
     s += e * (heads * d + kv_saved * d + kv_saved * dv) + (core_recomputed ? 0 : 4 * heads);
   }
+  // The attention side before its output: one norm, the q/k/v inputs and the kernel's inputs.
+  const std::int64_t attention_side = s + seq + linear_inputs - attention_side_start - (norms - 1) * norm_bytes;
   s += e * heads * dv;                                // attention output = o_proj input
+  add_llama_adapter_terms(a, t, moe, tp, heads, d, dv, e, norms, attention_side, s, seq, out);
   if (cross_attention) {                              // T5 decoder: q, encoder k/v, output, norm
     s += e * (3 * heads * d + heads * d);
     seq += norm_bytes + 2 * h;

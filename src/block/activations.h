@@ -28,6 +28,11 @@ struct LayerActivations {
   /// The part of saved_per_layer that a matmul saves only because its input needs a gradient (a
   /// materialised adapter weight: PEFT LoHa / LoKr): absent where no gradient reaches the layer.
   std::int64_t saved_per_layer_for_input_grad = 0;
+  /// LLaMA-Adapter: what the gated prefix attention of an adapted layer saves per token (in
+  /// saved_per_token), and what an adapted layer whose input needs no gradient leaves unsaved (its
+  /// attention side: the first norm, the q/k/v path, the kernel's inputs, output and logsumexp).
+  std::int64_t adapter_prompt_per_token = 0;
+  std::int64_t entry_layer_unsaved_per_token = 0;
 };
 
 /// How tensor parallelism splits a layer's activations on one rank: heads and MLP width by tp,

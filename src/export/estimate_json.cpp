@@ -46,6 +46,7 @@ Json training_to_json(const TrainingSetup& t) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
   }
   if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
+  if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
   if (t.checkpointing == Checkpointing::kSelective) {
     j["selective"] = t.selective_layer_period > 0 ? "every " + std::to_string(t.selective_layer_period) + " layers"

@@ -575,6 +575,8 @@ const char* peft_config_class(Method m) {
     case Method::kLokr: return "LoKrConfig";
     case Method::kVera: return "VeraConfig";
     case Method::kPromptTuning: return "PromptTuningConfig";
+    case Method::kAdaptionPrompt: return "AdaptionPromptConfig";
+    case Method::kPTuning: return "PromptEncoderConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -649,8 +651,9 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // bnb_4bit_quant_storage); peft @ 5d602fdb LoraConfig (r, lora_alpha, lora_dropout,
 // target_modules, use_dora), prepare_model_for_kbit_training, get_peft_model.
 // PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
-// prompt_tuning,prefix_tuning}/config.py: target_modules, feedforward_modules, r, num_virtual_tokens).
-void python_other_peft(Text& p, const TrainingSetup& t) {
+// prompt_tuning,prefix_tuning,adaption_prompt}/config.py: target_modules, feedforward_modules, r,
+// num_virtual_tokens, adapter_len, adapter_layers).
+void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers) {
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
   std::vector<std::string> targets = hf_modules(t.lora_targets);
   const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
@@ -661,6 +664,11 @@ void python_other_peft(Text& p, const TrainingSetup& t) {
     case Method::kLokr: p << "LoKrConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kVera: p << "VeraConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kPromptTuning: p << "PromptTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
+    case Method::kPTuning: p << "PromptEncoderConfig(num_virtual_tokens=" << t.virtual_tokens << ", encoder_reparameterization_type=\"MLP\""; break;
+    case Method::kAdaptionPrompt:
+      p << "AdaptionPromptConfig(adapter_len=" << t.adapter_prompt_length << ", adapter_layers="
+        << num_layers - std::min(t.adapter_start_layer, num_layers);
+      break;
     default: p << "PrefixTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
   }
   p << ", task_type=\"CAUSAL_LM\"))\n";
@@ -684,7 +692,7 @@ void python_model_setup(Text& p, const LaunchInput& in, const char* torch_dtype)
       << ", lora_dropout=" << t.lora_dropout << ", target_modules=" << target_text << ", use_dora="
       << (t.method == Method::kDora ? "True" : "False") << ", task_type=\"CAUSAL_LM\"))\n";
   }
-  python_other_peft(p, t);
+  python_other_peft(p, t, in.arch->num_layers);
   if (t.method == Method::kFreeze) {
     p << "TRAINABLE_BLOCKS = " << t.freeze_trainable_layers << "  # the last blocks train, everything else is frozen\n"
       << "for p in model.parameters():\n    p.requires_grad_(False)\n"

@@ -89,6 +89,31 @@ std::int64_t muon_step_temp_bytes(std::int64_t rows, std::int64_t cols, std::int
   return rows * cols * (elem + 2 * 2) + 2 * 2 * m * m;
 }
 
+// LLaMA-Adapter's prompt, per layer from adapter_start_layer on. LitGPT (litgpt v0.5.13 adapter.py
+// CausalSelfAttention): adapter_wte (prompt_length x hidden) and gating_factor (one per head) in the
+// model dtype. fit() runs validate() under no_grad before training, whose forward stores the
+// prefix's keys and values in adapter_kv_cache; training reuses that cache, so adapter_wte never
+// receives a gradient (the oracle's lg_2026_11 records: AdamW states for gating_factor only): it
+// is counted as a frozen weight. PEFT (peft v0.21.2 tuners/adaption_prompt/layer.py
+// _BaseAdaptedAttention): adaption_prompt (adapter_len x hidden) and one adaption_gate, both
+// trained, in q_proj's weight dtype (not cast by autocast_adapter_dtype).
+void add_llama_adapter_prompt(const ModelArchitecture& arch, const TrainingSetup& t, const RankShard& shard,
+                              ModelStates& m, ClassBytes& dense, std::int64_t (&dense_elems)[5]) {
+  const std::int64_t first = std::min(t.adapter_start_layer, arch.num_layers);
+  const std::int64_t layers = shard.held(first, arch.num_layers - first);
+  const bool peft = t.method == Method::kAdaptionPrompt;
+  const std::int64_t b = peft ? stored_weight_bytes(t) : adapter_bytes(t);
+  const std::int64_t prompt = checked_mul(t.adapter_prompt_length * arch.hidden_size, layers, "parameter count");
+  const std::int64_t gates = checked_mul(peft ? 1 : arch.attention.num_heads, layers, "parameter count");
+  const std::int64_t trained = peft ? prompt + gates : gates;
+  m.adapter_params += prompt + gates;
+  m.trainable_params += trained;
+  dense_elems[b] += trained;
+  dense.weights = checked_add(dense.weights, checked_mul(prompt + gates, b, "weight bytes"), "weight bytes");
+  // Their gradients arrive with the blocks' backward, not the output layer's (head_gradient_bytes
+  // would make the final norm and the head save what a trained head needs).
+}
+
 // What a PEFT method adds beside its per-linear adapters: VeRA's frozen shared projections
 // vera_A (r x largest in) and vera_B (largest out x r), fp32 buffers (peft v0.21.2
 // tuners/vera/model.py _init_vera_A_vera_B); prompt tuning's virtual-token embeddings (n x h) on the
@@ -101,10 +126,17 @@ void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, co
     dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, vera_max_in + vera_max_out, "weight bytes"), "weight bytes");
     return;
   }
+  if (is_llama_adapter(t.method)) {
+    add_llama_adapter_prompt(arch, t, shard, m, dense, dense_elems);
+    return;
+  }
   if (!is_prompt_method(t.method)) return;
   const std::int64_t kv_width = arch.attention.num_kv_heads * arch.attention.head_dim;
   std::int64_t n = 0;
   if (t.method == Method::kPromptTuning && shard.embedding) n = t.virtual_tokens * arch.hidden_size;
+  // P-tuning's MLP prompt encoder (peft v0.21.2 tuners/p_tuning/model.py PromptEncoder): the
+  // n x h embedding and three h x h linears with biases (encoder_hidden_size = token_dim).
+  if (t.method == Method::kPTuning && shard.embedding) n = t.virtual_tokens * arch.hidden_size + 3 * arch.hidden_size * (arch.hidden_size + 1);
   if (t.method == Method::kPrefixTuning) n = checked_mul(t.virtual_tokens * 2 * kv_width, held_layers, "parameter count");
   const std::int64_t b = adapter_bytes(t);
   m.adapter_params += n;
@@ -193,7 +225,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const std::int64_t per_copy = rank_numel(s, shard, arch.vocab_size);
     const std::int64_t n = checked_mul(checked_mul(per_copy, copies, "parameter count"), layers_in_group, "parameter count");
     m.weight_tensor_count += copies * layers_in_group;
-    const bool trains = layer_trains(t, layer, arch.num_layers);
+    // LitGPT adapter v2 trains the block and final norms (adapter_v2.py adapter_filter: norm_1,
+    // norm_2, ln_f), not q/k norms.
+    const bool trains = layer_trains(t, layer, arch.num_layers) ||
+                        (t.method == Method::kAdapterV2 && s.kind == ModuleKind::kNorm && s.role == "norm");
     std::int64_t bytes_per = wb;
     std::int64_t gather_bytes = 0;  // one copy of this tensor as gathered for compute, per layer
     if (quant != BaseQuant::kNone && is_linear_in_block(s)) {
@@ -285,23 +320,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         layer_cast += per_copy * copies * 2;
       }
     }
-    if (adapters && lora_targets_role(t, s)) {
-      const std::int64_t in = s.shape[1];
-      const std::int64_t out = s.shape[0];
-      vera_max_in = std::max(vera_max_in, in);
-      vera_max_out = std::max(vera_max_out, out);
-      const std::int64_t per_adapter = adapter_params(t, s.role, in, out);
+    // Trainable adapter tensors of `per_adapter` elements on this tensor, per copy and layer.
+    auto add_adapter = [&](std::int64_t per_adapter) {
       const std::int64_t a = checked_mul(per_adapter, checked_mul(copies, layers_in_group, "adapter size"), "adapter size");
       m.adapter_params += a;
       m.trainable_params += a;
       trainable_elems[c][adapter_elem_bytes] += a;
       cls[c].weights = checked_add(cls[c].weights, a * adapter_elem_bytes, "weight bytes");
       largest_trainable = std::max(largest_trainable, per_adapter * adapter_elem_bytes);
-      const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
-      for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
-        large_states += large_pool_states(t.optimizer, t.lora_rank * side, adapter_elem_bytes,
-                                          checked_mul(t.lora_rank * side, adapted, "adapter size"));
-      }
       m.unsharded_accumulated_gradient_bytes += a * adapter_elem_bytes;
       if (in_stack) {
         layer_grad_sum += a * adapter_elem_bytes;
@@ -310,6 +336,24 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         layer_reduce_input += per_adapter * copies * adapter_elem_bytes;
       } else {
         m.head_gradient_bytes += a * adapter_elem_bytes;
+      }
+    };
+    // LitGPT adapter v2 (adapter_v2.py AdapterV2Linear): adapter_bias and adapter_scale, one value
+    // per output feature, on every linear of every block and on the output layer (GPT.lm_head).
+    if (t.method == Method::kAdapterV2 && ((in_stack && is_linear_in_block(s)) || (s.kind == ModuleKind::kLmHead && s.linear_weight))) {
+      add_adapter(2 * s.shape[0]);
+    }
+    if (adapters && lora_targets_role(t, s)) {
+      const std::int64_t in = s.shape[1];
+      const std::int64_t out = s.shape[0];
+      vera_max_in = std::max(vera_max_in, in);
+      vera_max_out = std::max(vera_max_out, out);
+      const std::int64_t per_adapter = adapter_params(t, s.role, in, out);
+      add_adapter(per_adapter);
+      const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
+      for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
+        large_states += large_pool_states(t.optimizer, t.lora_rank * side, adapter_elem_bytes,
+                                          checked_mul(t.lora_rank * side, adapted, "adapter size"));
       }
       if (t.method == Method::kDora) {
         // PEFT DoRA: lora_B.weight @ lora_A.weight and W + that product, both (out, in) in the

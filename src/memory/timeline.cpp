@@ -2,6 +2,7 @@
 #include "memory/timeline.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <optional>
 
@@ -67,6 +68,15 @@ class Replay {
     // no gradient, so what a matmul saves only for that gradient is not saved there.
     const bool first_input_without_grad = is_adapter_method(t.method) && a.kind == ArchKind::kDecoder &&
                                           t.checkpointing == Checkpointing::kNone;
+    // LLaMA-Adapter: layers below adapter_start_layer attend to no prefix. In LitGPT's v1 and PEFT's
+    // nothing below it needs a gradient, so autograd records nothing there (with checkpointing too:
+    // no saved tensor keeps a checkpoint's frame), and the first adapted layer's input needs none
+    // either. v2's biases and norms train in every layer; under the HF Trainer's checkpointing
+    // PEFT's enable_input_require_grads makes every layer's input need a gradient.
+    const bool llama_adapter = is_llama_adapter(t.method) && a.kind == ArchKind::kDecoder;
+    const bool adapter_graph_from_start = llama_adapter && (t.method == Method::kAdapter ||
+                                          (t.method == Method::kAdaptionPrompt && t.checkpointing == Checkpointing::kNone));
+    const std::int64_t adapter_first = llama_adapter ? std::min(t.adapter_start_layer, a.num_layers) : 0;
     auto add_group = [&](std::size_t gi, const LayerGroup& g, std::int64_t lo, std::int64_t hi) {
       if (hi <= lo) return;
       GroupActs& ga = groups_.emplace_back();  // filled in place (a chunk per interleaved stage)
@@ -87,6 +97,11 @@ class Replay {
         acts.entries.push_back({gi, ga.trains, ga.acts});
       }
       if (frozen_without_graph && !ga.trains) ga.acts = LayerActivations{};
+      if (llama_adapter && hi <= adapter_first) {
+        if (adapter_graph_from_start) ga.acts = LayerActivations{};
+        else ga.acts.saved_per_token -= ga.acts.adapter_prompt_per_token;
+      }
+      if (adapter_graph_from_start && lo == adapter_first) ga.acts.saved_per_token -= ga.acts.entry_layer_unsaved_per_token;
       if (first_input_without_grad && lo == 0) {
         ga.acts.saved_per_layer -= ga.acts.saved_per_layer_for_input_grad;
         ga.acts.saved_per_layer_for_input_grad = 0;
@@ -106,14 +121,18 @@ class Replay {
         const LayerGroup& g = inv.groups[gi];
         const std::int64_t lo = std::max(g.first_layer, r.first);
         const std::int64_t hi = std::min(g.first_layer + g.layer_count, r.first + r.count);
-        const std::int64_t cut = std::clamp(first_trained, lo, std::max(lo, hi));
-        if (first_input_without_grad && lo == 0 && hi > 1) {  // the first layer a group of its own
-          add_group(gi, g, 0, 1);
-          add_group(gi, g, 1, hi);
-          continue;
+        // Cuts where what a layer saves changes: the first trained layer (freeze), the first
+        // layer (adapters without a gradient into it), the LitGPT adapter's first and entry layers.
+        std::int64_t cuts[] = {first_trained, first_input_without_grad ? 1 : 0, adapter_first,
+                               adapter_graph_from_start ? adapter_first + 1 : 0};
+        std::sort(std::begin(cuts), std::end(cuts));
+        std::int64_t from = lo;
+        for (const std::int64_t c : cuts) {
+          const std::int64_t to = std::clamp(c, from, std::max(from, hi));
+          add_group(gi, g, from, to);
+          from = to;
         }
-        add_group(gi, g, lo, cut);
-        add_group(gi, g, cut, hi);
+        add_group(gi, g, from, hi);
       }
     }
     comm_layer_ = attention_exchange_bytes();
@@ -218,6 +237,7 @@ class Replay {
   struct LossBytes {
     std::int64_t forward = 0, backward = 0, held = 0, cached = 0, grad = 0, logits = 0;
     std::int64_t buffer = 0, buffers = 0;
+    std::int64_t head_saved = 0;  // the output layer's own saved output, freed by its backward
   };
   LossBytes loss_bytes() const {
     // Megatron / torchtitan loss parallel: each tp rank holds logits of its vocabulary slice.
@@ -231,6 +251,9 @@ class Replay {
     };
     LossBytes l;
     l.logits = t_.loss == LossKernel::kFused ? 0 : tv(T, e);
+    // LitGPT adapter v2's lm_head is an AdapterV2Linear: adapter_scale * (linear(x) + adapter_bias)
+    // saves the sum, 16-bit logits, for the scale's gradient (litgpt v0.5.13 adapter_v2.py GPT).
+    if (t_.method == Method::kAdapterV2) l.head_saved = tv(T, e);
     l.grad = tv(t_.loss == LossKernel::kFused ? std::min(T, rt_.fused_loss_chunk_tokens) : T, e);
     // A loop that keeps its (upcast) logits referenced holds them through the whole backward; one
     // that keeps the model's output holds the logits as the model returned them.
@@ -701,16 +724,16 @@ class Replay {
         // The wrapper's cast of the returned logits: the 16-bit ones beside their fp32 copies,
         // and the previous step's still bound.
         Breakdown cast = b;
-        cast.logits_loss_bytes = previous_outputs + loss.logits + loss.held;
+        cast.logits_loss_bytes = previous_outputs + loss.logits + loss.held + loss.head_saved;
         note(&at, tl, best, cast, "forward", {"output cast to fp32"}, -1);
       }
-      b.logits_loss_bytes = loss.forward + (rebound_before_loss ? 0 : previous_outputs);
+      b.logits_loss_bytes = loss.forward + loss.head_saved + (rebound_before_loss ? 0 : previous_outputs);
       b.weights_bytes += head_in_loss;
       note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
       // The autocast region ends with the forward (the loss inside it), and with it the weight-cast
       // cache (torch.autocast.__exit__ -> clear_autocast_cache, torch/amp/autocast_mode.py).
       b.temporaries_bytes -= amp_casts_at_forward_end() - amp_casts_after_forward();
-      b.logits_loss_bytes = loss.backward + loss.held;
+      b.logits_loss_bytes = loss.backward + loss.held + loss.head_saved;
       b.cached_unusable_bytes = loss.cached;
       b.communication_bytes += beh.root_outputs_include_loss ? top_prefetched : 0;
       note(&at, tl, best, b, "backward", {"loss backward"}, -1);
@@ -752,7 +775,7 @@ class Replay {
       // before any output projection's) meets the output layer's weight gradient and its input.
       Breakdown head = b;
       head.gradients_bytes += tied_held + head_waiting;
-      head.logits_loss_bytes = checked_add(loss.held, loss.grad, "logit bytes");
+      head.logits_loss_bytes = checked_add(loss.held + loss.head_saved, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
       head.communication_bytes += top_prefetched;
       // A chunked loss projects each chunk on its own (torchtune TransformerDecoder.chunked_output):

@@ -172,8 +172,9 @@ FrameworkCapabilities litgpt() {
   c.optimizer_offload = c.params_offload = false;
   no_model_parallel(c);
   c.selective_checkpointing = false;
-  only_methods(c, {Method::kFull, Method::kLora, Method::kQlora});
-  c.sources = {"Lightning-AI/litgpt @ 26857050: litgpt/finetune/full.py, lora.py (FSDPStrategy, --quantize bnb.nf4)"};
+  only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kAdapter, Method::kAdapterV2});
+  c.sources = {"Lightning-AI/litgpt @ 26857050: litgpt/finetune/full.py, lora.py (FSDPStrategy, --quantize bnb.nf4)",
+               "Lightning-AI/litgpt v0.5.13: litgpt/finetune/adapter.py, adapter_v2.py"};
   return c;
 }
 

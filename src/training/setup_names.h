@@ -19,7 +19,9 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"freeze", Method::kFreeze}, {"ia3", Method::kIa3},
                                                     {"loha", Method::kLoha},     {"lokr", Method::kLokr},
                                                     {"vera", Method::kVera},     {"prompt_tuning", Method::kPromptTuning},
-                                                    {"prefix_tuning", Method::kPrefixTuning}};
+                                                    {"prefix_tuning", Method::kPrefixTuning}, {"adapter", Method::kAdapter},
+                                                    {"adapter_v2", Method::kAdapterV2}, {"adaption_prompt", Method::kAdaptionPrompt},
+                                                    {"p_tuning", Method::kPTuning}};
 inline constexpr EnumName<BaseQuant> kBaseQuantNames[] = {{"none", BaseQuant::kNone}, {"nf4", BaseQuant::kNf4},
                                                           {"int8", BaseQuant::kInt8}, {"gptq4", BaseQuant::kGptq4}};
 inline constexpr EnumName<Precision> kPrecisionNames[] = {

@@ -9,9 +9,13 @@
 namespace memfit {
 
 /// ia3 .. vera: PEFT's other adapters on frozen linears; prompt_tuning / prefix_tuning: PEFT's
-/// virtual tokens (extra input embeddings / extra keys and values per layer).
-enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning };
-inline constexpr int kMethodCount = 11;
+/// virtual tokens (extra input embeddings / extra keys and values per layer); adapter /
+/// adapter_v2: LitGPT's LLaMA-Adapter and its v2 (a gated prefix attention in the top layers; v2
+/// adds a bias and scale to every linear and trains the norms); adaption_prompt: PEFT's LLaMA-Adapter;
+/// p_tuning: PEFT's P-tuning (prompt tuning whose virtual tokens an MLP encoder makes).
+enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
+                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning };
+inline constexpr int kMethodCount = 15;
 enum class BaseQuant { kNone, kNf4, kInt8, kGptq4 };
 /// amp_*: fp32 weights with 16-bit autocast compute; bf16/fp16: pure 16-bit; fp8: fp8 linears
 /// (Transformer Engine style) on top of pure bf16.
@@ -50,6 +54,11 @@ struct TrainingSetup {
   std::vector<std::string> lora_targets = {"q", "v"};  // short roles; "all-linear" expands
   double lora_dropout = 0.0;
   std::int64_t virtual_tokens = 20;  // prompt_tuning / prefix_tuning: PEFT num_virtual_tokens
+  /// adapter / adapter_v2 / adaption_prompt: the learned prefix's length and the first layer that
+  /// attends to it (litgpt v0.5.13 adapter.py Config: adapter_prompt_length 10, adapter_start_layer
+  /// 2; PEFT AdaptionPromptConfig adapter_len, and adapter_layers counted from the top).
+  std::int64_t adapter_prompt_length = 10;
+  std::int64_t adapter_start_layer = 2;
   Precision precision = Precision::kBf16;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerImpl optimizer_impl = OptimizerImpl::kForeach;
@@ -190,15 +199,21 @@ inline bool is_adapter_method(Method m) {
   return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera;
 }
 /// PEFT's prompt learning: the whole model frozen, only virtual-token embeddings train.
-inline bool is_prompt_method(Method m) { return m == Method::kPromptTuning || m == Method::kPrefixTuning; }
+inline bool is_prompt_method(Method m) {
+  return m == Method::kPromptTuning || m == Method::kPrefixTuning || m == Method::kPTuning;
+}
+/// LitGPT's LLaMA-Adapter (v1 or v2).
+inline bool is_litgpt_adapter(Method m) { return m == Method::kAdapter || m == Method::kAdapterV2; }
+/// LLaMA-Adapter (Zhang et al. 2023): a gated attention to a learned prefix in the top layers.
+inline bool is_llama_adapter(Method m) { return is_litgpt_adapter(m) || m == Method::kAdaptionPrompt; }
 /// The base model is frozen: every PEFT method.
-inline bool base_frozen(Method m) { return is_adapter_method(m) || is_prompt_method(m); }
+inline bool base_frozen(Method m) { return is_adapter_method(m) || is_prompt_method(m) || is_llama_adapter(m); }
 /// Positions the model runs per sequence: prompt tuning puts its virtual tokens before the input
 /// embeddings, and the labels gain as many ignored positions (peft v0.21.2 peft_model.py
 /// PeftModelForCausalLM.forward: torch.cat((prompts, inputs_embeds), dim=1)), so every layer, the
-/// logits and the loss run seq_len + virtual_tokens positions.
+/// logits and the loss run seq_len + virtual_tokens positions; so does P-tuning.
 inline std::int64_t model_positions(const TrainingSetup& t) {
-  return t.method == Method::kPromptTuning ? t.seq_len + t.virtual_tokens : t.seq_len;
+  return t.method == Method::kPromptTuning || t.method == Method::kPTuning ? t.seq_len + t.virtual_tokens : t.seq_len;
 }
 /// The frozen base linears are stored quantised.
 inline BaseQuant effective_base_quant(const TrainingSetup& t) {

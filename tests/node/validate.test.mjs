@@ -162,6 +162,13 @@ test('a row run with Liger patched in (liger_kernels in its notes) asks for trai
   assert.equal(prose.training.liger_kernels, undefined);
 });
 
+test('a PEFT adaption prompt row (adapter_len=N adapter_layers=N in its notes) asks for training.adapter', () => {
+  const tagged = v.rowToRequest(caseRow({ method: 'adaption_prompt', notes: 'adapter_len 100; adapter_len=100 adapter_layers=28' }), null);
+  assert.deepEqual(tagged.training.adapter, { prompt_length: 100, layers: 28 });
+  const prose = v.rowToRequest(caseRow({ method: 'adaption_prompt', notes: 'adapter_len 100, said in prose only' }), null);
+  assert.equal(prose.training.adapter, undefined);
+});
+
 test('empty cells are left out; lora only for adapter methods; all-linear stays a string', () => {
   const emptyCells = caseRow({ gpu: '', n_gpus: '', framework: '', precision: '', optimizer: '' });
   assert.deepEqual(v.rowToRequest(emptyCells, { model_type: 'gpt2' }),

@@ -449,6 +449,27 @@ def litgpt_cases():
     model_id = FAMILIES["llama32_tied"][0]
     for method, rank, targets in LITGPT_VARIANTS[:2]:
         out.append(litgpt_case("llama32_tied", model_id, 16, method, rank, targets, "none", 1, 512))
+    return out + litgpt_adapter_cases()
+
+
+# LitGPT's finetune/adapter.py and adapter_v2.py (LLaMA-Adapter, its v2): the prefix attends from adapter_start_layer
+# (2) on, so the reduced configs keep 4 layers (2 adapted); the three shapes without checkpointing, 1 x 512 with it,
+# and the full-depth Llama-3.2-1B.
+LITGPT_ADAPTER_LAYERS = 4
+
+
+def litgpt_adapter_cases():
+    out = []
+    for method in ("adapter", "adapter_v2"):
+        for b, s in SHAPES:
+            for ac in ("none", "full"):
+                if ac == "full" and (b, s) != (1, 512):
+                    continue
+                for family in LITGPT_FAMILIES:
+                    model_id = FAMILIES[family][0]
+                    out.append(litgpt_case(family, reduced_config(model_id, LITGPT_ADAPTER_LAYERS),
+                                           LITGPT_ADAPTER_LAYERS, method, None, None, ac, b, s))
+        out.append(litgpt_case("llama32_tied", FAMILIES["llama32_tied"][0], 16, method, None, None, "none", 1, 512))
     return out
 
 

@@ -1,15 +1,22 @@
-"""Runner `litgpt`: LitGPT's single-device fine-tuning loops, finetune/full.py and finetune/lora.py, under fake tensors.
+"""Runner `litgpt`: LitGPT's single-device fine-tuning loops, finetune/full.py, lora.py, adapter.py and adapter_v2.py,
+under fake tensors.
 
 The model is litgpt's own `GPT` (`litgpt.model`, or `litgpt.lora` with the LoRA fields set) from its named `Config`
 (`Config.from_name`, checked against the case's Hugging Face config) at the case's layer count, built as `main()`
 does: `with fabric.init_module(): model = GPT(config)` on the (fake) device, `mark_only_lora_as_trainable` for LoRA,
 `fabric.setup(model)`, `instantiate_torch_optimizer("AdamW", model.parameters())` and `fabric.setup_optimizers`;
 `fit()` then sets `model.max_seq_length` to the longest sequence, which rebuilds the rope cache at that length.
+Adapter and adapter v2 (`litgpt.adapter`, `litgpt.adapter_v2`, `mark_only_adapter(_v2)_as_trainable`, the named
+Config's defaults adapter_prompt_length 10, adapter_start_layer 2): `fit()` first runs `validate` (the sanity check,
+`@torch.no_grad()`, eval mode), whose forward fills each adapted layer's `adapter_kv_cache` with the prefix's keys and
+values; training reuses that cache (adapter.py: `if self.adapter_kv_cache is not None`), so the runner runs one
+no-grad eval forward first, as `fit()` does.
 Fabric is Lightning's own, single device, precision "bf16-true" (`HalfPrecision`): its forward context, input and
 output conversion (`convert_output` casts the logits to the default dtype, fp32), `fabric.backward` and the wrapped
 optimizer's step all run. Each step is the loop body of the recipe's `fit()`, two iterations:
     full.py:  logits = model(input_ids); loss = chunked_cross_entropy(logits[..., :-1, :], targets[..., 1:])
-    lora.py:  logits = model(input_ids, lm_head_chunk_size=128); logits[-1] = logits[-1][..., :-1, :]
+    lora.py, adapter.py, adapter_v2.py:
+              logits = model(input_ids, lm_head_chunk_size=128); logits[-1] = logits[-1][..., :-1, :]
               loss = chunked_cross_entropy(logits, targets[..., 1:])
     both:     fabric.backward(loss / accumulation); optimizer.step(); optimizer.zero_grad()
 `logits` and `loss` stay bound through the step and the next forward (until its return rebinds them), as in the
@@ -50,14 +57,26 @@ def lora_kwargs(case):
             "lora_dropout": 0.0}
 
 
+# case method -> litgpt's module of the model (GPT, Config) and its recipe
+METHOD_MODULES = {"full": "litgpt.model", "lora": "litgpt.lora", "adapter": "litgpt.adapter",
+                  "adapter_v2": "litgpt.adapter_v2"}
+RECIPES = {"full": "finetune/full.py", "lora": "finetune/lora.py", "adapter": "finetune/adapter.py",
+           "adapter_v2": "finetune/adapter_v2.py"}
+# the functions `main()` of each PEFT recipe calls to freeze the base model
+MARK_TRAINABLE = {"lora": ("litgpt.lora", "mark_only_lora_as_trainable"),
+                  "adapter": ("litgpt.adapter", "mark_only_adapter_as_trainable"),
+                  "adapter_v2": ("litgpt.adapter_v2", "mark_only_adapter_v2_as_trainable")}
+
+
+def litgpt_module(case):
+    import importlib
+    return importlib.import_module(METHOD_MODULES[case["method"]])
+
+
 def litgpt_config(case, hf_config):
     """litgpt's named Config for the family at the case's layer count, with the LoRA fields for LoRA."""
-    adapted = case["method"] == "lora"
-    if adapted:
-        from litgpt.lora import Config
-    else:
-        from litgpt.model import Config
-    extra = lora_kwargs(case) if adapted else {}
+    Config = litgpt_module(case).Config
+    extra = lora_kwargs(case) if case["method"] == "lora" else {}
     config = Config.from_name(LITGPT_NAMES[case["family"]], n_layer=hf_config["num_hidden_layers"], **extra)
     expected = {"n_embd": hf_config["hidden_size"], "intermediate_size": hf_config["intermediate_size"],
                 "n_head": hf_config["num_attention_heads"], "n_query_groups": hf_config["num_key_value_heads"],
@@ -100,16 +119,14 @@ def fabric_setup_on_fake_tensors():
 
 def build(case, config, fabric):
     """`main()` of the recipe: the model under `fabric.init_module`, LoRA marking, checkpointing, `fabric.setup`."""
+    import importlib
     from litgpt.utils import instantiate_torch_optimizer
-    adapted = case["method"] == "lora"
-    if adapted:
-        from litgpt.lora import GPT, mark_only_lora_as_trainable
-    else:
-        from litgpt.model import GPT
+    adapted = case["method"] != "full"
     with fabric.init_module(empty_init=False):
-        model = GPT(config)
+        model = litgpt_module(case).GPT(config)
     if adapted:
-        mark_only_lora_as_trainable(model)
+        module, name = MARK_TRAINABLE[case["method"]]
+        getattr(importlib.import_module(module), name)(model)
     if case["activation_checkpointing"] == "full":  # lora.py parallelize_fn's wrapper, on one device
         from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
         model.transformer.h = torch.nn.ModuleList(
@@ -158,11 +175,17 @@ def run_case(case, config_path, steps=None, config=None):
             tracker.mark(input_ids, "inputs")
             tracker.mark(targets, "inputs")
             logits = loss = None
+            if case["method"].startswith("adapter"):  # fit()'s validate sanity check fills adapter_kv_cache
+                tracker.phase = "validate"
+                model.eval()
+                with torch.no_grad():
+                    wrapped(input_ids)
+                model.train()
             for step in range(steps):
                 tracker.step = step
                 tracker.phase, tracker.region = "forward", "body"
                 # `logits` is rebound as the forward returns, before the loss: the last step's are freed there
-                if case["method"] == "lora":
+                if case["method"] != "full":
                     logits = wrapped(input_ids, lm_head_chunk_size=LM_HEAD_CHUNK_TOKENS)
                     logits[-1] = logits[-1][..., :-1, :]
                     loss = chunked_cross_entropy(logits, targets[..., 1:])
@@ -181,8 +204,8 @@ def run_case(case, config_path, steps=None, config=None):
             del logits, loss
         hooks.remove()
     tracker.sdpa_calls = dict(SDPA_CALLS)
-    tracker.trainer_settings = {"recipe": "finetune/lora.py" if case["method"] == "lora" else "finetune/full.py",
+    tracker.trainer_settings = {"recipe": RECIPES[case["method"]],
                                 "precision": fabric.strategy.precision.precision, "config": config.name,
                                 "optimizer": "torch.optim.AdamW (foreach)",
-                                "lm_head_chunk_size": LM_HEAD_CHUNK_TOKENS if case["method"] == "lora" else 0}
+                                "lm_head_chunk_size": LM_HEAD_CHUNK_TOKENS if case["method"] != "full" else 0}
     return tracker

@@ -17,10 +17,10 @@ CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 VOCAB, TOKENS = 32768, 256
 
 
-def tiny_config(method):
-    """A 2-layer Llama-style litgpt Config whose output layer dominates: the logits' dtype shows in the peak."""
-    from litgpt.lora import Config
-    fields = dict(name="tiny", n_layer=2, n_embd=64, n_head=4, n_query_groups=2, head_size=16,
+def tiny_config(method, n_layer=2):
+    """A Llama-style litgpt Config (2 layers) whose output layer dominates: the logits' dtype shows in the peak."""
+    Config = litgpt_recipes.litgpt_module({"method": method}).Config
+    fields = dict(name="tiny", n_layer=n_layer, n_embd=64, n_head=4, n_query_groups=2, head_size=16,
                   intermediate_size=128, vocab_size=VOCAB, padded_vocab_size=VOCAB, block_size=1024,
                   bias=False, norm_class_name="RMSNorm", mlp_class_name="LLaMAMLP", rotary_percentage=1.0,
                   parallel_residual=False)
@@ -29,11 +29,11 @@ def tiny_config(method):
     return Config(**fields)
 
 
-def run_tiny(method="full", **overrides):
+def run_tiny(method="full", n_layer=2, **overrides):
     case = {"family": "tiny", "method": method, "lora_rank": 4 if method == "lora" else None,
             "lora_targets": "q,v" if method == "lora" else None, "precision": "bf16",
             "activation_checkpointing": "none", "micro_batch": 1, "seq_len": TOKENS, **overrides}
-    return litgpt_recipes.run_case(case, None, config=tiny_config(method))
+    return litgpt_recipes.run_case(case, None, config=tiny_config(method, n_layer))
 
 
 @unittest.skipIf(litgpt_recipes is None, "torch or litgpt is not installed")
@@ -82,6 +82,15 @@ class RecipeStepTest(unittest.TestCase):
         plain = run_tiny("lora", seq_len=1024)
         wrapped = run_tiny("lora", seq_len=1024, activation_checkpointing="full")
         self.assertLess(wrapped.peak_bytes, plain.peak_bytes)
+
+    def test_adapter_trains_only_its_gates_and_attends_to_the_prefix_from_the_start_layer(self):
+        # 3 layers, adapter_start_layer 2: one adapted layer; validate's no-grad forward fills adapter_kv_cache,
+        # which training reuses, so adapter_wte gets no gradient: AdamW's two states of the 4 gates only
+        adapter = run_tiny("adapter", n_layer=3)
+        self.assertEqual(adapter.breakdown()["optimizer"], 2 * 512)  # two states, one 512-B block each
+        self.assertEqual(adapter.sdpa_calls["efficient"], 3)  # the prefix attention: validate + 2 steps
+        v2 = run_tiny("adapter_v2", n_layer=3)
+        self.assertGreater(v2.breakdown()["optimizer"], adapter.breakdown()["optimizer"])
 
 
 if __name__ == "__main__":

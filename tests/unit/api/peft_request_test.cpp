@@ -52,3 +52,35 @@ TEST_CASE("PEFT settings that do not fit the method are refused with their point
   expect_error({{"method", "prefix_tuning"}, {"activation_checkpointing", "full"}}, "/training/activation_checkpointing");
   expect_error({{"method", "prompt_tuning"}, {"virtual_tokens", 0}}, "/training/virtual_tokens", "out_of_range");
 }
+
+TEST_CASE("LitGPT's adapters estimate under framework litgpt with LitGPT's defaults", "[api][litgpt]") {
+  const json v1 = run(request({{"framework", "litgpt"}, {"method", "adapter"}}));
+  REQUIRE(v1["ok"] == true);
+  CHECK(v1["result"]["training"]["adapter"] == json({{"prompt_length", 10}, {"start_layer", 2}}));
+  const json v2 = run(request({{"framework", "litgpt"}, {"method", "adapter_v2"},
+                               {"adapter", {{"prompt_length", 20}, {"start_layer", 0}}}}));
+  REQUIRE(v2["ok"] == true);
+  CHECK(v2["result"]["training"]["adapter"]["start_layer"] == 0);
+}
+
+TEST_CASE("LitGPT adapter settings that do not fit are refused with their pointer", "[api][litgpt]") {
+  expect_error({{"method", "adapter"}}, "/training/method");  // the default framework is hf_trainer
+  expect_error({{"framework", "litgpt"}, {"method", "lora"}, {"adapter", {{"prompt_length", 4}}}}, "/training/adapter");
+  expect_error({{"framework", "litgpt"}, {"method", "adapter"}, {"adapter", {{"prompt", 4}}}}, "/training/adapter/prompt",
+               "unknown_field");
+  expect_error({{"framework", "litgpt"}, {"method", "adapter"}, {"adapter", {{"start_layer", 33}}}},
+               "/training/adapter/start_layer", "out_of_range");
+  expect_error({{"framework", "litgpt"}, {"method", "adapter"}, {"adapter", 3}}, "/training/adapter", "invalid_type");
+}
+
+TEST_CASE("PEFT adaption prompt needs PEFT's adapter_len and adapter_layers", "[api][peft]") {
+  const json ok = run(request({{"method", "adaption_prompt"}, {"adapter", {{"prompt_length", 100}, {"layers", 28}}}}));
+  REQUIRE(ok["ok"] == true);
+  CHECK(ok["result"]["training"]["adapter"]["start_layer"] == 32 - 28);  // Llama-3.1-8B: 32 layers
+  expect_error({{"method", "adaption_prompt"}}, "/training/adapter", "missing_field");
+  expect_error({{"method", "adaption_prompt"}, {"adapter", {{"prompt_length", 10}}}}, "/training/adapter/layers", "missing_field");
+  expect_error({{"method", "adaption_prompt"}, {"adapter", {{"prompt_length", 10}, {"layers", 2}, {"start_layer", 3}}}},
+               "/training/adapter/layers");
+  const json p = run(request({{"method", "p_tuning"}, {"virtual_tokens", 20}}));
+  REQUIRE(p["ok"] == true);
+}

@@ -66,3 +66,14 @@ TEST_CASE("LitGPT: full.py copies the whole shifted logits at micro-batch 2, lor
   const json lora = result_of(request("litgpt", "lora", 2, 512));
   CHECK(bytes(event(lora, "logits and cross-entropy"), "logits_loss_bytes") == 2 * logits_fp32);
 }
+
+TEST_CASE("LitGPT adapter v2: the head's AdapterV2Linear keeps its 16-bit output until the head's backward",
+          "[litgpt]") {
+  const std::int64_t logits_bf16 = 512 * kVocab * 2;
+  const json v1 = result_of(request("litgpt", "adapter", 1, 512));
+  const json v2 = result_of(request("litgpt", "adapter_v2", 1, 512));
+  for (const char* label : {"output cast to fp32", "logits and cross-entropy", "loss backward", "output layer backward"}) {
+    CHECK(bytes(event(v2, label), "logits_loss_bytes") - bytes(event(v1, label), "logits_loss_bytes") == logits_bf16);
+  }
+  CHECK(bytes(event(v2, "optimizer step"), "logits_loss_bytes") == bytes(event(v1, "optimizer step"), "logits_loss_bytes"));
+}
