@@ -15,9 +15,9 @@
   /// The gzipped wasm (`base64`) compiling while it is inflated (a streamed Response); started
   /// once per document, by the page's first script, before the rest of the page is parsed.
   function compileModule(base64 = ns.wasmGzBase64) {
-    ns.compiled ??= WebAssembly.compileStreaming(new Response(
+    ns.compiled ??= (async () => WebAssembly.compileStreaming(new Response(
       new Blob([decodeBase64(base64)]).stream().pipeThrough(new DecompressionStream('gzip')),
-      { headers: { 'Content-Type': 'application/wasm' } }));
+      { headers: { 'Content-Type': 'application/wasm' } })))();
     return ns.compiled;
   }
 
