@@ -60,12 +60,13 @@ const wasmBase64 = (await packedWasm()).toString('base64');
 const inline = (js) => `<script>\n${js.replace(/<\/script/gi, '<\\/script')}\n</script>`;
 const shell = read(join(webDir, 'shell.html'));
 // The page: the wasm travels as data (base64 in a non-script <script> element, never parsed as
-// JavaScript) and starts compiling before the rest of the code is parsed.
+// JavaScript) at the top of the document, and its compilation starts there, on background
+// threads, while the styles, the markup and the rest of the code are parsed and laid out.
 const html = shell.replace('<!--STYLE-->', () => `<style>\n${css}</style>`)
+  .replace('<!--WASM-->', () => [`<script type="application/octet-stream" id="memfit-wasm">${wasmBase64}</script>`,
+    inline(`${boot}\nglobalThis.memfitWeb.compileModule(document.getElementById('memfit-wasm').textContent);`)].join('\n'))
   .replace('<!--PAGE-->', () => page)
-  .replace('<!--SCRIPTS-->', () => [
-    `<script type="application/octet-stream" id="memfit-wasm">${wasmBase64}</script>`,
-    inline(`${glue}\n${boot}\nglobalThis.memfitWeb.loadModule(document.getElementById('memfit-wasm').textContent);`),
+  .replace('<!--SCRIPTS-->', () => [inline(`${glue}\nglobalThis.memfitWeb.loadModule();`),
     inline(library), inline('globalThis.memfitWeb.bootPage();')].join('\n'));
 writeFileSync(join(siteDir, 'index.html'), html);
 writeFileSync(join(siteDir, 'memfit_offline.html'), html);

@@ -1,9 +1,11 @@
-// Preset registry over the embedded files. Built once on first use; presets are checked by
+// Preset registry over the embedded files. The lists are built once on first use, a GPU looked
+// up by id is read from its own file; presets are checked by
 // tests/unit/presets_test.cpp, so a malformed preset fails the build's tests, not a user.
 #include "presets/registry.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "common/units.h"
@@ -119,11 +121,18 @@ const std::vector<GpuSpec>& gpu_presets() {
   return gpus;
 }
 
+// One preset read from its own file (gpus/<id>.json), not all of them: a request names one or
+// two GPUs, and the page's first estimate waits for every file parsed (issue 33).
 const GpuSpec* find_gpu(std::string_view id) {
-  for (const GpuSpec& g : gpu_presets()) {
-    if (g.id == id) return &g;
-  }
-  return nullptr;
+  static std::map<std::string, GpuSpec, std::less<>> read;  // node-based: pointers stay valid
+  if (const auto it = read.find(id); it != read.end()) return &it->second;
+  const std::string path = "gpus/" + std::string(id) + ".json";
+  const std::string_view text = file_content(path);
+  if (text.empty()) return nullptr;
+  const std::string base = "/presets/" + path;
+  GpuSpec g = parse_gpu_spec(parse_json_text(text, base), base);
+  if (g.id != id) return nullptr;
+  return &read.emplace(g.id, std::move(g)).first->second;
 }
 
 }  // namespace memfit::presets

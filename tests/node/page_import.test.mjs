@@ -18,9 +18,9 @@ const fixture = (name) => readFileSync(join(FIXTURES, name), 'utf8');
 // iostreams (354.6 KiB; 360.4 KiB with the Axolotl and LLaMA-Factory profiles and three optimizers;
 // 362.8 KiB with the search judged over the framework's dated versions; 364.2 KiB with the shared
 // rank plan, LitGPT's and autocast's mechanisms; 364.4 KiB with uPlot wrapped to run on the first chart; 365.9 KiB with the gradients' pool, the first
-// step's loss segments and the GEMM tile model for eager attention and unaligned widths): a ratchet, so
-// that the page may not grow back.
-const PAGE_BUDGET_BYTES = 366.5 * 1024;
+// step's loss segments and the GEMM tile model for eager attention and unaligned widths; 365.3 KiB
+// with the wasm's data at the top of the document): a ratchet, so that the page may not grow back.
+const PAGE_BUDGET_BYTES = 366.0 * 1024;
 
 test('the single file stays under its gzip ratchet and holds neither the importer nor the YAML parser', { skip: !built }, () => {
   const html = readFileSync(`${site}index.html`);

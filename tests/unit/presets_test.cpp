@@ -48,3 +48,21 @@ TEST_CASE("gpu presets carry memory, throughput and sources", "[presets][gpu]") 
   REQUIRE(h100 != nullptr);
   CHECK(h100->memory_total_bytes == 81559LL * (1 << 20));
 }
+
+TEST_CASE("find_gpu reads each listed preset from its own file, the same as the list", "[presets][gpu]") {
+  for (const GpuSpec& g : presets::gpu_presets()) {
+    INFO(g.id);
+    const GpuSpec* found = presets::find_gpu(g.id);
+    REQUIRE(found != nullptr);
+    CHECK(found->id == g.id);
+    CHECK(found->name == g.name);
+    CHECK(found->memory_total_bytes == g.memory_total_bytes);
+    CHECK(found->dense_tflops_bf16 == g.dense_tflops_bf16);
+    CHECK(found->host_memory_bytes_per_node == g.host_memory_bytes_per_node);
+    CHECK(found->sources == g.sources);
+    CHECK(found == presets::find_gpu(g.id));  // read once
+  }
+  CHECK(presets::find_gpu("H100") == nullptr);
+  CHECK(presets::find_gpu("../index") == nullptr);
+  CHECK(presets::find_gpu("") == nullptr);
+}

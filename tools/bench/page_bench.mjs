@@ -26,7 +26,9 @@ const stats = (xs) => `median ${median(xs).toFixed(1)} ms, min ${Math.min(...xs)
 function baselineSite() {
   const dir = mkdtempSync(join(tmpdir(), 'memfit-baseline-'));
   const html = readFileSync(join(site, 'index.html'), 'utf8');
-  const head = html.slice(0, html.indexOf('<script'));
+  // Every script out (the page's module and code), the trivial one at the end of the body.
+  const markup = html.replace(/<script[\s\S]*?<\/script>\n?/g, '');
+  const head = markup.slice(0, markup.lastIndexOf('</body>'));
   const trivial = gzipSync(Buffer.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0])).toString('base64');
   const boot = `<script type="application/octet-stream" id="memfit-wasm">${trivial}</script>
 <script>

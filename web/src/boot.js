@@ -12,21 +12,25 @@
     return bytes;
   }
 
-  /// One module per document, shared by every calculator on it; `base64` the gzipped wasm. The
-  /// wasm compiles while it is inflated (a streamed Response), before the glue asks for it.
+  /// The gzipped wasm (`base64`) compiling while it is inflated (a streamed Response); started
+  /// once per document, by the page's first script, before the rest of the page is parsed.
+  function compileModule(base64 = ns.wasmGzBase64) {
+    ns.compiled ??= (async () => WebAssembly.compileStreaming(new Response(
+      new Blob([decodeBase64(base64)]).stream().pipeThrough(new DecompressionStream('gzip')),
+      { headers: { 'Content-Type': 'application/wasm' } })))();
+    return ns.compiled;
+  }
+
+  /// One module per document, shared by every calculator on it (the glue's createMemfit defined).
   function loadModule(base64 = ns.wasmGzBase64) {
-    ns.modulePromise ??= (async () => {
-      const stream = new Blob([decodeBase64(base64)]).stream().pipeThrough(new DecompressionStream('gzip'));
-      const module = await WebAssembly.compileStreaming(new Response(stream, { headers: { 'Content-Type': 'application/wasm' } }));
-      return new Promise((resolve, reject) => {
-        createMemfit({
-          instantiateWasm(imports, receiveInstance) {
-            WebAssembly.instantiate(module, imports).then((instance) => receiveInstance(instance, module), reject);
-            return {};
-          },
-        }).then(resolve, reject);
-      });
-    })();
+    ns.modulePromise ??= compileModule(base64).then((module) => new Promise((resolve, reject) => {
+      createMemfit({
+        instantiateWasm(imports, receiveInstance) {
+          WebAssembly.instantiate(module, imports).then((instance) => receiveInstance(instance, module), reject);
+          return {};
+        },
+      }).then(resolve, reject);
+    }));
     return ns.modulePromise;
   }
 
@@ -74,6 +78,7 @@
     }
   }
 
+  ns.compileModule = compileModule;
   ns.loadModule = loadModule;
   ns.bootPage = bootPage;
 })(globalThis.memfitWeb = globalThis.memfitWeb || {});
