@@ -176,8 +176,9 @@ function preamble(files, info) {
     + 'on one H200 (`tools/measure/gpu_check.sh`), three counters each, predicted before the run; '
     + '`docs/gpu_check.md` sets them beside the executable oracle and lists what the run taught. '
     + '`tests/validation/measured_h200_trainers.csv` runs the TRL SFT benchmark\'s own trainer stack (TRL 1.4, '
-    + 'accelerate 1.13 FSDP2 at world size 1, Qwen3-4B at 4k and 16k tokens; `tools/measure/trainer_gpu.sh`) on '
-    + 'the same GPU: 9 cases, three counters each, predicted before the run (`tools/measure/trainer_gpu.memfit.json`).',
+    + 'accelerate 1.13 FSDP2 or DeepSpeed 0.19.8 ZeRO-2/3 at world size 1, Qwen3-4B at 4k to 16k tokens, and the GPU '
+    + 'image\'s own transformers and accelerate; `tools/measure/trainer_gpu.sh`) on the same GPU: 18 cases, three '
+    + 'counters each, predicted before the run (`tools/measure/trainer_gpu.memfit.json`).',
   ];
 }
 
