@@ -19,8 +19,10 @@ const fixture = (name) => readFileSync(join(FIXTURES, name), 'utf8');
 // 362.8 KiB with the search judged over the framework's dated versions; 364.2 KiB with the shared
 // rank plan, LitGPT's and autocast's mechanisms; 364.4 KiB with uPlot wrapped to run on the first chart; 365.9 KiB with the gradients' pool, the first
 // step's loss segments and the GEMM tile model for eager attention and unaligned widths; 365.3 KiB
-// with the wasm's data at the top of the document): a ratchet, so that the page may not grow back.
-const PAGE_BUDGET_BYTES = 366.0 * 1024;
+// with the wasm's data at the top of the document; 370.4 KiB with the LLaMA-Adapter and P-tuning methods,
+// DeepSpeed's ZeRO step and buckets, the FSDP plugin's checkpointing and Megatron's per-micro-batch
+// gradient add): a ratchet, so that the page may not grow back.
+const PAGE_BUDGET_BYTES = 371.0 * 1024;
 
 test('the single file stays under its gzip ratchet and holds neither the importer nor the YAML parser', { skip: !built }, () => {
   const html = readFileSync(`${site}index.html`);
