@@ -213,7 +213,7 @@ def make_callback(torch, nvml, device, record, case):
             record["steps"].append({"step": state.global_step, **allocator(torch, device),
                                     "nvml_now": nvml.marks[f"step{state.global_step}"],
                                     "current_allocated": torch.cuda.memory_allocated() if device != "cpu" else 0})
-            if device != "cpu" and state.global_step == 1 and record.get("history"):
+            if device != "cpu" and state.global_step == 1 and record.get("history") and not case.get("history_from_start"):
                 stacks = case.get("history_stacks", False)  # Python frames of every allocation (diagnosis)
                 torch.cuda.memory._record_memory_history(context="alloc" if stacks else None,
                                                          stacks="python" if stacks else "all", max_entries=150000)
@@ -251,6 +251,8 @@ def run(case, out_dir, device):
         torch.zeros(1, device="cuda")
         nvml.mark("cuda_init")
         record["gpu"] = torch.cuda.get_device_name(0)
+        if case.get("history") and case.get("history_from_start"):  # from before the model exists (diagnosis)
+            torch.cuda.memory._record_memory_history(context="alloc", stacks="python", max_entries=400000)
     started = time.time()
     # zero.Init (zero3_init_flag) covers a model built after the arguments, as trl/scripts/sft.py orders them
     args = make_arguments(case, out_dir, device, config_only(case)) if case["layout"] == "deepspeed" else None
