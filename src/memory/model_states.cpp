@@ -427,9 +427,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.optimizer_states_bytes += z != Sharding::kNone ? ceil_div(cls[c].states, div[c]) : cls[c].states;
   }
   // torch.optim creates states lazily in the first step (_init_group); optimizers that keep the fp32
-  // master in the optimizer build them with it at construction (DeepSpeed stage_1_and_2.py
-  // initialize_optimizer_states), before any loss buffer exists.
-  if (!master_in_opt) {
+  // master in the optimizer build them with it at construction, before any loss buffer exists, except
+  // DeepSpeed's ZeRO, whose initialize_optimizer_states (v0.19.8 stage3.py, stage_1_and_2.py) sets
+  // only the fp32 gradients and leaves the states to the first step (TD-14: adam.py _init_group).
+  if (!master_in_opt || shard.behaviour.fp32_grads_at_step) {
     m.large_pool_state_bytes = std::min(m.optimizer_states_bytes, z != Sharding::kNone ? ceil_div(large_states, div[0]) : large_states);
   }
   if (z == Sharding::kZero3) m.master_weights_bytes = ceil_div(m.master_weights_bytes, div[0]);

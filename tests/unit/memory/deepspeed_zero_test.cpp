@@ -104,3 +104,18 @@ TEST_CASE("fsdp_activation_checkpointing is accelerate's option", "[fsdp][checkp
   CHECK(out["error"]["code"] == "invalid_value");
   CHECK(out["error"]["path"] == "/parallel/fsdp_activation_checkpointing");
 }
+
+TEST_CASE("DeepSpeed's ZeRO leaves AdamW's states to the first step, where they break the loss's segments",
+          "[deepspeed][zero][allocator]") {
+  // TD-14: adam.py _init_group allocates exp_avg and exp_avg_sq in step 1, into the cached segments of
+  // step 1's loss, so step 2 maps its loss buffers again.
+  for (const char* sharding : {"zero2", "zero3"}) {
+    json req = request(sharding, "trl", 1);
+    req["training"]["framework_version"] = "2026-04";  // TRL 1.4: the full logits' loss (nll)
+    req["training"]["loss"] = "standard";
+    const json r = result_of(req);
+    CHECK(bytes(r, "loss_segments_remapped_bytes") > 0);
+    req["training"]["expandable_segments"] = true;  // one segment per stream: nothing to map again
+    CHECK(bytes(result_of(req), "loss_segments_remapped_bytes") == 0);
+  }
+}
