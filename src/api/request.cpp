@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/api.h"
+#include "block/activations.h"
 #include "common/units.h"
 #include "hardware/network.h"
 #include "hf_config/parse_hf_config.h"
@@ -344,9 +345,7 @@ constexpr std::int64_t kAccelerateFsdp2BlockAcFromYyyymm = 202609;
 
 // parallel.fsdp_activation_checkpointing: the FSDP plugin's own checkpointing (accelerate's
 // fsdp_activation_checkpointing) instead of the Trainer's gradient_checkpointing. Under FSDP2 at
-// the dates above each child keeps its input: the block's distinct hidden-size inputs (norm,
-// attention, residual, MLP: 4 in a pre-norm block, measured on an H200, TD-08; 2 in a parallel
-// block sharing one norm; each extra norm of a sandwich-norm block adds one).
+// the dates above each child of a block keeps its input (block_child_inputs).
 void read_fsdp_plugin_checkpointing(const Json& parallel, const FrameworkProfile& profile, std::int64_t yyyymm,
                                     const ModelArchitecture& arch, TrainingSetup& t) {
   const FieldReader f(parallel, "/parallel");
@@ -362,7 +361,7 @@ void read_fsdp_plugin_checkpointing(const Json& parallel, const FrameworkProfile
   t.checkpointing = Checkpointing::kFull;
   const bool fsdp2 = f.int_or({"fsdp_version"}, 1, 2, 1) == 2;
   const bool per_child = yyyymm >= kAccelerateFsdp2ChildAcFromYyyymm && yyyymm < kAccelerateFsdp2BlockAcFromYyyymm;
-  if (fsdp2 && per_child) t.checkpoint_saved_inputs_per_block = arch.norms_per_layer == 1 ? 2 : arch.norms_per_layer + 2;
+  if (fsdp2 && per_child) t.checkpoint_saved_inputs_per_block = block_child_inputs(arch);
 }
 
 // parallel.fsdp_version: which FSDP accelerate runs under the HF Trainer, TRL or a loop (fsdp_version in its

@@ -110,6 +110,14 @@ inline LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t
   return k;
 }
 
+/// The distinct hidden-size inputs of a block's children when each is a checkpoint region: the
+/// layer input, each norm's output and what the residual adds between them (norms, attention, MLP:
+/// 4 in a pre-norm block, 6 with sandwich norms; 2 in a parallel block whose attention and MLP
+/// read one norm's output). Measured on an H200 for Qwen3 (TD-08).
+inline std::int64_t block_child_inputs(const ModelArchitecture& a) {
+  return a.norms_per_layer == 1 ? 2 : a.norms_per_layer + 2;
+}
+
 /// One matmul of a transformer block, per token on one rank: its input and output widths.
 struct BlockMatmul {
   std::int64_t in = 0, out = 0;

@@ -46,9 +46,6 @@ enum class AmpWeights { kAutocast, kMasterInOptimizer, kGathered16bit };
 
 struct TrainingSetup {
   Method method = Method::kFull;
-  /// Hidden-size inputs a checkpointed block keeps: 1 when the block is one checkpoint region;
-  /// more when each of its children is one (accelerate's FSDP2 plugin, api/request.cpp).
-  std::int64_t checkpoint_saved_inputs_per_block = 1;
   BaseQuant base_quant = BaseQuant::kNone;   // qlora implies nf4
   std::int64_t lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "v"};  // short roles; "all-linear" expands
@@ -72,6 +69,9 @@ struct TrainingSetup {
   std::int64_t grad_accum = 1;
   bool packed = true;                        // false: padded, lengths vary from batch to batch
   Checkpointing checkpointing = Checkpointing::kNone;
+  /// Hidden-size inputs a checkpointed block keeps: 1 when the block is one checkpoint region;
+  /// more when each of its children is one (block_child_inputs; accelerate's FSDP2 plugin, api/request.cpp).
+  std::int64_t checkpoint_saved_inputs_per_block = 1;
   Offload offload = Offload::kNone;
   AttentionKernel attention = AttentionKernel::kSdpa;
   LossKernel loss = LossKernel::kStandard;
