@@ -101,3 +101,36 @@ test('memfit import: bad input exits 2 with the code, pointer and line', { skip 
   r = memfit('import', join(FIXTURES, 'axolotl_qlora.yml'), '--gpus', 'eight');
   assert.equal(r.code, 2);
 });
+
+test('memfit import: accelerate FSDP2 with the plugin\'s checkpointing asks for it (per-child under accelerate 1.8-1.14)', { skip }, () => {
+  const file = join(scratch, 'accelerate_fsdp2_ac.yaml');
+  writeFileSync(file, 'distributed_type: FSDP\nmixed_precision: bf16\nnum_processes: 8\nfsdp_config:\n  fsdp_version: 2\n' +
+    '  fsdp_activation_checkpointing: true\n  fsdp_reshard_after_forward: true\n');
+  const r = memfit('import', file, '--model', 'Qwen/Qwen3-4B', '--gpu', 'H100-80GB', '--json');
+  assert.equal(r.code, 0, r.err);
+  const { request, mapped } = JSON.parse(r.out);
+  assert.equal(request.parallel.fsdp_version, 2);
+  assert.equal(request.parallel.fsdp_activation_checkpointing, true);
+  assert.equal(request.training.activation_checkpointing, 'full');
+  assert.ok(mapped.some((x) => x.to === '/parallel/fsdp_activation_checkpointing' && x.line === 6));
+  // The core reads both: accelerate 1.13 (2026-04) keeps each child's input, 1.15 (2026-10) one per block.
+  const peak = (version) => {
+    const f = join(scratch, `fsdp2_ac_${version}.json`);
+    writeFileSync(f, JSON.stringify({ ...request, training: { ...request.training, framework_version: version, micro_batch: 4, seq_len: 4096 } }));
+    const e = memfit('estimate', f);
+    assert.equal(e.code, 0, e.out);
+    return JSON.parse(e.out).activations_peak_bytes;
+  };
+  assert.ok(peak('2026-04') > peak('2026-10'));
+});
+
+test('memfit import: FSDP checkpointing under Axolotl stays whole-block, with a note', { skip }, () => {
+  const file = join(scratch, 'axolotl_fsdp_ac.yaml');
+  writeFileSync(file, 'base_model: Qwen/Qwen3-4B\nfsdp:\n  - full_shard\nfsdp_config:\n  fsdp_version: 2\n  fsdp_activation_checkpointing: true\n');
+  const r = memfit('import', file, '--json');
+  assert.equal(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.equal(j.request.parallel?.fsdp_activation_checkpointing, undefined);
+  assert.equal(j.request.training.activation_checkpointing, 'full');
+  assert.ok(j.notes.some((n) => /whole-block checkpointing/.test(n)), JSON.stringify(j.notes));
+});

@@ -543,6 +543,8 @@
     if (v !== undefined) m.set(field, v, parts);
   }
 
+  const ACCELERATE_FSDP_FRAMEWORKS = ['hf_trainer', 'trl', 'transformers_loop'];
+
   /// FSDP as Axolotl, the HF Trainer (`fsdp`, `fsdp_config`) and accelerate (`fsdp_config`) spell it.
   function mapFsdpBlock(m, configParts, listParts) {
     const list = listParts && m.take(listParts);
@@ -562,9 +564,18 @@
       sharded = true;
     }
     if (!sharded && m.has(configParts)) { m.set('/parallel/sharding', 'zero3', configParts, 'FSDP full sharding (its default)'); }
-    if (version !== undefined) m.note(`FSDP version ${version}`);
+    // fsdp_version and the plugin's own checkpointing are request fields where accelerate's FSDP
+    // plugin is the one memfit models (request.cpp fsdp_through_accelerate); elsewhere a note.
+    const plugin = ACCELERATE_FSDP_FRAMEWORKS.includes(m.request.training.framework);
+    const versionNumber = Number(version);
+    if (version !== undefined && plugin && (versionNumber === 1 || versionNumber === 2)) m.set('/parallel/fsdp_version', versionNumber, get('version'));
+    else if (version !== undefined) m.note(`FSDP version ${version}`);
     if (m.bool(get('offload_params'))) m.set('/training/offload', 'params_optimizer', get('offload_params'));
-    if (m.bool(get('activation_checkpointing'))) m.set('/training/activation_checkpointing', 'full', get('activation_checkpointing'));
+    if (m.bool(get('activation_checkpointing'))) {
+      m.set('/training/activation_checkpointing', 'full', get('activation_checkpointing'));
+      if (plugin) m.set('/parallel/fsdp_activation_checkpointing', true, get('activation_checkpointing'), 'the FSDP plugin\'s checkpointing: accelerate 1.8-1.14 under FSDP2 checkpoint each child of a block');
+      else m.note('fsdp_activation_checkpointing is estimated as whole-block checkpointing (accelerate 1.8-1.14 under FSDP2 checkpoint each child of a block, which keeps more)');
+    }
   }
 
   // LLaMA-Factory @ 99e0c3e src/llamafactory/model/adapter.py init_adapter: trainable weights are
