@@ -122,6 +122,8 @@ def case_id(c):
     if c.get("lora_rank"):  # lora, loha, lokr, vera: rank and targets
         method = f"{method}{c['lora_rank']}{c['lora_targets'].replace(',', '').replace('-', '')}"
         method = method.replace("lora16alllinear", "lora16all-linear")  # ids recorded before the other methods
+        if c.get("modules_to_save"):
+            method += "+" + c["modules_to_save"].replace("embedding", "emb").replace(",", "")
     elif c.get("virtual_tokens"):
         method = f"{method}{c['virtual_tokens']}"
     runner = [] if c["framework"] == "transformers_loop" else [c["framework"]]
@@ -180,7 +182,7 @@ def all_cases():
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
-            long_context_cases() + litgpt_cases() + amp_cases())
+            long_context_cases() + litgpt_cases() + amp_cases() + modules_to_save_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -505,3 +507,25 @@ def amp_cases():
                             out.append(c)
     # The 1 x 512 cases first, so that a partial run covers every set, runner, family and method.
     return sorted(out, key=lambda c: (c["micro_batch"], c["seq_len"]))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PEFT's modules_to_save: LoRA r16 on every linear with full trainable copies of the output layer, or of the
+# embedding and the output layer (peft ModulesToSaveWrapper); untied and tied families, checkpointing none / full.
+MODULES_TO_SAVE_FAMILIES = ("llama3_gqa", "llama32_tied")
+
+
+def modules_to_save_cases():
+    out = []
+    for family in MODULES_TO_SAVE_FAMILIES:
+        model_id, layers, _ = FAMILIES[family]
+        oracle_id = reduced_config(model_id, layers)
+        for saved in ("head", "embedding,head"):
+            for ac in ("none", "full"):
+                for b, s in SHAPES:
+                    c = base_case("cur_2026_11", family, oracle_id)
+                    c.update(method="lora", lora_rank=16, lora_targets="all-linear", modules_to_save=saved,
+                             activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
+                    c["id"] = case_id(c)
+                    out.append(c)
+    return out

@@ -133,6 +133,8 @@ def csv_row(c, r):
     dp, cp = c.get("dp", 1), c.get("cp", 1)
     if c.get("virtual_tokens"):
         notes += f"; virtual_tokens={c['virtual_tokens']}"
+    if c.get("modules_to_save"):
+        notes += f"; modules_to_save={c['modules_to_save']}"
     if c["precision"] == "amp_bf16":
         notes += "; fp32 weights under autocast bf16 with CUDA's policy (cuda_autocast.py)"
     row = {k: "" for k in COLUMNS}

@@ -21,6 +21,8 @@ from tracker import LiveBytes, saved_tensor_marker
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "amp_bf16": torch.float32}
 LORA_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
                 "down": "down_proj"}
+# memfit's names of the modules PEFT's modules_to_save trains as full copies, as Llama-named models call them.
+SAVED_MODULES = {"embedding": "embed_tokens", "head": "lm_head"}
 
 
 def load_config(path, case):
@@ -60,8 +62,9 @@ def build_model(config, case):
         import peft
         targets = case["lora_targets"]
         target_modules = "all-linear" if targets == "all-linear" else [LORA_MODULES[t] for t in targets.split(",")]
+        saved = [SAVED_MODULES[m] for m in case["modules_to_save"].split(",")] if case.get("modules_to_save") else None
         lora = peft.LoraConfig(r=case["lora_rank"], lora_alpha=2 * case["lora_rank"], lora_dropout=case.get(
-            "lora_dropout", 0.0), target_modules=target_modules, task_type="CAUSAL_LM")
+            "lora_dropout", 0.0), target_modules=target_modules, modules_to_save=saved, task_type="CAUSAL_LM")
         model = peft.get_peft_model(model, lora)
         if case["activation_checkpointing"] == "full" and case.get("checkpoint_use_reentrant", True):
             model.enable_input_require_grads()  # only reentrant checkpointing needs a grad-requiring input
@@ -221,7 +224,9 @@ def run_case(case, config_path, steps=None, shard=None, step_context=None):
             shard(model)
         model.to_empty(device="cpu")
         if getattr(config, "tie_word_embeddings", False):
-            model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
+            # to_empty unties them; a modules_to_save wrapper ties its original module (its copy was made untied)
+            unwrap = lambda m: getattr(m, "original_module", m)
+            unwrap(model.get_output_embeddings()).weight = unwrap(model.get_input_embeddings()).weight
         model.train()
         for m in model.modules():
             if type(m).__module__.startswith(("peft.tuners.loha", "peft.tuners.lokr")):
