@@ -252,6 +252,9 @@ function rowToRequest(row, config) {
     if (adapterLen) training.adapter.prompt_length = Number(adapterLen[2]);
     if (adapterLayers) training.adapter.layers = Number(adapterLayers[2]);
   }
+  // `modules_to_save=embedding,head` in the notes: PEFT's trainable copies (training.lora.modules_to_save).
+  const saved = /(^|[\s;,(])modules_to_save=([a-z_]+(?:,[a-z_]+)*)/.exec(row.notes || '');
+  if (saved) training.lora = { ...(training.lora ?? {}), modules_to_save: saved[2].split(',') };
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.

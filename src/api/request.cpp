@@ -2,6 +2,7 @@
 #include "api/request.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -47,12 +48,44 @@ E enum_or(const FieldReader& f, const char* key, const EnumName<E> (&choices)[N]
 
 const char* const kLoraTargets[] = {"q", "k", "v", "o", "gate", "up", "down", "head"};
 
+// lora.modules_to_save: PEFT's full trainable copies, by memfit's name or the module names
+// checkpoints use for the token embedding and the output layer.
+void read_modules_to_save(const FieldReader& f, TrainingSetup& t) {
+  const Json* saved = f.find({"modules_to_save"});
+  if (!saved) return;
+  const std::string spath = f.path("modules_to_save");
+  if (!saved->is_array()) throw Error(ErrorCode::kInvalidType, spath, "modules_to_save must be an array such as [\"embedding\", \"head\"]");
+  if (saved->size() > 2) throw Error(ErrorCode::kInvalidValue, spath, "modules_to_save names at most the embedding and the head");
+  static const char* const kEmbeddingNames[] = {"embedding", "embed_tokens", "wte", "word_embeddings", "tok_embeddings"};
+  static const char* const kHeadNames[] = {"head", "lm_head", "output"};
+  for (std::size_t i = 0; i < saved->size(); ++i) {
+    const std::string ipath = pointer_append(spath, std::to_string(i));
+    const Json& v = (*saved)[i];
+    if (!v.is_string()) throw Error(ErrorCode::kInvalidType, ipath, "a module name must be a string");
+    const std::string name = v.get<std::string>();
+    const auto named = [&name](const auto& names) {
+      return std::any_of(std::begin(names), std::end(names), [&name](const char* k) { return name == k; });
+    };
+    t.lora_saves_embedding = t.lora_saves_embedding || named(kEmbeddingNames);
+    t.lora_saves_head = t.lora_saves_head || named(kHeadNames);
+    if (!named(kEmbeddingNames) && !named(kHeadNames)) {
+      throw Error(ErrorCode::kInvalidValue, ipath,
+                  "unknown module '" + name.substr(0, 32) + "' (modelled: embedding / embed_tokens / wte, head / lm_head)");
+    }
+  }
+}
+
 void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"rank", "targets", "dropout"});
+  reject_unknown_keys(f, {"rank", "targets", "dropout", "modules_to_save"});
   t.lora_rank = f.int_or({"rank"}, 1, kMaxLoraRank, t.lora_rank);
   if (auto d = f.get_number({"dropout"}, 0.0, 0.99)) t.lora_dropout = *d;
+  read_modules_to_save(f, t);
   const Json* targets = f.find({"targets"});
+  if (t.lora_saves_head && targets && targets->is_array() &&
+      std::any_of(targets->begin(), targets->end(), [](const Json& v) { return v.is_string() && v.get<std::string>() == "head"; })) {
+    throw Error(ErrorCode::kInvalidValue, f.path("modules_to_save"), "the head is either a LoRA target or a module to save, not both");
+  }
   if (!targets) return;
   const std::string tpath = f.path("targets");
   if (targets->is_string()) {

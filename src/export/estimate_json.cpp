@@ -44,6 +44,12 @@ Json training_to_json(const TrainingSetup& t) {
   if (t.liger_kernels) j["liger_kernels"] = true;
   if (is_adapter_method(t.method)) {
     j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
+    if (t.lora_saves_embedding || t.lora_saves_head) {
+      Json saved = Json::array();
+      if (t.lora_saves_embedding) saved.push_back("embedding");
+      if (t.lora_saves_head) saved.push_back("head");
+      j["lora"]["modules_to_save"] = saved;
+    }
   }
   if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
   if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};

@@ -524,6 +524,9 @@ LaunchFormat torchtune(const LaunchInput& in) {
   f.text = c.str();
   if (distributed && l.tp > 1) f.notes.emplace_back("tensor_parallel_dim needs a tensor_parallel_plan in the config (torchtune ships one for the Llama 3 70B configs)");
   if (in.setup.optimizer_in_backward && lora) f.notes.emplace_back("optimizer_in_bwd is a full-finetune option; the LoRA recipes step the optimizer after backward");
+  if (lora && (in.setup.lora_saves_embedding || in.setup.lora_saves_head)) {
+    f.notes.emplace_back("torchtune's LoRA recipes train no full copy of the embedding or output layer (PEFT's modules_to_save): not expressed");
+  }
   if (in.setup.checkpointing == Checkpointing::kSelective) f.notes.emplace_back("enable_activation_checkpointing checkpoints whole blocks (full); selective is ac_mode/ac_option in the full distributed recipe");
   if (dtype_name(in.setup.precision) == "fp16") f.notes.emplace_back("torchtune trains in bf16 or fp32, not fp16");
   if (dtype_name(in.setup.precision) == "bf16") f.notes.emplace_back("torchtune's bf16 keeps no fp32 master weights (pure bf16)");
@@ -565,6 +568,25 @@ std::string lora_modules(const TrainingSetup& t) {
     list += (list.empty() ? "" : ", ") + (role == "all-linear" ? std::string("all-linear") : "\"" + name + "\"");
   }
   return list;
+}
+
+// PEFT's modules_to_save as the checkpoint names them, quoted ("" when none): the token
+// embedding is wte in GPT-2 and Qwen-1, word_embeddings in Falcon and BLOOM, embed_tokens elsewhere.
+std::string saved_modules(const TrainingSetup& t, const ModelArchitecture& a) {
+  std::string list;
+  if (t.lora_saves_embedding) {
+    const std::string& type = a.model_type;
+    const char* name = type == "gpt2" || type == "qwen" ? "wte" : type == "falcon" || type == "bloom" ? "word_embeddings" : "embed_tokens";
+    list = "\"" + std::string(name) + "\"";
+  }
+  if (t.lora_saves_head) list += (list.empty() ? "" : ", ") + std::string("\"lm_head\"");
+  return list;
+}
+
+std::string unquoted(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '"'), text.end());
+  text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
+  return text;
 }
 
 // PEFT's config class of a method other than LoRA (peft v0.21.2 tuners/*/config.py).
@@ -624,6 +646,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
     y << "lora_r: " << t.lora_rank << "\n";
     y << "lora_dropout: " << t.lora_dropout << "\n";
     y << "lora_target_modules: [" << lora_modules(t) << "]\n";
+    if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) y << "lora_modules_to_save: [" << saved << "]\n";
     if (t.method == Method::kDora) y << "use_dora: true\n";
     if (effective_base_quant(t) == BaseQuant::kNf4) y << "load_in_4bit: true\nbnb_4bit_quant_type: nf4\nuse_bnb_nested_quant: true\n";
     if (effective_base_quant(t) == BaseQuant::kInt8) y << "load_in_8bit: true\n";
@@ -690,7 +713,9 @@ void python_model_setup(Text& p, const LaunchInput& in, const char* torch_dtype)
     const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
     p << "model = get_peft_model(model, LoraConfig(r=" << t.lora_rank << ", lora_alpha=" << 2 * t.lora_rank
       << ", lora_dropout=" << t.lora_dropout << ", target_modules=" << target_text << ", use_dora="
-      << (t.method == Method::kDora ? "True" : "False") << ", task_type=\"CAUSAL_LM\"))\n";
+      << (t.method == Method::kDora ? "True" : "False");
+    if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) p << ", modules_to_save=[" << saved << "]";
+    p << ", task_type=\"CAUSAL_LM\"))\n";
   }
   python_other_peft(p, t, in.arch->num_layers);
   if (t.method == Method::kFreeze) {
@@ -796,6 +821,7 @@ LaunchFormat unsloth_script(const LaunchInput& in) {
     py << "    model,\n";
     py << "    r=" << t.lora_rank << ",\n";
     py << "    target_modules=[" << lora_modules(t) << "],\n";
+    if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) py << "    modules_to_save=[" << saved << "],\n";
     py << "    lora_dropout=" << t.lora_dropout << ",\n";
     py << "    use_gradient_checkpointing=" << gc << ",\n";
     py << ")\n";
@@ -880,6 +906,7 @@ LaunchFormat axolotl_yaml(const LaunchInput& in) {
     y << "lora_dropout: " << t.lora_dropout << "\n";
     if (t.lora_targets == std::vector<std::string>{"all-linear"}) y << "lora_target_linear: true\n";
     else y << "lora_target_modules: [" << lora_modules(t) << "]\n";
+    if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) y << "lora_modules_to_save: [" << saved << "]\n";
     if (t.method == Method::kDora) y << "peft_use_dora: true\n";
   }
   y << "sequence_len: " << t.seq_len << "\n";
@@ -939,10 +966,9 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
   if (lora) {
     y << "lora_rank: " << t.lora_rank << "\n";
     y << "lora_dropout: " << t.lora_dropout << "\n";
-    std::string targets = lora_modules(t);
-    targets.erase(std::remove(targets.begin(), targets.end(), '"'), targets.end());
-    targets.erase(std::remove(targets.begin(), targets.end(), ' '), targets.end());
+    const std::string targets = unquoted(lora_modules(t));
     y << "lora_target: " << (targets == "all-linear" ? "all" : targets) << "\n";
+    if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) y << "additional_target: " << unquoted(saved) << "\n";
     if (t.method == Method::kDora) y << "use_dora: true\n";
     if (effective_base_quant(t) == BaseQuant::kNf4) y << "quantization_bit: 4\nquantization_method: bnb\n";
     if (effective_base_quant(t) == BaseQuant::kInt8) y << "quantization_bit: 8\nquantization_method: bnb\n";
@@ -1015,6 +1041,7 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
     const bool all = t.lora_targets.size() == 1 && t.lora_targets[0] == "all-linear";
     c << " --lora_rank " << t.lora_rank << " --lora_target_modules " << (all ? "all" : "default");
     if (!all) f.notes.emplace_back("--lora_target_modules default adapts k, q, v, up and down projections; other target sets need code");
+    if (t.lora_saves_embedding || t.lora_saves_head) f.notes.emplace_back("train.py has no option for PEFT's modules_to_save: it needs code");
   }
   c << " --dataset <yours>\n";
   f.text = c.str();

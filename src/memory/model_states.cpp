@@ -205,8 +205,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   // Gradient element bytes of base weights as computed in backward, and as reduced.
   const GradientBytes grad_bytes = base_gradient_bytes(t, shard.behaviour);
 
-  auto visit = [&](const TensorSpec& s, std::int64_t layer, std::int64_t layers_in_group, bool in_stack) {
-    if (!in_stack) {
+  // saved_copy: PEFT's trainable copy of a global module (peft_saves_module), its own storage.
+  auto visit = [&](const TensorSpec& s, std::int64_t layer, std::int64_t layers_in_group, bool in_stack, bool saved_copy) {
+    if (!in_stack && !saved_copy) {
       // A tied output layer is the embedding's storage; on a last pipeline stage without the
       // embedding it is a real copy (Megatron keeps the shared weight on both ends).
       const bool tied_copy = s.tied && shard.head && !shard.embedding;
@@ -220,6 +221,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       }
       if (on_embedding_side(s) ? !shard.embedding : !shard.head) return;
     }
+    if (saved_copy && (on_embedding_side(s) ? !shard.embedding : !shard.head)) return;
     const int c = s.kind == ModuleKind::kExpert ? 1 : 0;
     const std::int64_t copies = c == 1 ? ceil_div(s.copies, shard.ep) : s.copies;
     const std::int64_t per_copy = rank_numel(s, shard, arch.vocab_size);
@@ -227,7 +229,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.weight_tensor_count += copies * layers_in_group;
     // LitGPT adapter v2 trains the block and final norms (adapter_v2.py adapter_filter: norm_1,
     // norm_2, ln_f), not q/k norms.
-    const bool trains = layer_trains(t, layer, arch.num_layers) ||
+    const bool trains = saved_copy || layer_trains(t, layer, arch.num_layers) ||
                         (t.method == Method::kAdapterV2 && s.kind == ModuleKind::kNorm && s.role == "norm");
     std::int64_t bytes_per = wb;
     std::int64_t gather_bytes = 0;  // one copy of this tensor as gathered for compute, per layer
@@ -362,7 +364,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       }
     }
   };
-  for (const TensorSpec& s : inv.globals) visit(s, -1, 1, false);
+  for (const TensorSpec& s : inv.globals) visit(s, -1, 1, false, false);
+  for (const TensorSpec& s : inv.globals) {
+    if (peft_saves_module(t, s)) visit(s, -1, 1, false, true);
+  }
   std::int64_t held_layers = 0;
   for (const LayerGroup& g : inv.groups) {
     const std::int64_t before = layer_grad_sum;
@@ -374,14 +379,14 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (t.method == Method::kFreeze) {
       for (std::int64_t i = 0; i < g.layer_count; ++i) {
         if (shard.held(g.first_layer + i, 1) == 0) continue;
-        for (const TensorSpec& s : g.tensors) visit(s, g.first_layer + i, 1, true);
+        for (const TensorSpec& s : g.tensors) visit(s, g.first_layer + i, 1, true, false);
       }
       layer_gather /= count;
       layer_reduce /= count;
       layer_reduce_input /= count;
       layer_cast /= count;
     } else {
-      for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, count, true);
+      for (const TensorSpec& s : g.tensors) visit(s, g.first_layer, count, true, false);
     }
     m.gather_layer_bytes = std::max(m.gather_layer_bytes, layer_gather);
     m.amp_largest_layer_weight_cast_bytes = std::max(m.amp_largest_layer_weight_cast_bytes, layer_cast);

@@ -366,7 +366,7 @@ class Replay {
     in.autocast = fp32_residual_stream(t_);  // AMP, or autocast over fp32 embeddings (Axolotl)
     in.stream_bytes = in.autocast ? 4 : in.compute_bytes;
     in.weight_bytes = in.autocast || t_.precision == Precision::kFp32 ? 4 : 2;
-    in.weight_trains = layer_trains(t_, a_.num_layers, a_.num_layers);
+    in.weight_trains = head_weight_trains(t_, a_.num_layers);
     return in;
   }
 

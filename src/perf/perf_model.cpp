@@ -582,8 +582,13 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   b.embedding_params = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kEmbedding)] +
                                            inv.params_by_kind[static_cast<int>(ModuleKind::kPositionEmbedding)]);
   b.head_params = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kLmHead)]);
-  b.head_trains = !lora && layer_trains(t, -1, a.num_layers);
-  if (b.head_trains) b.trainable_params += b.embedding_params + b.head_params;
+  const bool whole_model_trains = !lora && layer_trains(t, -1, a.num_layers);
+  b.head_trains = whole_model_trains || t.lora_saves_head;
+  // PEFT's modules_to_save copies train alone (a tied output layer's copy is its own).
+  const double token_table = static_cast<double>(a.vocab_size) * h;
+  b.embedding_trainable_params = whole_model_trains ? b.embedding_params : t.lora_saves_embedding ? token_table : 0;
+  b.head_trainable_params = whole_model_trains ? b.head_params : t.lora_saves_head ? token_table : 0;
+  b.trainable_params += b.embedding_trainable_params + b.head_trainable_params;
   b.model_flops_per_token_base = 6.0 * (active_block_params + head_matmul);
   b.model_flops_attention_per_ctx = 12.0 * static_cast<double>(b.num_layers) * heads * qk_dim;
   return b;
@@ -998,10 +1003,10 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       embedding_stage.tp_s += embedding_tp;
       embedding_stage.tp_total_s += embedding_tp;
     }
-    if (b.head_trains) last.trainable += b.head_params;
+    last.trainable += b.head_trainable_params;
     last.params += b.head_params / tp;
     StageCost& first = l.pp > 1 ? first_stage : last_stage;
-    if (b.head_trains) first.trainable += b.embedding_params;
+    first.trainable += b.embedding_trainable_params;
     first.params += b.embedding_params / tp;
     if (b.head_trains && grad_add_bytes > 0) {
       // The vocabulary-parallel weights' gradient adds: the embedding on the first stage, the head

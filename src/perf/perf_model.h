@@ -296,6 +296,8 @@ struct PerfBasis {
   bool head_trains = true;
   double embedding_params = 0;         // token + position tables
   double head_params = 0;              // untied output layer + final norm
+  double embedding_trainable_params = 0;  // of embedding_params, or PEFT's embedding copy
+  double head_trainable_params = 0;       // of head_params, or PEFT's output-layer copy
   double trainable_params = 0;         // all trainable parameters
   /// Model FLOPs per token by the usual convention, for MFU: 6 x active parameters (matmul
   /// weights, output layer included) + 12 x layers x heads x head dim x sequence

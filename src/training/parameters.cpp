@@ -124,6 +124,15 @@ bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
   return false;
 }
 
+bool peft_saves_module(const TrainingSetup& t, const TensorSpec& s) {
+  if (s.kind == ModuleKind::kLmHead) return t.lora_saves_head;
+  return t.lora_saves_embedding && s.kind == ModuleKind::kEmbedding && s.role == "embedding";
+}
+
+bool head_weight_trains(const TrainingSetup& t, std::int64_t num_layers) noexcept {
+  return layer_trains(t, num_layers, num_layers) || t.lora_saves_head;
+}
+
 bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept {
   switch (t.method) {
     case Method::kFull: return true;

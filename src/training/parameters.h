@@ -25,6 +25,13 @@ inline constexpr std::int64_t kInt8RowScaleBytes = 4;
 bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept;
 /// A linear weight inside the transformer blocks (not the output layer or a router).
 bool is_linear_in_block(const TensorSpec& s);
+/// PEFT's modules_to_save copies this global tensor (the token embedding or the output layer) and
+/// trains the copy: ModulesToSaveWrapper.update deep-copies the original module, which stays
+/// frozen (peft v0.21.2 utils/other.py); a tied output layer's copy is its own storage (PEFT
+/// reties it only with ensure_weight_tying, default false: tuners/lora/config.py).
+bool peft_saves_module(const TrainingSetup& t, const TensorSpec& s);
+/// Whether the output layer's weight trains: the whole model's (full fine-tuning) or PEFT's copy.
+bool head_weight_trains(const TrainingSetup& t, std::int64_t num_layers) noexcept;
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
 

@@ -50,6 +50,10 @@ struct TrainingSetup {
   std::int64_t lora_rank = 16;
   std::vector<std::string> lora_targets = {"q", "v"};  // short roles; "all-linear" expands
   double lora_dropout = 0.0;
+  /// PEFT's modules_to_save: full trainable copies of the token embedding / the output layer
+  /// beside the frozen originals (peft v0.21.2 utils/other.py ModulesToSaveWrapper).
+  bool lora_saves_embedding = false;
+  bool lora_saves_head = false;
   std::int64_t virtual_tokens = 20;  // prompt_tuning / prefix_tuning: PEFT num_virtual_tokens
   /// adapter / adapter_v2 / adaption_prompt: the learned prefix's length and the first layer that
   /// attends to it (litgpt v0.5.13 adapter.py Config: adapter_prompt_length 10, adapter_start_layer

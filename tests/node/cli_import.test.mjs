@@ -134,3 +134,26 @@ test('memfit import: FSDP checkpointing under Axolotl stays whole-block, with a 
   assert.equal(j.request.training.activation_checkpointing, 'full');
   assert.ok(j.notes.some((n) => /whole-block checkpointing/.test(n)), JSON.stringify(j.notes));
 });
+
+test('memfit import: PEFT modules_to_save from Axolotl, LLaMA-Factory and TRL; modules memfit does not model are noted', { skip }, () => {
+  const files = {
+    'axolotl_saved.yaml': 'base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nlora_target_linear: true\nlora_modules_to_save:\n  - embed_tokens\n  - lm_head\n  - norm\n',
+    'llamafactory_saved.yaml': 'model_name_or_path: meta-llama/Llama-3.1-8B\nstage: sft\nfinetuning_type: lora\nadditional_target: embed_tokens,lm_head\n',
+    'trl_saved.yaml': 'model_name_or_path: meta-llama/Llama-3.1-8B\nmax_length: 1024\nuse_peft: true\nlora_modules_to_save: [lm_head]\n',
+  };
+  const expected = { 'axolotl_saved.yaml': ['embedding', 'head'], 'llamafactory_saved.yaml': ['embedding', 'head'], 'trl_saved.yaml': ['head'] };
+  for (const [name, text] of Object.entries(files)) {
+    const file = join(scratch, name);
+    writeFileSync(file, text);
+    const r = memfit('import', file, '--gpu', 'H100-80GB', '--json');
+    assert.equal(r.code, 0, r.err);
+    const j = JSON.parse(r.out);
+    assert.deepEqual(j.request.training.lora.modules_to_save, expected[name], name);
+    if (name.startsWith('axolotl')) assert.ok(j.notes.some((n) => /modules_to_save norm: not modelled/.test(n)), JSON.stringify(j.notes));
+    const f = join(scratch, `${name}.json`);
+    writeFileSync(f, JSON.stringify(j.request));
+    const e = memfit('estimate', f);
+    assert.equal(e.code, 0, e.out);
+    assert.deepEqual(JSON.parse(e.out).training.lora.modules_to_save, expected[name]);
+  }
+});

@@ -154,6 +154,14 @@ test('a row run on accelerate FSDP2 (fsdp_version=2 in its notes) asks for paral
   assert.equal(other.parallel?.fsdp_version, undefined);
 });
 
+test('a row with PEFT modules_to_save in its notes asks for training.lora.modules_to_save, keeping rank and targets', () => {
+  const tagged = v.rowToRequest(caseRow({ method: 'lora', lora_rank: '16', lora_targets: 'all-linear', notes: 'peft; modules_to_save=embedding,head' }), null);
+  assert.deepEqual(tagged.training.lora.modules_to_save, ['embedding', 'head']);
+  assert.equal(tagged.training.lora.rank, 16);
+  const prose = v.rowToRequest(caseRow({ method: 'lora', notes: 'embedding and head saved, in prose' }), null);
+  assert.equal(prose.training.lora?.modules_to_save, undefined);
+});
+
 test('a row run with Liger patched in (liger_kernels in its notes) asks for training.liger_kernels', () => {
   const tagged = v.rowToRequest(caseRow({ loss: 'liger_flce', notes: 'use_liger_kernel=True; liger_kernels (RMSNorm, SwiGLU, RoPE).' }), null);
   assert.equal(tagged.training.liger_kernels, true);

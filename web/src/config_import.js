@@ -302,6 +302,24 @@
     if (targets.length) m.set('/training/lora/targets', targets, parts);
   }
 
+  // PEFT's modules_to_save (Axolotl lora_modules_to_save, LLaMA-Factory additional_target, TRL
+  // ModelConfig lora_modules_to_save): the token embedding and the output layer are modelled.
+  const SAVED_MODULES = { embed_tokens: 'embedding', wte: 'embedding', word_embeddings: 'embedding', tok_embeddings: 'embedding', lm_head: 'head', output: 'head' };
+  function setModulesToSave(m, parts) {
+    const list = m.take(parts);
+    if (list === null || list === undefined) return;
+    const names = typeof list === 'string' ? list.split(',').map((s) => s.trim()).filter(Boolean) : list;
+    if (!Array.isArray(names)) return m.fail('invalid_type', parts, `${pointer(parts).slice(1)} must be a list of module names`);
+    const saved = [];
+    const unknown = [];
+    for (const n of names) {
+      const s = SAVED_MODULES[String(n).split('.').pop()];
+      if (s) { if (!saved.includes(s)) saved.push(s); } else unknown.push(n);
+    }
+    if (unknown.length) m.note(`modules_to_save ${unknown.join(', ')}: not modelled (memfit trains copies of the embedding and the output layer only)`);
+    if (saved.length) m.set('/training/lora/modules_to_save', saved, parts);
+  }
+
   function setOptimizer(m, parts) {
     const name = m.take(parts);
     if (name === undefined || name === null) return;
@@ -502,6 +520,7 @@
       if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
       if (m.bool(['lora_target_linear'])) m.set('/training/lora/targets', 'all-linear', ['lora_target_linear']);
       else if (m.has(['lora_target_modules'])) setLoraTargets(m, ['lora_target_modules'], m.take(['lora_target_modules']));
+      setModulesToSave(m, ['lora_modules_to_save']);
     }
     intField(m, ['sequence_len'], '/training/seq_len');
     const packing = m.bool(['sample_packing']);
@@ -606,6 +625,7 @@
       if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
       if (m.has(['lora_target'])) setLoraTargets(m, ['lora_target'], m.take(['lora_target']));
       else m.set('/training/lora/targets', 'all-linear', '', 'lora_target defaults to all');
+      setModulesToSave(m, ['additional_target']);
     }
     if (type === 'freeze') intField(m, ['freeze_trainable_layers'], '/training/freeze_trainable_layers');
     intField(m, ['cutoff_len'], '/training/seq_len');
@@ -793,6 +813,7 @@
       const dropout = m.take(['lora_dropout']);
       if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
       if (m.has(['lora_target_modules'])) setLoraTargets(m, ['lora_target_modules'], m.take(['lora_target_modules']));
+      setModulesToSave(m, ['lora_modules_to_save']);
     } else m.set('/training/method', 'full', '');
     intField(m, ['per_device_train_batch_size'], '/training/micro_batch');
     intField(m, ['gradient_accumulation_steps'], '/training/grad_accum');

@@ -327,3 +327,31 @@ TEST_CASE("the Axolotl and LLaMA-Factory files hold their schemas' keys, the sha
   CHECK_FALSE(launch_configs(in)[9].supported);
   CHECK_FALSE(launch_configs(in)[10].supported);
 }
+
+TEST_CASE("PEFT's modules_to_save reaches every format that builds LoRA adapters, by the checkpoint's names", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048, 1);
+  in.setup.method = Method::kLora;
+  in.setup.lora_targets = {"all-linear"};
+  in.setup.lora_saves_embedding = true;
+  in.setup.lora_saves_head = true;
+  std::map<std::string, std::string> text;
+  std::map<std::string, std::vector<std::string>> notes;
+  for (const LaunchFormat& f : launch_configs(in)) {
+    text[f.format] = f.text;
+    notes[f.format] = f.notes;
+  }
+  // trl @ f2cd5771 model_config.py lora_modules_to_save; axolotl schemas/peft.py lora_modules_to_save;
+  // LLaMA-Factory hparams/finetuning_args.py additional_target; PEFT LoraConfig / Unsloth get_peft_model modules_to_save.
+  CHECK(text["trl_sft_yaml"].find("lora_modules_to_save: [\"embed_tokens\", \"lm_head\"]") != std::string::npos);
+  CHECK(text["axolotl_yaml"].find("lora_modules_to_save: [\"embed_tokens\", \"lm_head\"]") != std::string::npos);
+  CHECK(text["llamafactory_yaml"].find("additional_target: embed_tokens,lm_head\n") != std::string::npos);
+  CHECK(text["python_script"].find("modules_to_save=[\"embed_tokens\", \"lm_head\"]") != std::string::npos);
+  CHECK(text["unsloth_python"].find("modules_to_save=[\"embed_tokens\", \"lm_head\"]") != std::string::npos);
+  bool said = false;
+  for (const std::string& n : notes["torchtune_command"]) said = said || n.find("modules_to_save") != std::string::npos;
+  CHECK(said);
+}
