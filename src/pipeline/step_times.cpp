@@ -122,7 +122,7 @@ std::vector<StepSpan> place_in_step(std::vector<TimelineEvent>& timeline, const 
   // With the optimizer inside the backward, the rest runs to the step's end.
   const double rest_end_s = optimizer ? optimizer_start_s : std::max(step.step_s, schedule.end_s());
   if (rest_end_s > schedule.end_s()) {
-    spans.push_back({"rest", "other micro-batches, pipeline bubble, exposed communication", -1, 0, schedule.end_s(), rest_end_s});
+    spans.push_back({"rest", "other micro-batches, pipeline bubble, exposed communication and offload", -1, 0, schedule.end_s(), rest_end_s});
   }
   if (optimizer_span.end_s > optimizer_span.start_s) {
     spans.push_back({"optimizer", "optimizer step", -1, 0, optimizer_span.start_s, optimizer_span.end_s});

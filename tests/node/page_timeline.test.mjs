@@ -75,7 +75,26 @@ test('timeline: events on the core\'s time axis, not at equal widths; capacity a
     assertInside((await drawn(page)).labels, `${width}`);
     await page.locator('section[aria-labelledby="timeline-h"]').screenshot({ path: join(SHOTS, `timeline-${width}.png`) });
   }
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.reload();
+  await settled(page);
+  assert.deepEqual(await axeViolations(page), [], 'dark');
+  await page.locator('section[aria-labelledby="timeline-h"]').screenshot({ path: join(SHOTS, 'timeline-1280-dark.png') });
   assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('timeline of a run that does not fit: the peak above the GPU\'s memory, both labelled apart', { skip }, async () => {
+  const page = await open(at({ model: 'meta-llama/Llama-3.1-8B', gpus: '1', per_node: '1', micro_batch: '8', grad_accum: '1' }));
+  await settled(page);
+  const { result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  const chart = await drawn(page);
+  const [capacity, peak] = chart.labels.boxes;
+  assert.ok(!(capacity.left < peak.right && peak.left < capacity.right && capacity.top < peak.bottom && peak.top < capacity.bottom), JSON.stringify(chart.labels));
+  assertInside(chart.labels, 'oom');
+  await page.locator('section[aria-labelledby="timeline-h"]').screenshot({ path: join(SHOTS, 'timeline-oom-1280.png') });
   await page.close();
 });
 

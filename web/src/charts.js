@@ -150,7 +150,7 @@
       ctx.globalAlpha = b.phase === 'rest' ? 0.5 : i % 2 ? 0.35 : 0.18;
       ctx.fillRect(x0, top, x1 - x0, height);
       ctx.globalAlpha = 1;
-      const name = b.phase === 'rest' ? (microBatches > 1 ? `${microBatches - 1} more micro-batch${microBatches > 2 ? 'es' : ''}` : 'communication') : BAND_NAMES[b.phase];
+      const name = b.phase === 'rest' ? (microBatches > 1 ? `${microBatches - 1} more micro-batch${microBatches > 2 ? 'es' : ''}` : 'comm., offload') : BAND_NAMES[b.phase];
       if (name && ctx.measureText(name).width + 6 * px < x1 - x0) {
         ctx.fillStyle = t.muted;
         ctx.fillText(name, (x0 + x1) / 2, top + 3 * px);
@@ -285,7 +285,7 @@
   /// The chart in words (its text alternative): the phases with their times, the peak and the GPU's memory.
   function timelineText(timeline, bands, end, capacityText, peakText, peakEvent, microBatches) {
     const phases = bands.map((b) => {
-      const name = b.phase === 'rest' ? (microBatches > 1 ? `${microBatches - 1} more micro-batches and communication` : 'exposed communication') : b.phase;
+      const name = b.phase === 'rest' ? (microBatches > 1 ? `${microBatches - 1} more micro-batches and communication` : 'exposed communication and offload') : b.phase;
       const layers = b.spans.filter((s) => s.layers > 0).map((s) => s.label).join(', ');
       return `${name} ${timeText(b.start_s, end)}–${timeText(b.end_s, end)}${layers ? ` (${layers})` : ''}`;
     });
