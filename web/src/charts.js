@@ -260,9 +260,12 @@
       if (peakPoint >= 0) {
         const x = u.valToPos(xs[peakPoint], 'x', true);
         const y = u.valToPos(peakValue, 'y', true);
-        const probe = labelBox(u, peakText, 0, 0, 'left');
-        const right = x + 10 * px + (probe.right - probe.left) < u.bbox.left + u.bbox.width;
-        const place = (dy) => labelBox(u, peakText, right ? x + 10 * px : x - 10 * px, y + dy, right ? 'left' : 'right');
+        // The whole text where it fits beside the dot, on its right or left; else the bytes alone.
+        const room = { right: u.bbox.left + u.bbox.width - x - 10 * px, left: x - 10 * px - u.bbox.left };
+        const widthOf = (text) => { const b = labelBox(u, text, 0, 0, 'left'); return b.right - b.left; };
+        const text = widthOf(peakText) <= Math.max(room.right, room.left) ? peakText : `peak ${gibValue(peakValue)}`;
+        const right = widthOf(text) <= room.right;
+        const place = (dy) => labelBox(u, text, right ? x + 10 * px : x - 10 * px, y + dy, right ? 'left' : 'right');
         let box = place(-12 * px);
         if (overlaps(box, capacityBox)) box = place(y > u.valToPos(capacity, 'y', true) ? 14 * px : -26 * px);
         boxes.push(paintLabel(u, t, box));
