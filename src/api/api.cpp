@@ -224,6 +224,7 @@ Json estimate_result(const EstimateRequest& r, const Evaluation& ev) {
     result["cluster"]["gpu_mix"] = gpu_mix_to_json(r.gpu_mix);
   }
   result["perf"] = step_time_to_json(ev.step);
+  if (r.include_timeline) result["step_schedule"] = step_schedule_to_json(ev.step_spans);
   result["perf"]["assumptions"] = perf_assumptions(ev.perf_constants, ev.step_cluster);
   if (r.accounting) result["reference"] = reference_to_json(r, *r.accounting);
   result["warnings"] = r.warnings;

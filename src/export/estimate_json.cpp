@@ -128,6 +128,8 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
       x["label"] = ev.label;
       x["layer"] = ev.layer;
       x["live_bytes"] = ev.live.total();
+      x["start_s"] = ev.start_s;
+      x["end_s"] = ev.end_s;
       events.push_back(std::move(x));
     }
     j["timeline"] = std::move(events);
@@ -181,6 +183,15 @@ Json layout_to_json(const ParallelLayout& l) {
            {"vocab_multiple", b.vocab_multiple}}}};
   if (!l.stage_layers.empty()) j["stage_layers"] = l.stage_layers;
   return j;
+}
+
+Json step_schedule_to_json(const std::vector<StepSpan>& spans) {
+  Json out = Json::array();
+  for (const StepSpan& s : spans) {
+    out.push_back({{"phase", s.phase}, {"label", s.label}, {"first_layer", s.first_layer}, {"layers", s.layers},
+                   {"start_s", s.start_s}, {"end_s", s.end_s}});
+  }
+  return out;
 }
 
 Json ranks_to_json(const DistributedEstimate& d, const RuntimeProfile& rt, bool include_timeline) {

@@ -5,6 +5,7 @@
 #include "hf_config/json_input.h"
 #include "memory/fit.h"
 #include "memory/timeline.h"
+#include "pipeline/step_times.h"
 #include "training/framework_profile.h"
 
 namespace memfit {
@@ -16,6 +17,8 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
 /// The layout as estimated (degrees and the distributed behaviours used).
 Json layout_to_json(const ParallelLayout& l);
 /// One entry per rank kind: what it holds, its peaks and breakdown (and timeline).
+/// The step's spans in time (place_in_step): [{phase, label, first_layer, layers, start_s, end_s}].
+Json step_schedule_to_json(const std::vector<StepSpan>& spans);
 Json ranks_to_json(const DistributedEstimate& d, const RuntimeProfile& rt, bool include_timeline);
 Json fit_to_json(const FitReport& fit, const GpuSpec& gpu, const Estimate& e, bool searched);
 /// Mixed clusters: where each rank kind's stages run (place_stages).

@@ -182,7 +182,7 @@ class Replay {
     }
     const Breakdown wrap = wrap_event();
     if (wrap.total() > 0) {
-      est.timeline.insert(est.timeline.begin(), TimelineEvent{"wrap", kWrapLabel, -1, wrap});
+      est.timeline.insert(est.timeline.begin(), TimelineEvent{"wrap", kWrapLabel, -1, wrap, StepPart::kStart});
       if (wrap.total() > peak.total()) {
         peak = wrap;
         at = PeakEvent{"wrap", Label{kWrapLabel}, -1};
@@ -493,8 +493,8 @@ class Replay {
   }
 
   void note(PeakEvent* at, std::vector<TimelineEvent>* tl, Breakdown& best, const Breakdown& b,
-            const char* phase, const Label& label, std::int64_t layer) const {
-    if (tl) tl->push_back({phase, label.render(), layer, b});
+            const char* phase, const Label& label, std::int64_t layer, StepPart part) const {
+    if (tl) tl->push_back({phase, label.render(), layer, b, part});
     // Stored activations: what forward leaves for backward (backward's transient gradients are
     // not "activation memory" in the papers' sense).
     const std::int64_t total = b.total();  // once (the writes below may alias b)
@@ -637,7 +637,7 @@ class Replay {
     const std::int64_t previous_outputs = rank_.kind.head && states_live && t_.outputs_held_across_steps ? loss_bytes().held : 0;
     b.logits_loss_bytes = previous_outputs;
     b.weights_bytes += embedding_unit;
-    note(&at, tl, best, b, "forward", {rank_.kind.embedding ? "embedding" : "receive activations"}, -1);
+    note(&at, tl, best, b, "forward", {rank_.kind.embedding ? "embedding" : "receive activations"}, -1, StepPart::kStart);
     b.weights_bytes -= embedding_unit;
     if (zero3 && beh.root_unit_gathered && beh.gather_copy_out && beh.reshard_after_forward && rank_.kind.embedding &&
         !groups_.empty()) {
@@ -646,7 +646,7 @@ class Replay {
       // (beside its copied-out parameters) meets the first block's.
       Breakdown first = b;
       first.communication_bytes += checked_add(states_.gather_root_bytes, states_.gather_layer_bytes, "gather bytes");
-      note(&at, tl, best, first, "forward", {"all-gather of layer ", groups_.front().first_layer}, groups_.front().first_layer);
+      note(&at, tl, best, first, "forward", {"all-gather of layer ", groups_.front().first_layer}, groups_.front().first_layer, StepPart::kStart);
     }
     std::int64_t all_kept = b.activations_bytes;
     std::int64_t gathered_layers = 0;  // without reshard-after-forward, blocks stay gathered
@@ -665,7 +665,7 @@ class Replay {
         inside.side_stream_bytes = gathered_window;
       }
       if (progressive) inside.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
-      note(&at, tl, best, inside, "forward", {"layers ", g.first_layer, g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1);
+      note(&at, tl, best, inside, "forward", {"layers ", g.first_layer, g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1, StepPart::kLayerForward);
       all_kept = b.activations_bytes;
     }
     if (progressive) b.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers, "gather bytes");
@@ -715,7 +715,7 @@ class Replay {
         Breakdown projection = b;
         projection.weights_bytes += head_unit;
         projection.logits_loss_bytes = loss.logits + previous_outputs;
-        note(&at, tl, best, projection, "forward", {"output layer"}, -1);
+        note(&at, tl, best, projection, "forward", {"output layer"}, -1, StepPart::kHeadForward);
       }
       // A chunked loss runs outside the model's forward (torchtune, LitGPT): a loop that holds the
       // output rebinds it as the forward returns, before the loss (litgpt/finetune/lora.py fit()).
@@ -725,25 +725,25 @@ class Replay {
         // and the previous step's still bound.
         Breakdown cast = b;
         cast.logits_loss_bytes = previous_outputs + loss.logits + loss.held + loss.head_saved;
-        note(&at, tl, best, cast, "forward", {"output cast to fp32"}, -1);
+        note(&at, tl, best, cast, "forward", {"output cast to fp32"}, -1, StepPart::kForwardEnd);
       }
       b.logits_loss_bytes = loss.forward + loss.head_saved + (rebound_before_loss ? 0 : previous_outputs);
       b.weights_bytes += head_in_loss;
-      note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1);
+      note(&at, tl, best, b, "loss", {"logits and cross-entropy"}, -1, StepPart::kLoss);
       // The autocast region ends with the forward (the loss inside it), and with it the weight-cast
       // cache (torch.autocast.__exit__ -> clear_autocast_cache, torch/amp/autocast_mode.py).
       b.temporaries_bytes -= amp_casts_at_forward_end() - amp_casts_after_forward();
       b.logits_loss_bytes = loss.backward + loss.held + loss.head_saved;
       b.cached_unusable_bytes = loss.cached;
       b.communication_bytes += beh.root_outputs_include_loss ? top_prefetched : 0;
-      note(&at, tl, best, b, "backward", {"loss backward"}, -1);
+      note(&at, tl, best, b, "backward", {"loss backward"}, -1, StepPart::kLossBackward);
       b.communication_bytes -= beh.root_outputs_include_loss ? top_prefetched : 0;
       b.weights_bytes -= head_in_loss;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
     } else {
       b.activations_bytes = all_kept + offload_window_;
-      note(&at, tl, best, b, "forward", {"send activations"}, -1);
+      note(&at, tl, best, b, "forward", {"send activations"}, -1, StepPart::kForwardEnd);
     }
 
     // Backward: head gradients first, then layers from the top. With the optimizer in backward
@@ -785,7 +785,7 @@ class Replay {
       if (t_.loss == LossKernel::kChunked && several_chunks) {
         head.temporaries_bytes += 2 * (tied_held > 0 ? tied_held : states_.head_gradient_bytes);
       }
-      note(&at, tl, best, head, "backward", {"output layer backward"}, -1);
+      note(&at, tl, best, head, "backward", {"output layer backward"}, -1, StepPart::kHeadBackward);
     }
     b.weights_bytes -= last_kept;  // the top block is gathered again below
     std::int64_t below = all_kept;
@@ -818,7 +818,7 @@ class Replay {
       top.gradients_bytes += tied_held + head_waiting;
       const std::int64_t held_at_top = held_now;
       top.communication_bytes += held_at_top;
-      note(&at, tl, best, top, "backward", {"layer ", g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1);
+      note(&at, tl, best, top, "backward", {"layer ", g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1, StepPart::kLayerBackward);
       if (g.layers > 1) held_now = reduced_held;
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
       Breakdown bottom = top;
@@ -833,7 +833,7 @@ class Replay {
       }
       bottom.activations_bytes = below + g.kept_bytes + recompute + flowing + offload_window_;
       bottom.communication_bytes += held_now - held_at_top;
-      note(&at, tl, best, bottom, "backward", {"layer ", g.first_layer}, g.first_layer);
+      note(&at, tl, best, bottom, "backward", {"layer ", g.first_layer}, g.first_layer, StepPart::kLayerBackward);
       held_now = reduced_held;
       b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes - tied_held - head_waiting;
       b.side_stream_bytes = 0;
@@ -857,7 +857,7 @@ class Replay {
       b.temporaries_bytes = stolen ? 0 : states_.embedding_grad_bytes + tied_held;
       b.communication_bytes += held_now;
       b.weights_bytes += embedding_unit;
-      note(&at, tl, best, b, "backward", {"embedding backward"}, -1);
+      note(&at, tl, best, b, "backward", {"embedding backward"}, -1, StepPart::kBackwardEnd);
       b.weights_bytes -= embedding_unit;
       b.communication_bytes -= held_now;
     }
@@ -869,7 +869,7 @@ class Replay {
       rs.weights_bytes -= root_gathered;
       rs.temporaries_bytes = checked_add(rs.temporaries_bytes, states_.root_reduce_input_bytes, "gradient bytes");
       rs.communication_bytes += held_now;
-      note(&at, tl, best, rs, "backward", {"root reduce-scatter"}, -1);
+      note(&at, tl, best, rs, "backward", {"root reduce-scatter"}, -1, StepPart::kBackwardEnd);
       b.gradients_bytes = states_.gradients_bytes;
     }
 
@@ -879,7 +879,7 @@ class Replay {
       b.weights_bytes = states_.weights_bytes + root_gathered;
       b.optimizer_states_bytes = states_.optimizer_states_bytes;
       b.temporaries_bytes = states_.optimizer_step_temp_bytes;
-      note(&at, tl, best, b, "optimizer", {"optimizer step"}, -1);
+      note(&at, tl, best, b, "optimizer", {"optimizer step"}, -1, StepPart::kOptimizer);
     }
     return best;
   }

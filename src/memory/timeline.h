@@ -100,11 +100,23 @@ struct Breakdown {
   }
 };
 
+/// Which part of a micro-batch's work an event stands at, to place it in the step's time: the
+/// step's start (before the first layer), a layer's forward or backward (TimelineEvent::layer),
+/// the output layer, the loss, the end of the forward or of the backward, the optimizer step.
+enum class StepPart {
+  kStart, kLayerForward, kHeadForward, kForwardEnd, kLoss, kLossBackward, kHeadBackward, kLayerBackward,
+  kBackwardEnd, kOptimizer
+};
+
 struct TimelineEvent {
   std::string phase;   // forward, loss, backward, optimizer
   std::string label;
   std::int64_t layer = -1;
   Breakdown live;
+  StepPart part = StepPart::kStart;
+  /// When the event's bytes are live within the step, from its start (seconds; the step-time
+  /// model's estimate, placed by place_in_step; 0 until then).
+  double start_s = 0, end_s = 0;
 };
 
 struct Estimate {

@@ -40,6 +40,8 @@ constexpr double kBackwardElementwiseRatio = 2;
 // softmax - onehot (4 + 4), cast back (4 + 2): 32, plus the matmul's 2-byte write: 34.
 // Compiled or fused kernels read the 16-bit logits and write the 16-bit gradient: 2 + 2 + 2.
 constexpr double kEagerLossBytesPerLogit = 34, kFusedLossBytesPerLogit = 6;
+// Of these, the forward's: eager 6 + 8 + 4 + 2 = 20; fused, the matmul's write and the read 2 + 2.
+constexpr double kEagerLossForwardBytesPerLogit = 20, kFusedLossForwardBytesPerLogit = 4;
 // FlashAttention's backward runs five matmuls against the forward's two, recomputing the scores
 // (Dao 2023, Algorithm 2): 2.5 x the forward FLOPs.
 constexpr double kFlashBackwardRatio = 2.5;
@@ -629,8 +631,9 @@ double gradient_element_bytes(const TrainingSetup& t) {
 }
 
 // stage_costs with the layout's rank plan (tokens, activation split, recomputation) at hand.
+// `times`, when given, receives one micro-batch's parts (micro_batch_times, before any launch stretch).
 StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan,
-                               const ClusterSpec& c, const PerfConstants& k) {
+                               const ClusterSpec& c, const PerfConstants& k, MicroBatchTimes* times = nullptr) {
   const GpuSpec& g = c.gpu;
   const double tp = static_cast<double>(l.tp), cp = static_cast<double>(plan.cp);
   const double seq = static_cast<double>(model_positions(t));
@@ -685,6 +688,7 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
 
   struct LayerCost {
     double compute_s = 0, recompute_s = 0, tp_s = 0, tp_total_s = 0, cp_exposed_s = 0, ep_s = 0, bwd_s = 0;
+    double forward_pass_s = 0;    // the forward's compute and its exposed tp, cp and ep collectives
     double sp_gather_copy_s = 0;  // part of compute_s
     double wave_excess_s = 0;     // part of compute_s
     double launch_s = 0;
@@ -849,10 +853,12 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       const double bwd_s = gather_s(tokens * pl.linear_in_width * act_bytes, l.tp, tp_link, k) + extra;
       lc.tp_s = (1 + recompute_all) * fwd_s + bwd_s;
       lc.tp_total_s = lc.tp_s;
+      lc.forward_pass_s += fwd_s;
     } else if (l.tp > 1) {
       const double msg = tokens * static_cast<double>(b.hidden) * act_bytes;
       const double ar = all_reduce_s(msg, l.tp, tp_link, k), ag = gather_s(msg, l.tp, tp_link, k);
       lc.tp_s = (2 + 2 * recompute_all) * ar;
+      lc.forward_pass_s += 2 * ar;
       // Backward, for each column-parallel group (attention's q k v, the MLP's gate and up): its
       // input gradient all-reduced (reduce-scattered under sequence parallelism); under sequence
       // parallelism the row-parallel output's gradient all-gathered, and, for a weight gradient,
@@ -899,11 +905,13 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     // Each forward pass of the attention core runs the ring again: full recomputation and
     // Megatron-style selective recomputation both repeat it.
     lc.cp_exposed_s = (1 + recompute_all + recompute_attention) * ring.forward_exposed_s + ring.backward_exposed_s;
+    lc.forward_pass_s += fwd + ring.forward_exposed_s;
     // Expert parallel: token dispatch and combine all-to-all in the forward, again in the
     // backward (GShard, Lepikhin et al. 2020).
     if (pl.moe && l.ep > 1) {
       const double msg = tokens * pl.routed_tokens * static_cast<double>(b.hidden) * act_bytes;
       lc.ep_s = (4 + 2 * recompute_all) * gather_s(msg, l.ep, ep_link, k);
+      lc.forward_pass_s += 2 * gather_s(msg, l.ep, ep_link, k);
     }
     return lc;
   };
@@ -918,7 +926,14 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     heap_costs.resize(b.layers.size());
     costs = heap_costs.data();
   }
-  for (std::size_t gi = 0; gi < b.layers.size(); ++gi) costs[gi] = layer_cost(b.layers[gi]);
+  for (std::size_t gi = 0; gi < b.layers.size(); ++gi) {
+    costs[gi] = layer_cost(b.layers[gi]);
+    const LayerCost& lc = costs[gi];
+    if (times) {
+      const double total = lc.compute_s + lc.tp_s + lc.cp_exposed_s + lc.ep_s;
+      times->layers.push_back({b.layers[gi].first_layer, b.layers[gi].count, lc.forward_pass_s, total - lc.forward_pass_s});
+    }
+  }
   auto add_layers = [&](StageCost& sc, std::int64_t first, std::int64_t last) {
     for (std::size_t gi = 0; gi < b.layers.size(); ++gi) {
       const PerfLayer& pl = b.layers[gi];
@@ -990,13 +1005,27 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     const double loss_s = loss_bytes / hbm;
     last.compute_s += head_fwd + head_bwd + loss_s;
     last.bwd_s += head_bwd;
+    if (times) {
+      const double forward_share = loss_fused ? kFusedLossForwardBytesPerLogit / kFusedLossBytesPerLogit
+                                              : kEagerLossForwardBytesPerLogit / kEagerLossBytesPerLogit;
+      times->head_forward_s = head_fwd;
+      times->head_backward_s = head_bwd;
+      times->loss_forward_s = loss_s * forward_share;
+      times->loss_backward_s = loss_s - times->loss_forward_s;
+    }
     if (row_tp) {
       // The row-split output layer all-reduces whole logits and all-gathers its input gradient;
       // the column-split embedding all-gathers its output (twice in LLMem's ColossalAI copy:
       // nn/_ops/embedding.py discards one to_replicate()).
-      const double head_tp = all_reduce_s(tokens * static_cast<double>(b.vocab) * act_bytes, l.tp, tp_link, k) +
-                             gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link, k);
+      const double logits_reduce = all_reduce_s(tokens * static_cast<double>(b.vocab) * act_bytes, l.tp, tp_link, k);
+      const double input_grad_gather = gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link, k);
+      const double head_tp = logits_reduce + input_grad_gather;
       const double embedding_tp = 2 * gather_s(tokens * static_cast<double>(b.hidden) * act_bytes, l.tp, tp_link, k);
+      if (times) {
+        times->head_forward_s += logits_reduce;
+        times->head_backward_s += input_grad_gather;
+        times->embedding_forward_s += embedding_tp;
+      }
       last.tp_s += head_tp;
       last.tp_total_s += head_tp;
       StageCost& embedding_stage = l.pp > 1 ? first_stage : last_stage;
@@ -1018,9 +1047,21 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       first.bwd_s += embedding_add_s;
       last.compute_s += head_add_s;
       last.bwd_s += head_add_s;
+      if (times) {
+        times->embedding_backward_s += embedding_add_s;
+        times->head_backward_s += head_add_s;
+      }
     }
   }
   return out;
+}
+
+// A micro-batch on a stage: its GPU time, or the host's time to issue its kernels when longer.
+double stage_gpu_s(const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; }
+double stage_micro_batch_s(const StageCost& s) { return std::max(stage_gpu_s(s), s.launch_s); }
+// The stage that sets the pipeline's pace (the last on a tie).
+const StageCost& pacing_stage(const StageCosts& costs, const ParallelLayout& l) {
+  return l.pp > 1 && stage_micro_batch_s(costs.first) > stage_micro_batch_s(costs.last) ? costs.first : costs.last;
 }
 
 }  // namespace
@@ -1047,14 +1088,10 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const Link pp_link = link_for(l.tp * l.cp * l.dp, l.pp, c, k, Traffic::kPointToPoint);
   StageCosts computed;
   const StageCosts& costs = known ? *known : (computed = planned_stage_costs(b, t, l, plan, c, k));
-  const StageCost& first_stage = costs.first;
-  const StageCost& last_stage = costs.last;
-  // A micro-batch takes its GPU time, or the host's time to issue its kernels when that is longer.
-  const auto total = [](const StageCost& s) { return std::max(s.compute_s + s.tp_s + s.cp_s + s.ep_s, s.launch_s); };
-  const StageCost& sc = l.pp > 1 && total(first_stage) > total(last_stage) ? first_stage : last_stage;
-  const double per_mb = total(sc);
+  const StageCost& sc = pacing_stage(costs, l);
+  const double per_mb = stage_micro_batch_s(sc);
   st.per_micro_batch_s = per_mb;
-  st.launch_wait_s = m * (per_mb - (sc.compute_s + sc.tp_s + sc.cp_s + sc.ep_s));
+  st.launch_wait_s = m * (per_mb - stage_gpu_s(sc));
   st.compute_s = m * sc.compute_s;
   st.recompute_s = m * sc.recompute_s;
   st.comm.tp_s = m * sc.tp_s;
@@ -1204,6 +1241,24 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   st.model_tflops_per_gpu = st.tokens_per_s_per_gpu * model_flops_per_token / 1e12;
   st.mfu = st.model_tflops_per_gpu * 1e12 / sixteen_bit_peak(g);
   return st;
+}
+
+MicroBatchTimes micro_batch_times(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
+                                  const PerfConstants& k, const RankPlan* plan) {
+  MicroBatchTimes times;
+  const StageCosts costs = planned_stage_costs(b, t, l, plan ? *plan : plan_rank(l, t), c, k, &times);
+  // The GPU waits for the host's launches evenly over the micro-batch (StepTime::launch_wait_s).
+  const StageCost& sc = pacing_stage(costs, l);
+  const double stretch = stage_gpu_s(sc) > 0 ? stage_micro_batch_s(sc) / stage_gpu_s(sc) : 1.0;
+  for (LayerPassTimes& p : times.layers) {
+    p.forward_s *= stretch;
+    p.backward_s *= stretch;
+  }
+  for (double* part : {&times.embedding_forward_s, &times.head_forward_s, &times.loss_forward_s, &times.loss_backward_s,
+                       &times.head_backward_s, &times.embedding_backward_s}) {
+    *part *= stretch;
+  }
+  return times;
 }
 
 std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterSpec& c) {

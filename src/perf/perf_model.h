@@ -366,6 +366,25 @@ struct StageCost {
 struct StageCosts {
   StageCost first, last;
 };
+/// One micro-batch's work on a rank, part by part (seconds), to place the memory timeline's events
+/// in the step: each layer group's forward and backward of one layer (recomputation and the
+/// exposed tensor, context and expert parallel collectives included), the embedding's, output
+/// layer's and loss's passes. Stretched evenly where the host's kernel launches set the pace.
+struct LayerPassTimes {
+  std::int64_t first_layer = 0, count = 0;
+  double forward_s = 0, backward_s = 0;  // one layer of the group
+};
+struct MicroBatchTimes {
+  std::vector<LayerPassTimes> layers;  // PerfBasis::layers order
+  double embedding_forward_s = 0;      // the embedding's collectives (row-split tensor parallelism)
+  double head_forward_s = 0, loss_forward_s = 0, loss_backward_s = 0, head_backward_s = 0;
+  double embedding_backward_s = 0;     // the embedding's gradient add
+};
+/// The parts of one micro-batch on layout `l`; their sum over a stage's layers (and its head) is
+/// StepTime::per_micro_batch_s for the stage that sets the pace.
+MicroBatchTimes micro_batch_times(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,
+                                  const ClusterSpec& c, const PerfConstants& k = {}, const RankPlan* plan = nullptr);
+
 /// `plan`: plan_rank(l, t) when the caller has it (the same result).
 StageCosts stage_costs(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l, const ClusterSpec& c,
                        const PerfConstants& k = {}, const RankPlan* plan = nullptr);

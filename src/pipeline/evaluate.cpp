@@ -86,6 +86,14 @@ void add_step_time(const Problem& p, Evaluation& ev) {
   });
   ev.step = std::move(step);
   ev.step_cluster = kinds[slowest];
+  // Every rank kind's timeline in the step's seconds, as the slowest GPU kind runs it.
+  const MicroBatchTimes mb = micro_batch_times(basis, ev.distributed.setup, ev.distributed.layout, ev.step_cluster,
+                                               ev.perf_constants, &ev.distributed.plan);
+  for (std::size_t i = 0; i < ev.distributed.ranks.size(); ++i) {
+    RankEstimate& r = ev.distributed.ranks[i];
+    std::vector<StepSpan> spans = place_in_step(r.estimate.timeline, r.context.kind, mb, ev.step);
+    if (i == ev.distributed.peak_rank) ev.step_spans = std::move(spans);
+  }
 }
 
 // The most-used stage of a mixed placement (the one compared with its GPUs' memory).

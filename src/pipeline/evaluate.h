@@ -15,6 +15,7 @@
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
+#include "pipeline/step_times.h"
 #include "training/framework_profile.h"
 
 namespace memfit {
@@ -48,6 +49,7 @@ struct Evaluation {
   StepTime step;                        // on the slowest GPU kind of the cluster
   ClusterSpec step_cluster;             // that GPU kind's cluster
   PerfConstants perf_constants;
+  std::vector<StepSpan> step_spans;     // the most-loaded rank kind's step in time (place_in_step)
   const char* capability_rule = nullptr;  // the framework cannot run this layout (capabilities.h)
 
   /// The device total the verdict compares and the GPU memory it is compared with (a mixed

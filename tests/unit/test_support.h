@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "hf_config/parse_hf_config.h"
+#include "model/tensor_inventory.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
 #include "presets/registry.h"
@@ -17,6 +18,13 @@ namespace memfit_test {
 inline memfit::ModelArchitecture preset(const char* id) {
   return memfit::parse_hf_config_text(memfit::presets::find_model(id)->config_text);
 }
+
+/// A preset model and its tensor inventory (what a pipeline Problem points at).
+struct Model {
+  memfit::ModelArchitecture arch;
+  memfit::TensorInventory inv;
+  explicit Model(const char* id) : arch(preset(id)), inv(memfit::build_tensor_inventory(arch)) {}
+};
 
 /// An estimate request for `framework` on one H100 (no timeline, no micro-batch search), and its answer.
 inline nlohmann::json framework_request(const char* framework, const char* model = "Qwen/Qwen3-4B") {

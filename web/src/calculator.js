@@ -882,10 +882,14 @@
       }
       charts.drawBreakdown(this.breakdownChart, e.breakdown);
       if (e.timeline && e.timeline.length) {
-        const peak = e.timeline.findIndex((t) => t.phase === e.peak.phase && t.label === e.peak.label && t.layer === e.peak.layer);
-        charts.drawTimeline(this.timelineChart, e.timeline, e.fit.gpu_memory_bytes, peak);
-        this.$('timeline-note').textContent = `Allocated bytes after each event of the steady-state step (${e.rank_kind}); the runtime, allocator cache and workspaces come on top. ` +
-          `The dashed line is the GPU's memory; the dot marks the peak (${e.peak.phase}: ${e.peak.label}).`;
+        // A peak in an accumulating micro-batch is named after the same event of the one the timeline shows.
+        const label = e.peak.label.replace(/ \(accumulating micro-batch\)$/, '');
+        const index = e.timeline.findIndex((t) => t.phase === e.peak.phase && t.label === label && t.layer === e.peak.layer);
+        const peak = { index, bytes: e.peak_tensor_bytes, name: `${e.peak.phase}: ${e.peak.label}` };
+        charts.drawTimeline(this.timelineChart, e.timeline, e.step_schedule || [], e.fit.gpu_memory_bytes, peak, e.training.grad_accum);
+        this.$('timeline-note').textContent = `Allocated bytes over one steady-state step (${e.rank_kind}), each event where the step-time model runs it: ` +
+          `one micro-batch's layers forward, the loss, the layers backward (a tick per layer), then ${e.training.grad_accum > 1 ? 'the other micro-batches (not replayed) and ' : ''}the optimizer. ` +
+          `The runtime, allocator cache and workspaces come on top. The dashed line is the GPU's memory; the dot marks the peak (${e.peak.phase}: ${e.peak.label}).`;
       } else {
         this.timelineChart.clear();
       }

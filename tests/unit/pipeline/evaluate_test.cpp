@@ -10,11 +10,7 @@ using namespace memfit;
 
 namespace {
 
-struct Model {
-  ModelArchitecture arch;
-  TensorInventory inv;
-  explicit Model(const char* id) : arch(memfit_test::preset(id)), inv(build_tensor_inventory(arch)) {}
-};
+using memfit_test::Model;
 
 Problem one_gpu(const Model& m, const char* gpu, std::int64_t micro_batch) {
   Problem p;
