@@ -46,6 +46,25 @@ test('served page: a preset\'s numbers equal the CLI\'s; the recommended method 
   await page.close();
 });
 
+test('LoRA with modules_to_save: the form asks the core for the trainable copies, and the link keeps them', { skip }, async () => {
+  const hash = new URLSearchParams({ method: 'lora', gpus: '1', per_node: '1', seq_len: '1024' }).toString();
+  const page = await open(`${env.baseUrl}/index.html#${hash}`);
+  await settled(page);
+  const plain = await assertMatchesCli(page);
+  assert.equal(plain.request.training.lora.modules_to_save, undefined);
+  await page.selectOption('#lora_saved', 'embedding,head');
+  await settled(page);
+  const { request, result } = await assertMatchesCli(page);
+  assert.deepEqual(request.training.lora.modules_to_save, ['embedding', 'head']);
+  assert.ok(result.states.trainable_params > plain.result.states.trainable_params);
+  assert.match(page.url(), /lora_saved=embedding%2Chead/);
+  const again = await open(page.url());
+  await settled(again);
+  assert.equal(await again.inputValue('#lora_saved'), 'embedding,head');
+  await page.close();
+  await again.close();
+});
+
 test('a share link restores every input and the chosen method', { skip }, async () => {
   const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-70B-Instruct', method: 'qlora', lora_rank: '64',
     seq_len: '2048', gpu: 'A100-80GB', gpus: '2', per_node: '2', framework: 'hf_trainer' }).toString();

@@ -5,7 +5,7 @@
 (function (ns) {
   const DEFAULTS = Object.freeze({
     model: 'meta-llama/Llama-3.1-8B', config: '', hf: '',
-    framework: 'hf_trainer', fw_version: '', method: 'full', lora_rank: '16', lora_targets: 'all-linear',
+    framework: 'hf_trainer', fw_version: '', method: 'full', lora_rank: '16', lora_targets: 'all-linear', lora_saved: '',
     precision: '', optimizer: '', micro_batch: '', grad_accum: '', seq_len: '4096',
     ckpt: '', attention: '', loss: '', compile: '',
     gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', gpu2: '', gpus2: '8', host_mem: '', train_tokens: '', pick: '', units: 'GiB',
@@ -53,6 +53,7 @@
     if (state.fw_version) training.framework_version = state.fw_version;
     if (state.method === 'lora' || state.method === 'qlora' || state.method === 'dora') {
       training.lora = { rank: number(state.lora_rank), targets: LORA_TARGETS[state.lora_targets] || state.lora_targets };
+      if (state.lora_saved) training.lora.modules_to_save = state.lora_saved.split(',');
     }
     for (const [key, field] of TRAINING_FIELDS) if (state[key]) training[field] = state[key];
     for (const [key, field] of NUMERIC_TRAINING) if (state[key] !== '') training[field] = number(state[key]);
