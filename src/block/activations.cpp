@@ -9,53 +9,6 @@
 
 namespace memfit {
 
-namespace {
-// Hands block_matmuls' matmuls to `f`, in order, without building the list.
-template <typename F>
-void for_each_block_matmul(const ModelArchitecture& a, bool moe, std::int64_t tp, F&& f) {
-  tp = std::max<std::int64_t>(1, tp);
-  const AttentionSpec& at = a.attention;
-  const bool mla = at.layout == QkvLayout::kLowRank;
-  const std::int64_t h = a.hidden_size;
-  const std::int64_t heads = at.num_heads / tp;
-  const std::int64_t kvh = std::max<std::int64_t>(1, (mla ? at.num_heads : at.num_kv_heads) / tp);
-  const std::int64_t d = mla ? at.qk_nope_head_dim + at.qk_rope_head_dim : at.head_dim;
-  const std::int64_t dv = mla ? at.v_head_dim : d;
-  if (at.layout == QkvLayout::kFused) {
-    f(BlockMatmul{h, heads * d + 2 * kvh * dv, true});
-  } else {
-    f(BlockMatmul{h, heads * d, true});
-    f(BlockMatmul{h, kvh * d, true});
-    f(BlockMatmul{h, kvh * dv, true});
-  }
-  f(BlockMatmul{heads * dv, h});  // o (row-parallel: a full-width partial sum)
-  auto mlp = [&](std::int64_t full_width, std::int64_t copies) {
-    const std::int64_t w = ceil_div(full_width, tp);
-    for (std::int64_t c = 0; c < copies; ++c) {
-      if (a.mlp.gated && !a.mlp.fused_gate_up) {
-        f(BlockMatmul{h, w, true});
-        f(BlockMatmul{h, w, true});
-      } else {
-        f(BlockMatmul{h, a.mlp.gated ? 2 * w : w, true});
-      }
-      f(BlockMatmul{w, h});
-    }
-  };
-  if (moe) {
-    mlp(a.moe.expert_intermediate_size, a.moe.top_k);
-    if (a.moe.shared_intermediate_size > 0) mlp(a.moe.shared_intermediate_size, 1);
-  } else {
-    mlp(a.mlp.intermediate_size, 1);
-  }
-}
-}  // namespace
-
-std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp) {
-  std::vector<BlockMatmul> mms;
-  for_each_block_matmul(a, moe, tp, [&](const BlockMatmul& m) { mms.push_back(m); });
-  return mms;
-}
-
 bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t) {
   return t.attention == AttentionKernel::kSdpa && a.attention.sdpa_unexpanded_kv &&
          a.attention.num_kv_heads != a.attention.num_heads;
@@ -142,7 +95,7 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
 //   adapter_k needs a gradient (in the first adapted layer too); per prefix position the fp32
 //   softmax, its 16-bit cast (saved by the gate's mul) and the gated scores (saved by the V
 //   matmul); adapter K and V repeated over the batch, saved by the two matmuls.
-void add_llama_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, bool moe, std::int64_t tp,
+void add_llama_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, const BlockProgram& p, std::int64_t tp,
                              std::int64_t heads, std::int64_t d, std::int64_t dv, std::int64_t e, std::int64_t norms,
                              std::int64_t attention_side, std::int64_t& s, std::int64_t& seq, LayerActivations& out) {
   if (!is_llama_adapter(t.method)) return;
@@ -158,7 +111,7 @@ void add_llama_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t,
   }
   s += out.adapter_prompt_per_token;
   if (t.method != Method::kAdapterV2) return;
-  for_each_block_matmul(a, moe, tp, [&](const BlockMatmul& m) { s += e * m.out; });
+  p.for_each_matmul(tp, tp, [&](const BlockOp& op, std::int64_t split) { s += e * op.out.at(split); });
   if (a.norm == NormKind::kRmsNorm) seq += norms * 4 * a.hidden_size;
 }
 
@@ -176,35 +129,23 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
                                    bool cross_attention, bool base_trains, const ActivationSplit& split) {
   const std::int64_t h = a.hidden_size;
   const std::int64_t tp = std::max<std::int64_t>(1, split.tp);
+  // The block's matmuls and what they save of their inputs (block_program.h).
+  const BlockProgram program = block_program(a, t, moe, base_trains);
+  const std::int64_t etp = split.expert_tp > 0 ? split.expert_tp : tp;  // MoE parallel folding's expert tp
+  const std::array<MatmulInputSaves, kBlockPartCount> matmul_inputs = saved_matmul_inputs(program, tp, etp);
   // Tensor parallelism splits heads and MLP width (Megatron column/row linears); a GQA group
   // count below tp is replicated so that every rank keeps one key/value head.
-  const std::int64_t heads = a.attention.num_heads / tp;
-  const std::int64_t kv_all = a.attention.layout == QkvLayout::kLowRank ? a.attention.num_heads : a.attention.num_kv_heads;
-  const std::int64_t kvh = std::max<std::int64_t>(1, kv_all / tp);
-  const std::int64_t d = a.attention.layout == QkvLayout::kLowRank
-                             ? a.attention.qk_nope_head_dim + a.attention.qk_rope_head_dim
-                             : a.attention.head_dim;
-  const std::int64_t dv = a.attention.layout == QkvLayout::kLowRank ? a.attention.v_head_dim : d;
+  const std::int64_t heads = program.attention.heads / tp;
+  const std::int64_t kvh = std::max<std::int64_t>(1, program.attention.kv_heads / tp);
+  const std::int64_t d = program.attention.qk_head_dim, dv = program.attention.v_head_dim;
   const std::int64_t e = activation_bytes(t.precision);   // element bytes of activations
   // fp32 residual stream with 16-bit casts per linear: AMP, or fp32 embeddings under autocast.
   const bool amp = fp32_residual_stream(t);
   const bool lora = is_lora_like(t.method);
-  // fp8 linears (Transformer Engine) save their inputs as fp8 casts plus a scale.
-  const bool fp8_saved = t.precision == Precision::kFp8 && t.fp8_saves_fp8_inputs;
-  const std::int64_t lin_in = fp8_saved ? 1 : (amp ? 2 : e);
   // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
   // of the input instead of the shared input (counted with the adapters below).
   const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
-  // A linear's input stays alive when its weight needs a gradient, or when an adapter on it
-  // saves the shared input itself.
-  auto input_saved = [&](bool adapter) { return base_trains || (lora && adapter && !adapter_own_copy); };
-  auto targeted = [&](const char* role) {
-    if (!lora) return false;
-    for (const std::string& r : t.lora_targets) {
-      if (r == "all-linear" || r == role) return true;
-    }
-    return false;
-  };
+  auto targeted = [&](const char* role) { return lora && adapter_targets(t, role); };
   LayerActivations out;
   // `s` collects tensors split by tensor parallelism (per rank already); `seq` collects tensors
   // of the full hidden width, which only sequence parallelism splits (Korthikanti et al. 2022,
@@ -226,13 +167,9 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
                                       : (stream * h + 8);
   seq += norms * norm_bytes;
 
-  // Attention in-projection input (the norm output, one storage shared by q/k/v), and one
-  // 16-bit autocast copy per separate projection under AMP.
-  const bool any_qkv = targeted("q") || targeted("k") || targeted("v");
-  if (input_saved(any_qkv)) {
-    const std::int64_t casts = amp && a.attention.layout == QkvLayout::kSeparate ? 3 : 1;
-    linear_inputs += casts * lin_in * h;
-  }
+  // Attention in-projection input (the norm output) and o's input (the attention output).
+  const MatmulInputSaves& attention_inputs = matmul_inputs[static_cast<std::size_t>(BlockPart::kAttention)];
+  linear_inputs += attention_inputs.full_width;
   if (a.attention.layout == QkvLayout::kLowRank) {
     // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
     seq += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
@@ -269,8 +206,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   }
   // The attention side before its output: one norm, the q/k/v inputs and the kernel's inputs.
   const std::int64_t attention_side = s + seq + linear_inputs - attention_side_start - (norms - 1) * norm_bytes;
-  s += e * heads * dv;                                // attention output = o_proj input
-  add_llama_adapter_terms(a, t, moe, tp, heads, d, dv, e, norms, attention_side, s, seq, out);
+  s += attention_inputs.split;
+  add_llama_adapter_terms(a, t, program, tp, heads, d, dv, e, norms, attention_side, s, seq, out);
   if (cross_attention) {                              // T5 decoder: q, encoder k/v, output, norm
     s += e * (3 * heads * d + heads * d);
     seq += norm_bytes + 2 * h;
@@ -281,27 +218,25 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // Bytes of one MLP per token on this rank: its full-width input, and its `width` columns split
   // by tp.
   struct MlpBytes { std::int64_t input = 0, split = 0; };
-  // LoRA on fused expert stacks: the grouped matmuls run on W + s·B·A, which needs a gradient,
-  // so they save their inputs; the stacks themselves are kept per layer (below).
-  const bool merged_experts = moe && lora && t.lora_merges_fused_experts &&
-                              (targeted("gate") || targeted("up") || targeted("down"));
+  // LoRA on fused expert stacks: the grouped matmuls save their inputs (block_program), the
+  // stacks themselves are kept per layer (below).
+  const bool merged_experts = lora_merges_experts(t, moe);
   // transformers' NewGELUActivation ("gelu_new") is built from elementwise ops; compiled, or
   // Megatron's bias-gelu fusion (fused_elementwise), it is one kernel that saves its input.
   const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile && !t.fused_elementwise;
-  auto mlp_bytes = [&](std::int64_t full_width, std::int64_t split_by, bool merged = false) {
+  auto mlp_bytes = [&](BlockPart part, std::int64_t full_width, std::int64_t split_by) {
     const std::int64_t width = ceil_div(full_width, split_by);
-    const bool gate_up = targeted("gate") || targeted("up");
+    const MatmulInputSaves& inputs = matmul_inputs[static_cast<std::size_t>(part)];
     MlpBytes out_bytes;
-    if (input_saved(gate_up) || merged) out_bytes.input = (amp && a.mlp.gated ? 2 : 1) * lin_in * h;
-    std::int64_t m = 0;
+    out_bytes.input = inputs.full_width;
+    std::int64_t m = inputs.split;  // down_proj's input
     // Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and up only, the rest
     // recomputed); plain: the activation's input.
     m += a.mlp.gated ? (t.compile || t.liger_kernels ? 2 : 3) * e * width : e * width;
     // gelu_new's ops save tanh's output, 0.5·x and 1 + tanh beside x (transformers activations.py
     // NewGELUActivation; the oracle's records: three more 4h tensors per layer).
     if (new_gelu) m += 3 * e * width;
-    if (input_saved(targeted("down")) || merged) m += (fp8_saved ? 1 : e) * width;  // down_proj input
-    else if (!a.mlp.gated && a.mlp.activation == "relu") m += e * width;  // ReLU's backward reads its output
+    if (inputs.split == 0 && !a.mlp.gated && a.mlp.activation == "relu") m += e * width;  // ReLU's backward reads its output
     out_bytes.split = m;
     return out_bytes;
   };
@@ -313,16 +248,15 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // permuted copy is full width: Megatron's dispatcher gathers its expert-tp group's tokens
     // (token_dispatcher.py dispatch_postprocess), etp / tp of the sequence per rank (tp > 1 runs
     // MoE with sequence parallelism), each split etp ways.
-    const std::int64_t etp = split.expert_tp > 0 ? split.expert_tp : tp;
-    const MlpBytes expert = mlp_bytes(a.moe.expert_intermediate_size, etp, merged_experts);
+    const MlpBytes expert = mlp_bytes(BlockPart::kRoutedExpert, a.moe.expert_intermediate_size, etp);
     s += ceil_div(k * (expert.input + expert.split + e * h) * etp, tp);
     if (a.moe.shared_intermediate_size > 0) {
-      const MlpBytes shared = mlp_bytes(a.moe.shared_intermediate_size, tp);
+      const MlpBytes shared = mlp_bytes(BlockPart::kSharedExpert, a.moe.shared_intermediate_size, tp);
       linear_inputs += shared.input;
       s += shared.split;
     }
   } else {
-    const MlpBytes dense = mlp_bytes(f, tp);
+    const MlpBytes dense = mlp_bytes(BlockPart::kMlp, f, tp);
     linear_inputs += dense.input;
     s += dense.split;
   }
@@ -368,8 +302,8 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   {
     std::int64_t kept = e * heads * dv + 4 * heads;  // attention output + logsumexp
     std::size_t i = 0;
-    for_each_block_matmul(a, moe, tp, [&](const BlockMatmul& m) {
-      if (i++ % 2 == 0) kept += e * m.out;
+    program.for_each_matmul(tp, tp, [&](const BlockOp& op, std::int64_t split_by) {
+      if (i++ % 2 == 0) kept += e * op.out.at(split_by);
     });
     out.mm_policy_kept_per_token = kept;
   }

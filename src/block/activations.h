@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "block/block_program.h"
 #include "common/units.h"
 #include "model/architecture.h"
 #include "training/training_setup.h"
@@ -117,20 +118,6 @@ inline LayerKeep layer_keep(const LayerActivations& acts, const TrainingSetup& t
 inline std::int64_t block_child_inputs(const ModelArchitecture& a) {
   return a.norms_per_layer == 1 ? 2 : a.norms_per_layer + 2;
 }
-
-/// One matmul of a transformer block, per token on one rank: its input and output widths.
-struct BlockMatmul {
-  std::int64_t in = 0, out = 0;
-  /// Column-parallel: reads the block's (norm) input, which tensor parallelism gathers under
-  /// sequence parallelism and whose input gradient it reduces (q, k, v, gate, up; not o, down).
-  bool column = false;
-};
-
-/// The block's matmuls in forward order, as torchtitan's op-level checkpointing policy counts
-/// them (parallelize_llama.py _apply_ac_to_transformer_block, "op"): q k v (or a fused qkv), o,
-/// then per MLP copy gate up (or a fused gate_up) and down; routed experts repeat per top-k copy,
-/// a shared expert follows. Widths are split by tp as Megatron's column/row linears split them.
-std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp);
 
 /// Heads whose K and V reach the attention kernel (whole model): every query head for MLA and
 /// when the model repeats K/V for its query groups (TrainingSetup::attention_repeats_kv), else the

@@ -526,18 +526,14 @@ class Replay {
     if (plan_.cp > 1) {
       const std::int64_t kv_heads = kernel_kv_heads(a_, t_);
       const std::int64_t kvh = std::max<std::int64_t>(1, kv_heads / std::max<std::int64_t>(1, plan_.split.tp));
-      const std::int64_t d = a_.attention.layout == QkvLayout::kLowRank
-                                 ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim + a_.attention.v_head_dim
-                                 : 2 * a_.attention.head_dim;
+      const AttentionDims dims = attention_dims(a_);
+      const std::int64_t d = dims.qk_head_dim + dims.v_head_dim;
       if (plan_.cp_kind == ContextParallelKind::kUlysses) {
         // Ulysses (ulysses_sp.py _combine_local_sequences): q, k and v leave as contiguous send
         // copies and arrive as the whole sequence over heads / cp heads; k/v heads are repeated
         // up to one per rank first (repeat_interleave when cp > kv heads).
         const std::int64_t heads = std::max<std::int64_t>(1, a_.attention.num_heads / std::max<std::int64_t>(1, plan_.split.tp));
-        const std::int64_t q_dim = a_.attention.layout == QkvLayout::kLowRank
-                                       ? a_.attention.qk_nope_head_dim + a_.attention.qk_rope_head_dim
-                                       : a_.attention.head_dim;
-        const std::int64_t per_token = e * (heads * q_dim + std::max(kvh, plan_.cp) * d);
+        const std::int64_t per_token = e * (heads * dims.qk_head_dim + std::max(kvh, plan_.cp) * d);
         bytes += checked_mul(checked_mul(per_token, tokens_, "exchange bytes"), 2, "exchange bytes");
       } else {
         const std::int64_t kv_per_token = e * kvh * d;

@@ -1,5 +1,5 @@
-// Which decoder layers of a MoE model are sparse: DeepSeek's first_k_dense_replace and
-// moe_layer_freq, Qwen-MoE's decoder_sparse_step and mlp_only_layers.
+// Which decoder layers of a MoE model are sparse (DeepSeek's first_k_dense_replace and
+// moe_layer_freq, Qwen-MoE's decoder_sparse_step and mlp_only_layers); attention's head dims.
 #include "model/architecture.h"
 
 #include <algorithm>
@@ -18,6 +18,21 @@ bool ModelArchitecture::layer_is_moe(std::int64_t layer) const {
   // the published configs (freq 1) both rules agree. first_dense_layers > 0 selects DeepSeek's.
   if (moe.first_dense_layers > 0) return layer % freq == 0;
   return (layer + 1) % freq == 0;
+}
+
+AttentionDims attention_dims(const ModelArchitecture& a) {
+  const AttentionSpec& at = a.attention;
+  AttentionDims d;
+  d.heads = at.num_heads;
+  if (at.layout == QkvLayout::kLowRank) {
+    d.kv_heads = at.num_heads;
+    d.qk_head_dim = at.qk_nope_head_dim + at.qk_rope_head_dim;
+    d.v_head_dim = at.v_head_dim;
+  } else {
+    d.kv_heads = at.num_kv_heads;
+    d.qk_head_dim = d.v_head_dim = at.head_dim;
+  }
+  return d;
 }
 
 }  // namespace memfit

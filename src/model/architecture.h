@@ -66,6 +66,13 @@ struct MoeSpec {
   bool expert_bias = false;
 };
 
+/// Attention's heads and head dims for the whole model. MLA (DeepSeek-V2 §2.1): every query head
+/// has its own K/V head, q and k are nope + rope wide, v is v_head_dim wide.
+struct AttentionDims {
+  std::int64_t heads = 0, kv_heads = 0;
+  std::int64_t qk_head_dim = 0, v_head_dim = 0;
+};
+
 struct ModelArchitecture {
   std::string model_type;       // as the config names it (or "generic" for an unknown type)
   std::string name;             // _name_or_path or preset id; display only
@@ -112,5 +119,7 @@ struct ModelArchitecture {
   /// True when decoder layer `layer` carries routed experts.
   bool layer_is_moe(std::int64_t layer) const;
 };
+
+AttentionDims attention_dims(const ModelArchitecture& a);
 
 }  // namespace memfit

@@ -339,7 +339,7 @@ class Builder {
         linear(t, p + n_.qkv, h, q_out + 2 * kv_out, at.qkv_bias, K, "qkv", TpSplit::kColumn);
         break;
       case QkvLayout::kLowRank: {
-        const std::int64_t qk_head = at.qk_nope_head_dim + at.qk_rope_head_dim;
+        const std::int64_t qk_head = attention_dims(a_).qk_head_dim;
         if (at.q_lora_rank > 0) {
           linear(t, p + "q_a_proj", h, at.q_lora_rank, at.qkv_bias, K, "q_a", TpSplit::kReplicated);
           norm(t, p + "q_a_layernorm", at.q_lora_rank, NormKind::kRmsNorm, false);

@@ -479,11 +479,9 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   const bool lora = is_lora_like(t.method);
   const double r = static_cast<double>(t.lora_rank);
   const AttentionSpec& at = a.attention;
-  const bool mla = at.layout == QkvLayout::kLowRank;
-  const double qk_dim = mla ? static_cast<double>(at.qk_nope_head_dim + at.qk_rope_head_dim) : static_cast<double>(at.head_dim);
-  const double v_dim = mla ? static_cast<double>(at.v_head_dim) : static_cast<double>(at.head_dim);
-  const double heads = static_cast<double>(at.num_heads);
-  const double kv_heads = mla ? heads : static_cast<double>(at.num_kv_heads);
+  const AttentionDims dims = attention_dims(a);
+  const double qk_dim = static_cast<double>(dims.qk_head_dim), v_dim = static_cast<double>(dims.v_head_dim);
+  const double heads = static_cast<double>(dims.heads), kv_heads = static_cast<double>(dims.kv_heads);
   const double h = static_cast<double>(a.hidden_size);
   double active_block_params = 0;
   // The block's matmuls as the framework's modules run them (fused projections read their input
@@ -550,24 +548,27 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.elementwise_split_fwd_compiled = (a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes) * ffn + kCompiledRotaryBytes * rotated;
     pl.elementwise_wide_fwd_fused = norms * kFusedNormBytes * h + 2 * kResidualBytes * h;
     pl.elementwise_split_fwd_fused = pl.elementwise_split_fwd_compiled;
+    // The block's matmuls: as the model's modules run them (the op policy counts those), and as
+    // the framework runs them.
+    const BlockProgram program = block_program(a, g.moe), run_program = block_program(as_run, g.moe);
     {
-      const std::vector<BlockMatmul> mms = block_matmuls(a, g.moe, 1);
       double all = 0, recomputed = 0;
-      for (std::size_t i = 0; i < mms.size(); ++i) {
-        const double flops = static_cast<double>(mms[i].in) * static_cast<double>(mms[i].out);
+      std::size_t i = 0;
+      program.for_each_matmul(1, 1, [&](const BlockOp& op, std::int64_t tp) {
+        const double flops = op.flops_per_token(tp);
         all += flops;
-        if (i % 2 == 1) recomputed += flops;
-      }
+        if (i++ % 2 == 1) recomputed += flops;
+      });
       pl.mm_policy_recomputed_fraction = all > 0 ? recomputed / all : 0;
     }
     for (std::int64_t tp = 1; tp <= at.num_heads; ++tp) {
-      if (at.num_heads % tp == 0) pl.matmuls_by_tp.emplace_back(tp, block_matmuls(as_run, g.moe, tp));
+      if (at.num_heads % tp == 0) pl.matmuls_by_tp.emplace_back(tp, block_matmuls(run_program, tp));
     }
     pl.adapter_flops_fwd = 2.0 * adapter_active;
     pl.base_train_share = lora ? 0.0 : train_fraction;
     {
       // Kernels per forward (kEager*Kernels and the others above), linears as the framework runs them.
-      const double linears = static_cast<double>(block_matmuls(as_run, g.moe, 1).size());
+      const double linears = static_cast<double>(run_program.matmul_count());
       const bool rotary = at.rotary_dim > 0;
       const double act = a.mlp.gated ? kEagerGatedKernels : 1.0;
       // PEFT's LoRA Linear adds lora_A, lora_B, the scaling product and the sum per adapted

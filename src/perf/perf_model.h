@@ -259,7 +259,7 @@ struct PerfLayer {
   double linear_in_width = 0, linear_out_width = 0;
   double linear_count = 0;             // linears a token passes through (MoE: top-k experts)
   /// Share of the block's matmul FLOPs that torchtitan's op-level policy recomputes (the 2nd,
-  /// 4th, ... matmul in forward order, `block_matmuls`).
+  /// 4th, ... matmul in forward order: a fold over the group's BlockProgram).
   double mm_policy_recomputed_fraction = 0;
   std::int64_t first_layer = 0;
   double dense_params = 0;             // parameters of one layer outside the routed experts
@@ -274,8 +274,8 @@ struct PerfLayer {
   double qk_dim = 0, v_dim = 0;        // head dims of queries/keys and of values
   double routed_tokens = 0;            // top_k: copies of each token sent to experts (MoE layers)
   /// The block's matmuls per rank as (in, out) widths for each tensor-parallel degree that
-  /// divides the heads (block_matmuls: Megatron column/row splits, GQA groups replicated below
-  /// tp), for the HBM traffic of each one (roofline, Williams et al. 2009): a matmul whose
+  /// divides the heads (block_matmuls of the group's BlockProgram as the framework runs it:
+  /// Megatron column/row splits, GQA groups replicated below tp), for the HBM traffic of each one (roofline, Williams et al. 2009): a matmul whose
   /// activations and weight take longer to move than its FLOPs take to run is memory-bound.
   std::vector<std::pair<std::int64_t, std::vector<BlockMatmul>>> matmuls_by_tp;
   double adapter_flops_fwd = 0;        // part of matmul_flops_fwd in LoRA adapters (trained, not shaped)

@@ -1,0 +1,133 @@
+// The transformer block as data: one layer group's matmuls in forward order, each with its input
+// and output widths, how tensor parallelism splits them and what it saves of its input for
+// backward. Derived once from the architecture (and, for what is saved, the kernel choices and the
+// trainable set); the step time (GEMM shapes, the op policy's recomputed share, linear counts) and
+// the memory model (the matmuls' saved inputs, the op policy's kept outputs) fold over it.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/units.h"
+#include "model/architecture.h"
+#include "training/training_setup.h"
+
+namespace memfit {
+
+/// How tensor parallelism divides a count of units (Megatron column/row linears): query heads
+/// (tp divides them), K/V heads (at least one per rank: a GQA group below tp is replicated), MLP
+/// columns (rounded up), or not at all (the hidden width).
+enum class SplitRule : std::uint8_t { kReplicated, kHeads, kKvHeads, kColumns };
+
+/// `units` divided by `rule`, `width` elements each.
+struct SplitTerm {
+  SplitRule rule = SplitRule::kReplicated;
+  std::int64_t units = 0, width = 0;
+  std::int64_t at(std::int64_t tp) const {
+    switch (rule) {
+      case SplitRule::kHeads: return units / tp * width;
+      case SplitRule::kKvHeads: return (units >= tp ? units / tp : 1) * width;
+      case SplitRule::kColumns: return ceil_div(units, tp) * width;
+      case SplitRule::kReplicated: break;
+    }
+    return units * width;
+  }
+};
+
+/// Elements per token on one rank: two terms (a fused qkv's query heads and K/V heads).
+struct SplitWidth {
+  SplitTerm a, b;
+  std::int64_t at(std::int64_t tp) const { return a.at(tp) + b.at(tp); }
+};
+
+/// Which part of the block a matmul is in; a routed expert's matmuls run once per top-k copy.
+enum class BlockPart : std::uint8_t { kAttention, kMlp, kRoutedExpert, kSharedExpert };
+inline constexpr std::size_t kBlockPartCount = 4;
+
+/// What a matmul keeps of its input for backward: `copies` of it in `elem_bytes` each (0 copies:
+/// it keeps none, or shares the storage an earlier op of the block saved).
+struct SavedInput {
+  std::int64_t copies = 0, elem_bytes = 0;
+};
+
+struct BlockOp {
+  BlockPart part = BlockPart::kAttention;
+  SplitWidth in, out;
+  /// Column-parallel: reads the block's (norm) input, which tensor parallelism gathers under
+  /// sequence parallelism and whose input gradient it reduces (q, k, v, gate, up; not o, down).
+  bool column = false;
+  SavedInput saves;
+  /// Forward FLOPs per token on a rank of `tp`: 2 x in x out.
+  double flops_per_token(std::int64_t tp) const;
+};
+
+/// One matmul of a block per token on one rank: its input and output widths (a BlockOp at a tp).
+struct BlockMatmul {
+  std::int64_t in = 0, out = 0;
+  bool column = false;  // BlockOp::column
+};
+
+/// One layer group's block. The matmuls in forward order, as torchtitan's op-level checkpointing
+/// policy counts them (parallelize_llama.py _apply_ac_to_transformer_block, "op"): q k v (or a
+/// fused qkv), o, then per MLP copy gate up (or a fused gate_up) and down; routed experts repeat
+/// per top-k copy, a shared expert follows.
+struct BlockProgram {
+  static constexpr std::size_t kMaxOps = 10;  // q k v o + routed gate up down + shared gate up down
+  AttentionDims attention;
+  std::int64_t routed_copies = 0;  // top_k of an MoE group
+  std::array<BlockOp, kMaxOps> ops{};
+  std::size_t op_count = 0;
+
+  /// Hands every matmul to `f(op, split)` in forward order (routed experts once per copy), with
+  /// `split` the tp its widths divide by: `tp`, or `expert_tp` for routed experts.
+  template <typename F>
+  void for_each_matmul(std::int64_t tp, std::int64_t expert_tp, F&& f) const {
+    for (std::size_t i = 0; i < op_count;) {
+      if (ops[i].part != BlockPart::kRoutedExpert) {
+        f(ops[i], tp);
+        ++i;
+        continue;
+      }
+      std::size_t end = i;
+      while (end < op_count && ops[end].part == BlockPart::kRoutedExpert) ++end;
+      for (std::int64_t c = 0; c < routed_copies; ++c) {
+        for (std::size_t j = i; j < end; ++j) f(ops[j], expert_tp);
+      }
+      i = end;
+    }
+  }
+  /// Matmuls a token passes through (routed experts once per copy).
+  std::size_t matmul_count() const;
+};
+
+/// The block's shapes: `moe` picks the sparse MLP. Nothing is saved (SavedInput left empty).
+BlockProgram block_program(const ModelArchitecture& a, bool moe);
+
+/// The block's shapes and what its matmuls save under `t`: a matmul keeps its input when its
+/// weight trains (`base_trains`) or an adapter on it saves the shared input (see SavedInput).
+BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains);
+
+/// Whether `t`'s adapter targets name `role` (or "all-linear").
+bool adapter_targets(const TrainingSetup& t, const char* role);
+
+/// LoRA on fused expert stacks (TrainingSetup::lora_merges_fused_experts) with an MLP role
+/// targeted: the grouped matmuls run on W + s·B·A, which needs a gradient.
+bool lora_merges_experts(const TrainingSetup& t, bool moe);
+
+/// The block's matmuls at tensor-parallel degree `tp` in forward order (the program's fold).
+std::vector<BlockMatmul> block_matmuls(const BlockProgram& p, std::int64_t tp);
+inline std::vector<BlockMatmul> block_matmuls(const ModelArchitecture& a, bool moe, std::int64_t tp) {
+  return block_matmuls(block_program(a, moe), tp);
+}
+
+/// Bytes per token that one part's matmuls save of their inputs on one rank: inputs of the hidden
+/// width (column-parallel: split only by sequence parallelism) and inputs split by tp.
+struct MatmulInputSaves {
+  std::int64_t full_width = 0, split = 0;
+};
+/// Per BlockPart (indexed by its value), at `tp`; a routed expert's for one copy at `expert_tp`.
+std::array<MatmulInputSaves, kBlockPartCount> saved_matmul_inputs(const BlockProgram& p, std::int64_t tp,
+                                                                   std::int64_t expert_tp);
+
+}  // namespace memfit

@@ -1,0 +1,189 @@
+// The block's op program (block/block_program.h) folded for shapes, FLOPs and saved matmul inputs,
+// against widths written out by hand for a dense Llama, an MoE with a shared expert and MLA.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "block/block_program.h"
+#include "hf_config/parse_hf_config.h"
+#include "model/tensor_inventory.h"
+#include "training/parameters.h"
+
+using namespace memfit;
+
+namespace {
+
+// Llama-3-8B's block: h 4096, 32 heads and 8 K/V heads of 128, MLP 14336.
+ModelArchitecture llama3_8b() {
+  return parse_hf_config_text(R"({"model_type":"llama","vocab_size":128256,"hidden_size":4096,
+    "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336})");
+}
+
+// Qwen2-MoE-like toy: h 8, 2 heads and 1 K/V head of 4, 4 experts of width 5 (top 2), a shared
+// expert of width 12.
+ModelArchitecture moe_toy() {
+  return parse_hf_config_text(R"({"model_type":"qwen2_moe","vocab_size":32,"hidden_size":8,
+    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16,
+    "num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":5,"shared_expert_intermediate_size":12})");
+}
+
+// DeepSeek-V2-Lite-like MLA toy: h 16, 4 heads, q/k heads 6 + 2 wide, v heads 4, plain q_proj.
+ModelArchitecture mla_toy() {
+  return parse_hf_config_text(R"({"model_type":"deepseek_v2","vocab_size":32,"hidden_size":16,
+    "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":4,"intermediate_size":24,
+    "q_lora_rank":null,"kv_lora_rank":8,"qk_nope_head_dim":6,"qk_rope_head_dim":2,"v_head_dim":4,
+    "n_routed_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":6,"n_shared_experts":1})");
+}
+
+struct Mm {
+  std::int64_t in, out;
+  bool column;
+};
+
+void check_matmuls(const std::vector<BlockMatmul>& got, const std::vector<Mm>& want) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("matmul " << i);
+    CHECK(got[i].in == want[i].in);
+    CHECK(got[i].out == want[i].out);
+    CHECK(got[i].column == want[i].column);
+  }
+}
+
+// One part's saved matmul inputs at tp (routed experts at the same tp).
+MatmulInputSaves inputs_of(const BlockProgram& p, BlockPart part, std::int64_t tp) {
+  return saved_matmul_inputs(p, tp, tp)[static_cast<std::size_t>(part)];
+}
+
+double program_flops(const BlockProgram& p, std::int64_t tp) {
+  double flops = 0;
+  p.for_each_matmul(tp, tp, [&](const BlockOp& op, std::int64_t split) { flops += op.flops_per_token(split); });
+  return flops;
+}
+
+}  // namespace
+
+TEST_CASE("a dense Llama block is q k v o gate up down, split by Megatron's column and row rules", "[block]") {
+  const ModelArchitecture a = llama3_8b();
+  check_matmuls(block_matmuls(a, false, 1), {{4096, 4096, true}, {4096, 1024, true}, {4096, 1024, true}, {4096, 4096, false},
+                                             {4096, 14336, true}, {4096, 14336, true}, {14336, 4096, false}});
+  check_matmuls(block_matmuls(a, false, 8), {{4096, 512, true}, {4096, 128, true}, {4096, 128, true}, {512, 4096, false},
+                                             {4096, 1792, true}, {4096, 1792, true}, {1792, 4096, false}});
+  // tp 16: 2 query heads per rank; the 8 K/V heads are replicated, one per rank.
+  check_matmuls(block_matmuls(a, false, 16), {{4096, 256, true}, {4096, 128, true}, {4096, 128, true}, {256, 4096, false},
+                                              {4096, 896, true}, {4096, 896, true}, {896, 4096, false}});
+  const BlockProgram p = block_program(a, false);
+  CHECK(p.matmul_count() == 7);
+  CHECK(program_flops(p, 1) == 2.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336));
+}
+
+TEST_CASE("the program's FLOPs are the inventory's block linears for llama and an MoE", "[block]") {
+  for (const ModelArchitecture& a : {llama3_8b(), moe_toy()}) {
+    const TensorInventory inv = build_tensor_inventory(a);
+    for (const LayerGroup& g : inv.groups) {
+      double inventory = 0;  // 2 x weights a token passes through (routed experts: top_k copies)
+      for (const TensorSpec& s : g.tensors) {
+        // The router and Qwen's scalar shared-expert gate (h x 1) are not among the program's matmuls.
+        if (!is_linear_in_block(s) || s.role == "shared_gate") continue;
+        inventory += 2.0 * static_cast<double>(s.numel()) * static_cast<double>(s.kind == ModuleKind::kExpert ? a.moe.top_k : s.copies);
+      }
+      CHECK(program_flops(block_program(a, g.moe), 1) == inventory);
+    }
+  }
+}
+
+TEST_CASE("an MoE block repeats the routed expert per top-k copy, then its shared expert", "[block]") {
+  const ModelArchitecture a = moe_toy();
+  // Routed experts 5 wide (ceil(5 / 2) = 3 per rank at tp 2), the shared expert 12.
+  check_matmuls(block_matmuls(a, true, 1), {{8, 8, true}, {8, 4, true}, {8, 4, true}, {8, 8, false},
+                                            {8, 5, true}, {8, 5, true}, {5, 8, false},
+                                            {8, 5, true}, {8, 5, true}, {5, 8, false},
+                                            {8, 12, true}, {8, 12, true}, {12, 8, false}});
+  check_matmuls(block_matmuls(a, true, 2), {{8, 4, true}, {8, 4, true}, {8, 4, true}, {4, 8, false},
+                                            {8, 3, true}, {8, 3, true}, {3, 8, false},
+                                            {8, 3, true}, {8, 3, true}, {3, 8, false},
+                                            {8, 6, true}, {8, 6, true}, {6, 8, false}});
+  // Expert tensor parallelism splits only the routed copies.
+  std::vector<std::int64_t> widths;
+  block_program(a, true).for_each_matmul(2, 1, [&](const BlockOp& op, std::int64_t split) { widths.push_back(op.out.at(split)); });
+  CHECK(widths == std::vector<std::int64_t>{4, 4, 4, 8, 5, 5, 8, 5, 5, 8, 6, 6, 8});
+}
+
+TEST_CASE("MLA's attention runs every query head with its own K/V head, nope + rope wide", "[block]") {
+  const ModelArchitecture a = mla_toy();
+  const AttentionDims d = attention_dims(a);
+  CHECK(d.heads == 4);
+  CHECK(d.kv_heads == 4);
+  CHECK(d.qk_head_dim == 8);
+  CHECK(d.v_head_dim == 4);
+  // q and k 4 x 8, v 4 x 4, o from 4 x 4; experts 6 wide (top 2), the shared expert 1 x 6.
+  check_matmuls(block_matmuls(a, true, 1), {{16, 32, true}, {16, 32, true}, {16, 16, true}, {16, 16, false},
+                                            {16, 6, true}, {16, 6, true}, {6, 16, false},
+                                            {16, 6, true}, {16, 6, true}, {6, 16, false},
+                                            {16, 6, true}, {16, 6, true}, {6, 16, false}});
+  check_matmuls(block_matmuls(a, false, 4), {{16, 8, true}, {16, 8, true}, {16, 4, true}, {4, 16, false},
+                                             {16, 6, true}, {16, 6, true}, {6, 16, false}});
+}
+
+TEST_CASE("a fused qkv is one column-parallel matmul over the query and K/V heads", "[block]") {
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"phi3","vocab_size":32,"hidden_size":8,
+    "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":6})");
+  // qkv: 4 heads x 2 + 2 x (2 K/V heads x 2); gate_up: 2 x 6.
+  check_matmuls(block_matmuls(a, false, 1), {{8, 16, true}, {8, 8, false}, {8, 12, true}, {6, 8, false}});
+  // tp 4: one query head, one (replicated) K/V head, gate_up 2 x ceil(6 / 4).
+  check_matmuls(block_matmuls(a, false, 4), {{8, 2 + 4, true}, {2, 8, false}, {8, 4, true}, {2, 8, false}});
+}
+
+TEST_CASE("the matmuls save their inputs where their weights or adapters need them", "[block]") {
+  const ModelArchitecture a = llama3_8b();
+  TrainingSetup t;  // pure bf16, full fine-tuning
+  SECTION("trained weights keep the shared q/k/v input, o's, the MLP's and down's") {
+    const BlockProgram p = block_program(a, t, false, true);
+    const MatmulInputSaves attn = inputs_of(p, BlockPart::kAttention, 8);
+    const MatmulInputSaves mlp = inputs_of(p, BlockPart::kMlp, 8);
+    CHECK(attn.full_width == 2 * 4096);
+    CHECK(attn.split == 2 * 512);
+    CHECK(mlp.full_width == 2 * 4096);
+    CHECK(mlp.split == 2 * 1792);
+  }
+  SECTION("AMP keeps a 16-bit autocast copy per separate projection") {
+    t.precision = Precision::kAmpBf16;
+    const BlockProgram p = block_program(a, t, false, true);
+    CHECK(inputs_of(p, BlockPart::kAttention, 1).full_width == 3 * 2 * 4096);
+    CHECK(inputs_of(p, BlockPart::kMlp, 1).full_width == 2 * 2 * 4096);
+  }
+  SECTION("fp8 linears keep 1-byte casts") {
+    t.precision = Precision::kFp8;
+    t.fp8_saves_fp8_inputs = true;
+    const BlockProgram p = block_program(a, t, false, true);
+    CHECK(inputs_of(p, BlockPart::kAttention, 1).full_width == 4096);
+    CHECK(inputs_of(p, BlockPart::kMlp, 1).split == 14336);
+  }
+  SECTION("a frozen block keeps only what its adapters read") {
+    t.method = Method::kLora;
+    t.lora_targets = {"q", "v"};
+    t.adapters_fp32 = false;  // adapters in the model dtype share the base input
+    const BlockProgram p = block_program(a, t, false, false);
+    CHECK(inputs_of(p, BlockPart::kAttention, 1).full_width == 2 * 4096);
+    CHECK(inputs_of(p, BlockPart::kMlp, 1).full_width == 0);
+    CHECK(inputs_of(p, BlockPart::kMlp, 1).split == 0);
+    t.adapters_fp32 = true;  // fp32 adapters keep their own copies (counted with the adapters)
+    CHECK(inputs_of(block_program(a, t, false, false), BlockPart::kAttention, 1).full_width == 0);
+  }
+}
+
+TEST_CASE("merged LoRA expert stacks make the routed matmuls save their inputs, not the shared expert's", "[block]") {
+  const ModelArchitecture a = moe_toy();
+  TrainingSetup t;
+  t.method = Method::kLora;
+  t.lora_targets = {"down"};
+  t.lora_merges_fused_experts = true;
+  const BlockProgram p = block_program(a, t, true, false);
+  const MatmulInputSaves routed = inputs_of(p, BlockPart::kRoutedExpert, 2);
+  CHECK(routed.full_width == 2 * 8);  // one copy's gate/up input
+  CHECK(routed.split == 2 * 3);       // its down input, ceil(5 / 2) wide
+  // The shared expert is an ordinary module: its adapted down keeps down's input (fp32 adapters
+  // keep their own copy instead).
+  CHECK(inputs_of(p, BlockPart::kSharedExpert, 2).full_width == 0);
+  CHECK(inputs_of(p, BlockPart::kSharedExpert, 2).split == 0);
+}
