@@ -53,3 +53,34 @@ TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]"
     CHECK(noted);
   }
 }
+
+TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and LoRA's init", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048);
+  in.setup.lora_targets = {"q", "v"};
+  const struct { Method method; const char* config; } cases[] = {
+      {Method::kOft, "OFTConfig(r=0, oft_block_size=32, target_modules=['q_proj', 'v_proj']"},
+      {Method::kBoft, "BOFTConfig(boft_block_size=4, target_modules=['q_proj', 'v_proj']"},
+      {Method::kLnTuning, "LNTuningConfig(target_modules=[\"input_layernorm\", \"post_attention_layernorm\", \"norm\"]"},
+      {Method::kPTuning, "PromptEncoderConfig(num_virtual_tokens=20, encoder_reparameterization_type=\"LSTM\""}};
+  for (const auto& c : cases) {
+    in.setup.method = c.method;
+    in.setup.prompt_encoder = PromptEncoder::kLstm;
+    const std::string script = format(launch_configs(in), "python_script").text;
+    INFO(script);
+    CHECK(has(script, c.config));
+  }
+  in.setup.method = Method::kOft;
+  in.setup.oft_blocks = 16;
+  CHECK(has(format(launch_configs(in), "python_script").text, "OFTConfig(r=16, oft_block_size=0"));
+  in.setup.method = Method::kLora;
+  in.setup.lora_init = LoraInit::kPissa;
+  const std::vector<LaunchFormat> all = launch_configs(in);
+  CHECK(has(format(all, "python_script").text, "init_lora_weights=\"pissa\""));
+  bool noted = false;
+  for (const std::string& n : format(all, "trl_sft_yaml").notes) noted = noted || has(n, "init_lora_weights=\"pissa\"");
+  CHECK(noted);
+}
