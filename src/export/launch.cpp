@@ -939,6 +939,10 @@ LaunchFormat axolotl_yaml(const LaunchInput& in) {
   f.text = y.str();
   f.notes.emplace_back("add datasets: and output_dir:; multi-node: --machine_rank and --main_process_ip per node");
   if (amp_like(t)) f.notes.emplace_back("Axolotl loads the weights in the bf16 / fp16 it trains in: fp32 weights under autocast are not an Axolotl setting");
+  if (is_lora_like(t.method) && t.lora_init != LoraInit::kDefault) {
+    f.notes.emplace_back(std::string("LoRA's init_lora_weights=") + name_of(t.lora_init, kLoraInitNames) +
+                         " is not written to this YAML (same memory as LoRA's default)");
+  }
   if (how == HfSharding::kNone && t.embeddings_fp32) f.notes.emplace_back("Axolotl upcasts the embeddings and lm_head to fp32 outside FSDP (the estimate counts them)");
   return f;
 }
@@ -968,6 +972,7 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
     targets.erase(std::remove(targets.begin(), targets.end(), ' '), targets.end());
     y << "lora_target: " << (targets == "all-linear" ? "all" : targets) << "\n";
     if (t.method == Method::kDora) y << "use_dora: true\n";
+    if (t.lora_init == LoraInit::kPissa) y << "pissa_init: true\n";  // init_adapter: init_lora_weights "pissa"
     if (effective_base_quant(t) == BaseQuant::kNf4) y << "quantization_bit: 4\nquantization_method: bnb\n";
     if (effective_base_quant(t) == BaseQuant::kInt8) y << "quantization_bit: 8\nquantization_method: bnb\n";
   }
@@ -1001,6 +1006,10 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
   }
   f.text = y.str();
   f.notes.emplace_back("add dataset:, template: and output_dir:; or run FORCE_TORCHRUN=1 llamafactory-cli train llamafactory.yaml");
+  if (lora && t.lora_init != LoraInit::kDefault && t.lora_init != LoraInit::kPissa) {
+    f.notes.emplace_back("LLaMA-Factory's YAML sets LoRA's initialisation only through pissa_init: init_lora_weights=" +
+                         std::string(name_of(t.lora_init, kLoraInitNames)) + " is not written (same memory as LoRA's default)");
+  }
   if (t.loss == LossKernel::kCutCe || t.loss == LossKernel::kUnslothFusedCe || t.loss == LossKernel::kChunkedNll) {
     f.notes.emplace_back("LLaMA-Factory has no switch for the estimate's loss kernel: it computes the model's own loss (or Liger's with enable_liger_kernel)");
   }

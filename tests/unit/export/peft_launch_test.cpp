@@ -83,4 +83,11 @@ TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and
   bool noted = false;
   for (const std::string& n : format(all, "trl_sft_yaml").notes) noted = noted || has(n, "init_lora_weights=\"pissa\"");
   CHECK(noted);
+  CHECK(has(format(all, "llamafactory_yaml").text, "pissa_init: true"));
+  in.setup.lora_init = LoraInit::kOlora;
+  const std::vector<LaunchFormat> olora = launch_configs(in);
+  CHECK_FALSE(has(format(olora, "llamafactory_yaml").text, "pissa_init"));
+  bool said = false;
+  for (const std::string& n : format(olora, "llamafactory_yaml").notes) said = said || has(n, "init_lora_weights=olora is not written");
+  CHECK(said);
 }
