@@ -22,6 +22,13 @@ const LaunchFormat& format(const std::vector<LaunchFormat>& all, const std::stri
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+bool noted(const LaunchFormat& f, const std::string& part) {
+  for (const std::string& n : f.notes) {
+    if (has(n, part)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]") {
@@ -80,14 +87,10 @@ TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and
   in.setup.lora_init = LoraInit::kPissa;
   const std::vector<LaunchFormat> all = launch_configs(in);
   CHECK(has(format(all, "python_script").text, "init_lora_weights=\"pissa\""));
-  bool noted = false;
-  for (const std::string& n : format(all, "trl_sft_yaml").notes) noted = noted || has(n, "init_lora_weights=\"pissa\"");
-  CHECK(noted);
+  CHECK(noted(format(all, "trl_sft_yaml"), "init_lora_weights=\"pissa\""));
   CHECK(has(format(all, "llamafactory_yaml").text, "pissa_init: true"));
   in.setup.lora_init = LoraInit::kOlora;
   const std::vector<LaunchFormat> olora = launch_configs(in);
   CHECK_FALSE(has(format(olora, "llamafactory_yaml").text, "pissa_init"));
-  bool said = false;
-  for (const std::string& n : format(olora, "llamafactory_yaml").notes) said = said || has(n, "init_lora_weights=olora is not written");
-  CHECK(said);
+  CHECK(noted(format(olora, "llamafactory_yaml"), "init_lora_weights=olora is not written"));
 }
