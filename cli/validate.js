@@ -31,7 +31,8 @@ const PARALLEL_FIELDS = [
   ['sequence_parallel', 'bool'], ['sharding', 'text'],
 ];
 // Adapter methods whose rank and targets the lora_rank / lora_targets columns carry (training.lora).
-const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3']);
+// For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's or boft's block size.
+const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft']);
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
@@ -201,6 +202,11 @@ function loraOf(row) {
       ? targets
       : targets.split(',').map((t) => t.trim()).filter((t) => t !== '');
   }
+  const block = /(^|[\s;,(])block_size=(\d+)\b/.exec(row.notes || '');
+  if (block) lora.block_size = Number(block[2]);
+  // `init_lora_weights=NAME` in the notes: LoRA's initialisation (PiSSA, OLoRA, ...).
+  const init = /(^|[\s;,(])init_lora_weights=([a-z]+)\b/.exec(row.notes || '');
+  if (init) lora.init = init[2];
   return Object.keys(lora).length > 0 ? lora : undefined;
 }
 
@@ -244,6 +250,9 @@ function rowToRequest(row, config) {
   // `virtual_tokens=N` in the notes: PEFT prompt / prefix tuning's num_virtual_tokens.
   const tokens = /(^|[\s;,(])virtual_tokens=(\d+)\b/.exec(row.notes || '');
   if (tokens) training.virtual_tokens = Number(tokens[2]);
+  // `encoder_reparameterization_type=lstm` (or mlp) in the notes: P-tuning's prompt encoder.
+  const encoder = /(^|[\s;,(])encoder_reparameterization_type=(mlp|lstm)\b/i.exec(row.notes || '');
+  if (encoder) training.prompt_encoder = encoder[2].toLowerCase();
   // `adapter_len=N` and `adapter_layers=N` in the notes: PEFT adaption prompt's (LLaMA-Adapter's) settings.
   const adapterLen = /(^|[\s;,(])adapter_len=(\d+)\b/.exec(row.notes || '');
   const adapterLayers = /(^|[\s;,(])adapter_layers=(\d+)\b/.exec(row.notes || '');

@@ -77,9 +77,33 @@ void read_modules_to_save(const FieldReader& f, TrainingSetup& t) {
 
 void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"rank", "targets", "dropout", "modules_to_save"});
-  t.lora_rank = f.int_or({"rank"}, 1, kMaxLoraRank, t.lora_rank);
+  reject_unknown_keys(f, {"rank", "targets", "dropout", "init", "block_size", "modules_to_save"});
+  if (is_orthogonal(t.method)) {
+    // PEFT's OFTConfig takes r (blocks per linear) or oft_block_size, not both; BOFT memfit reads by
+    // boft_block_size (butterfly factor 1); neither has LoRA's dropout.
+    if (f.has({"dropout"}) || (t.method == Method::kBoft && f.has({"rank"}))) {
+      throw Error(ErrorCode::kInvalidValue, f.path(f.has({"dropout"}) ? "dropout" : "rank"),
+                  "boft takes lora.block_size, oft lora.block_size or lora.rank (blocks per linear); neither has dropout");
+    }
+    if (f.has({"rank"}) && f.has({"block_size"})) {
+      throw Error(ErrorCode::kInvalidValue, f.path("block_size"), "oft takes lora.rank (blocks per linear) or lora.block_size, not both");
+    }
+    if (f.has({"rank"})) t.oft_blocks = f.int_or({"rank"}, 1, kMaxLoraRank, 0);
+  } else if (f.has({"block_size"})) {
+    throw Error(ErrorCode::kInvalidValue, f.path("block_size"), "block_size needs method oft or boft");
+  }
+  t.orthogonal_block_size = f.int_or({"block_size"}, 1, 4096, t.orthogonal_block_size);
+  if (!is_orthogonal(t.method)) t.lora_rank = f.int_or({"rank"}, 1, kMaxLoraRank, t.lora_rank);
   if (auto d = f.get_number({"dropout"}, 0.0, 0.99)) t.lora_dropout = *d;
+  if (f.has({"init"})) {
+    if (!is_lora_like(t.method)) throw Error(ErrorCode::kInvalidValue, f.path("init"), "init needs method lora, qlora or dora");
+    t.lora_init = enum_or(f, "init", kLoraInitNames, t.lora_init);
+    // peft v0.21.2 tuners/lora/layer.py pissa_init: "Please initialize PiSSA under float32, float16, or bfloat16"
+    if (t.lora_init == LoraInit::kPissa && t.method == Method::kQlora) {
+      throw Error(ErrorCode::kInvalidValue, f.path("init"),
+                  "PiSSA initialises from a float base (PEFT refuses a quantised one): quantise the residual after init");
+    }
+  }
   read_modules_to_save(f, t);
   const Json* targets = f.find({"targets"});
   if (t.lora_saves_head && targets && targets->is_array() &&
@@ -192,7 +216,7 @@ void read_llama_adapter(const FieldReader& f, const FrameworkProfile& profile, s
 TrainingSetup read_training(const Json& j, const std::string& path, const FrameworkProfile*& profile,
                             std::int64_t num_layers, std::int64_t& yyyymm) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "virtual_tokens", "adapter", "base_quant", "freeze_trainable_layers", "precision",
+  reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "virtual_tokens", "prompt_encoder", "adapter", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
@@ -225,7 +249,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
-      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr or vera");
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft or boft");
     }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
     if (t.method == Method::kIa3 && l->contains("rank")) {
@@ -237,6 +261,10 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     throw Error(ErrorCode::kInvalidValue, f.path("virtual_tokens"), "virtual_tokens needs method prompt_tuning, prefix_tuning or p_tuning");
   }
   t.virtual_tokens = f.int_or({"virtual_tokens"}, 1, kMaxVirtualTokens, t.virtual_tokens);
+  if (f.has({"prompt_encoder"}) && t.method != Method::kPTuning) {
+    throw Error(ErrorCode::kInvalidValue, f.path("prompt_encoder"), "prompt_encoder needs method p_tuning");
+  }
+  t.prompt_encoder = enum_or(f, "prompt_encoder", kPromptEncoderNames, t.prompt_encoder);
   read_llama_adapter(f, *profile, num_layers, t);
   t.base_quant = enum_or(f, "base_quant", kBaseQuantNames, t.base_quant);
   if (t.base_quant != BaseQuant::kNone && !lora) {
@@ -245,6 +273,10 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   }
   if (t.method == Method::kQlora && f.has({"base_quant"}) && t.base_quant == BaseQuant::kNone) {
     throw Error(ErrorCode::kInvalidValue, f.path("base_quant"), "method qlora quantises the base: base_quant cannot be none");
+  }
+  if (t.lora_init == LoraInit::kPissa && t.base_quant != BaseQuant::kNone) {
+    throw Error(ErrorCode::kInvalidValue, pointer_append(f.path("lora"), "init"),
+                "PiSSA initialises from a float base (PEFT refuses a quantised one): quantise the residual after init");
   }
   t.freeze_trainable_layers = f.int_or({"freeze_trainable_layers"}, 1, std::max<std::int64_t>(1, num_layers),
                                        std::min(t.freeze_trainable_layers, num_layers));

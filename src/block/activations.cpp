@@ -32,6 +32,14 @@ namespace {
 //   F.linear saves when its input needs a gradient.
 // - VeRA (tuners/vera/layer.py Linear.forward): the frozen vera_A's output for lambda_d (ab·r) and
 //   the frozen vera_B's output for lambda_b (ab·out); the shared projections save nothing new.
+// - OFT (tuners/oft/layer.py OFTRotationModule.forward): the input cast to the adapter dtype
+//   (ab·in), which the block rotation's einsum saves for R's gradient; per layer the rotation R
+//   [in/b, b, b] and the Cayley-Neumann powers of the skew matrix its bmm's save (Q, Q², Q³: 5
+//   terms, the default), 4 such tensors in the adapter dtype.
+// - BOFT (tuners/boft/layer.py Linear.forward): the full in x in rotation is built each forward in
+//   the input dtype: bmm(P, ·) saves P's 16-bit copy, the rotation's product with eye(in) saves the
+//   eye, and x @ rotation saves x (shared by linears reading one input) and, for x's gradient, the
+//   rotation; the output scale's mul saves the base output (e·out).
 void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, std::int64_t heads, std::int64_t kvh,
                             std::int64_t d, std::int64_t dv, std::int64_t e, bool moe, std::int64_t& s,
                             LayerActivations& out) {
@@ -47,6 +55,7 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
   // Whether an adapted linear runs before this one in the block (q, k and v read the block's
   // input side by side): its output needs a gradient even where the block's input does not.
   bool adapted_before = false, adapted_qkv = false;
+  bool qkv_input_saved = false, gate_up_input_saved = false;  // BOFT: one saved x per shared input
   for (const Linear& l : linears) {
     const std::string role = l.role;
     if (role == "o") adapted_before = adapted_qkv;
@@ -75,6 +84,24 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
         break;
       }
       case Method::kVera: s += n * ab * (t.lora_rank + l.out); break;
+      case Method::kOft: {
+        s += n * ab * l.in;
+        const std::int64_t b = orthogonal_block_for(t, l.in);
+        out.saved_per_layer += 4 * checked_mul(ab * (l.in / b) * b, b, "adapter bytes");
+        break;
+      }
+      case Method::kBoft: {
+        bool* shared = role == "q" || role == "k" || role == "v" ? &qkv_input_saved
+                       : role == "gate" || role == "up"          ? &gate_up_input_saved
+                                                                  : nullptr;  // o, down read their own
+        if (!shared || !*shared) s += n * e * l.in;
+        if (shared) *shared = true;
+        s += n * e * l.out;
+        const std::int64_t square = checked_mul(e * l.in, l.in, "adapter bytes");
+        out.saved_per_layer += 2 * square;
+        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += square;
+        break;
+      }
       default: break;
     }
   }
@@ -159,11 +186,12 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
   // input and rsqrt; so does Liger's.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
+  const bool norm_trains = base_trains || t.method == Method::kLnTuning;  // PEFT LN tuning's trained copies
   const std::int64_t attention_side_start = s + seq;  // what the attention side saves (LLaMA-Adapter's entry layer)
   const std::int64_t stream = amp ? 4 : e;
   const bool fused_norm = t.compile || t.liger_kernels;
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
-                                      ? (fused_norm ? stream * h + 4 : 4 * h + (base_trains ? stream * h : 0) + 4)
+                                      ? (fused_norm ? stream * h + 4 : 4 * h + (norm_trains ? stream * h : 0) + 4)
                                       : (stream * h + 8);
   seq += norms * norm_bytes;
 

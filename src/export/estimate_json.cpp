@@ -43,7 +43,12 @@ Json training_to_json(const TrainingSetup& t) {
   }
   if (t.liger_kernels) j["liger_kernels"] = true;
   if (is_adapter_method(t.method)) {
-    j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
+    if (is_orthogonal(t.method)) {
+      j["lora"] = {{"targets", t.lora_targets}};
+      if (t.oft_blocks > 0) j["lora"]["rank"] = t.oft_blocks;
+      else j["lora"]["block_size"] = orthogonal_block(t);
+    } else j["lora"] = {{"rank", t.lora_rank}, {"targets", t.lora_targets}, {"dropout", t.lora_dropout}};
+    if (is_lora_like(t.method)) j["lora"]["init"] = name_of(t.lora_init, kLoraInitNames);
     if (t.lora_saves_embedding || t.lora_saves_head) {
       Json saved = Json::array();
       if (t.lora_saves_embedding) saved.push_back("embedding");
@@ -52,6 +57,7 @@ Json training_to_json(const TrainingSetup& t) {
     }
   }
   if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
+  if (t.method == Method::kPTuning) j["prompt_encoder"] = name_of(t.prompt_encoder, kPromptEncoderNames);
   if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
   if (t.checkpointing == Checkpointing::kSelective) {

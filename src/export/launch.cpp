@@ -62,6 +62,7 @@
 
 #include "hf_config/json_input.h"
 #include "training/capabilities.h"
+#include "training/setup_names.h"
 
 namespace memfit {
 
@@ -589,6 +590,12 @@ std::string unquoted(std::string text) {
   return text;
 }
 
+// LoraConfig's init_lora_weights for a non-default initialisation (peft v0.21.2 tuners/lora/config.py).
+std::string lora_init_argument(const TrainingSetup& t) {
+  if (t.lora_init == LoraInit::kDefault) return "";
+  return std::string(", init_lora_weights=\"") + name_of(t.lora_init, kLoraInitNames) + "\"";
+}
+
 // PEFT's config class of a method other than LoRA (peft v0.21.2 tuners/*/config.py).
 const char* peft_config_class(Method m) {
   switch (m) {
@@ -599,6 +606,9 @@ const char* peft_config_class(Method m) {
     case Method::kPromptTuning: return "PromptTuningConfig";
     case Method::kAdaptionPrompt: return "AdaptionPromptConfig";
     case Method::kPTuning: return "PromptEncoderConfig";
+    case Method::kOft: return "OFTConfig";
+    case Method::kBoft: return "BOFTConfig";
+    case Method::kLnTuning: return "LNTuningConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -662,6 +672,10 @@ LaunchFormat trl_sft(const LaunchInput& in) {
     f.notes.emplace_back(std::string("trl sft's command line builds LoRA adapters only (ModelConfig use_peft, lora_*): pass peft_config=") +
                          peft_config_class(t.method) + "(...) to SFTTrainer in Python, as the python_script format writes it");
   }
+  if (lora && t.lora_init != LoraInit::kDefault) {
+    f.notes.emplace_back("trl sft's command line has no init_lora_weights: pass peft_config=LoraConfig(..." + lora_init_argument(t) +
+                         ") to SFTTrainer in Python, as the python_script format writes it");
+  }
   if (lora && t.loss == LossKernel::kChunkedNll) {
     f.notes.emplace_back("chunked_nll refuses a LoRA adapter on lm_head: keep lm_head out of lora_target_modules");
   }
@@ -674,8 +688,9 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // bnb_4bit_quant_storage); peft @ 5d602fdb LoraConfig (r, lora_alpha, lora_dropout,
 // target_modules, use_dora), prepare_model_for_kbit_training, get_peft_model.
 // PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
-// prompt_tuning,prefix_tuning,adaption_prompt}/config.py: target_modules, feedforward_modules, r,
-// num_virtual_tokens, adapter_len, adapter_layers).
+// prompt_tuning,prefix_tuning,adaption_prompt,p_tuning,oft,boft,ln_tuning}/config.py: target_modules,
+// feedforward_modules, r, num_virtual_tokens, adapter_len, adapter_layers, encoder_reparameterization_type,
+// oft_block_size, boft_block_size).
 void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers) {
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
   std::vector<std::string> targets = hf_modules(t.lora_targets);
@@ -687,7 +702,16 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
     case Method::kLokr: p << "LoKrConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kVera: p << "VeraConfig(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kPromptTuning: p << "PromptTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
-    case Method::kPTuning: p << "PromptEncoderConfig(num_virtual_tokens=" << t.virtual_tokens << ", encoder_reparameterization_type=\"MLP\""; break;
+    case Method::kPTuning:
+      p << "PromptEncoderConfig(num_virtual_tokens=" << t.virtual_tokens << ", encoder_reparameterization_type=\""
+        << (t.prompt_encoder == PromptEncoder::kLstm ? "LSTM" : "MLP") << "\"";
+      break;
+    case Method::kOft:
+      p << "OFTConfig(r=" << t.oft_blocks << ", oft_block_size=" << (t.oft_blocks > 0 ? 0 : orthogonal_block(t))
+        << ", target_modules=" << target_text;
+      break;
+    case Method::kBoft: p << "BOFTConfig(boft_block_size=" << orthogonal_block(t) << ", target_modules=" << target_text; break;
+    case Method::kLnTuning: p << "LNTuningConfig(target_modules=[\"input_layernorm\", \"post_attention_layernorm\", \"norm\"]"; break;
     case Method::kAdaptionPrompt:
       p << "AdaptionPromptConfig(adapter_len=" << t.adapter_prompt_length << ", adapter_layers="
         << num_layers - std::min(t.adapter_start_layer, num_layers);
@@ -713,7 +737,7 @@ void python_model_setup(Text& p, const LaunchInput& in, const char* torch_dtype)
     const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
     p << "model = get_peft_model(model, LoraConfig(r=" << t.lora_rank << ", lora_alpha=" << 2 * t.lora_rank
       << ", lora_dropout=" << t.lora_dropout << ", target_modules=" << target_text << ", use_dora="
-      << (t.method == Method::kDora ? "True" : "False");
+      << (t.method == Method::kDora ? "True" : "False") << lora_init_argument(t);
     if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) p << ", modules_to_save=[" << saved << "]";
     p << ", task_type=\"CAUSAL_LM\"))\n";
   }
@@ -942,6 +966,10 @@ LaunchFormat axolotl_yaml(const LaunchInput& in) {
   f.text = y.str();
   f.notes.emplace_back("add datasets: and output_dir:; multi-node: --machine_rank and --main_process_ip per node");
   if (amp_like(t)) f.notes.emplace_back("Axolotl loads the weights in the bf16 / fp16 it trains in: fp32 weights under autocast are not an Axolotl setting");
+  if (is_lora_like(t.method) && t.lora_init != LoraInit::kDefault) {
+    f.notes.emplace_back(std::string("LoRA's init_lora_weights=") + name_of(t.lora_init, kLoraInitNames) +
+                         " is not written to this YAML (same memory as LoRA's default)");
+  }
   if (how == HfSharding::kNone && t.embeddings_fp32) f.notes.emplace_back("Axolotl upcasts the embeddings and lm_head to fp32 outside FSDP (the estimate counts them)");
   return f;
 }
@@ -970,6 +998,7 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
     y << "lora_target: " << (targets == "all-linear" ? "all" : targets) << "\n";
     if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) y << "additional_target: " << unquoted(saved) << "\n";
     if (t.method == Method::kDora) y << "use_dora: true\n";
+    if (t.lora_init == LoraInit::kPissa) y << "pissa_init: true\n";  // init_adapter: init_lora_weights "pissa"
     if (effective_base_quant(t) == BaseQuant::kNf4) y << "quantization_bit: 4\nquantization_method: bnb\n";
     if (effective_base_quant(t) == BaseQuant::kInt8) y << "quantization_bit: 8\nquantization_method: bnb\n";
   }
@@ -1003,6 +1032,10 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
   }
   f.text = y.str();
   f.notes.emplace_back("add dataset:, template: and output_dir:; or run FORCE_TORCHRUN=1 llamafactory-cli train llamafactory.yaml");
+  if (lora && t.lora_init != LoraInit::kDefault && t.lora_init != LoraInit::kPissa) {
+    f.notes.emplace_back("LLaMA-Factory's YAML sets LoRA's initialisation only through pissa_init: init_lora_weights=" +
+                         std::string(name_of(t.lora_init, kLoraInitNames)) + " is not written (same memory as LoRA's default)");
+  }
   if (t.loss == LossKernel::kCutCe || t.loss == LossKernel::kUnslothFusedCe || t.loss == LossKernel::kChunkedNll) {
     f.notes.emplace_back("LLaMA-Factory has no switch for the estimate's loss kernel: it computes the model's own loss (or Liger's with enable_liger_kernel)");
   }

@@ -134,9 +134,7 @@ void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, co
   const std::int64_t kv_width = arch.attention.num_kv_heads * arch.attention.head_dim;
   std::int64_t n = 0;
   if (t.method == Method::kPromptTuning && shard.embedding) n = t.virtual_tokens * arch.hidden_size;
-  // P-tuning's MLP prompt encoder (peft v0.21.2 tuners/p_tuning/model.py PromptEncoder): the
-  // n x h embedding and three h x h linears with biases (encoder_hidden_size = token_dim).
-  if (t.method == Method::kPTuning && shard.embedding) n = t.virtual_tokens * arch.hidden_size + 3 * arch.hidden_size * (arch.hidden_size + 1);
+  if (t.method == Method::kPTuning && shard.embedding) n = p_tuning_encoder_params(t, arch.hidden_size);
   if (t.method == Method::kPrefixTuning) n = checked_mul(t.virtual_tokens * 2 * kv_width, held_layers, "parameter count");
   const std::int64_t b = adapter_bytes(t);
   m.adapter_params += n;
@@ -229,8 +227,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.weight_tensor_count += copies * layers_in_group;
     // LitGPT adapter v2 trains the block and final norms (adapter_v2.py adapter_filter: norm_1,
     // norm_2, ln_f), not q/k norms.
+    // PEFT's LN tuning trains a deep copy of each block and final norm and keeps the original
+    // (peft v0.21.2 tuners/ln_tuning/layer.py update_layer: deepcopy(layer)), in the model dtype.
+    const bool block_or_final_norm = s.kind == ModuleKind::kNorm && s.role == "norm";
+    const bool ln_copy = t.method == Method::kLnTuning && block_or_final_norm;
     const bool trains = saved_copy || layer_trains(t, layer, arch.num_layers) ||
-                        (t.method == Method::kAdapterV2 && s.kind == ModuleKind::kNorm && s.role == "norm");
+                        ((t.method == Method::kAdapterV2 || ln_copy) && block_or_final_norm);
     std::int64_t bytes_per = wb;
     std::int64_t gather_bytes = 0;  // one copy of this tensor as gathered for compute, per layer
     if (quant != BaseQuant::kNone && is_linear_in_block(s)) {
@@ -254,7 +256,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const bool upcast_embedding = t.embeddings_fp32 && bytes_per == 2 &&
                                   ((s.kind == ModuleKind::kEmbedding && s.role == "embedding") || s.kind == ModuleKind::kLmHead);
     if (upcast_embedding) bytes_per = 4;
-    cls[c].weights = checked_add(cls[c].weights, checked_mul(n, bytes_per, "weight bytes"), "weight bytes");
+    cls[c].weights = checked_add(cls[c].weights, checked_mul(n, ln_copy ? 2 * bytes_per : bytes_per, "weight bytes"), "weight bytes");
     if (bytes_per > 0) gather_bytes = per_copy * copies * (gathered_16bit ? 2 : bytes_per);
     if (in_stack) layer_gather += gather_bytes;
     else {
@@ -354,8 +356,17 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       add_adapter(per_adapter);
       const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
       for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
+        if (is_orthogonal(t.method)) break;
         large_states += large_pool_states(t.optimizer, t.lora_rank * side, adapter_elem_bytes,
                                           checked_mul(t.lora_rank * side, adapted, "adapter size"));
+      }
+      // Frozen buffers per adapted linear: BOFT's butterfly permutation boft_P [1, in, in] in fp32
+      // (peft v0.21.2 tuners/boft/layer.py update_layer: torch.empty, non-persistent); OFT's int64
+      // upper-triangle indices rows and cols, b(b-1)/2 each (tuners/oft/layer.py OFTRotationModule).
+      if (is_orthogonal(t.method)) {
+        const std::int64_t b = orthogonal_block_for(t, in);
+        const std::int64_t buffer = t.method == Method::kBoft ? checked_mul(4 * in, in, "buffer bytes") : 8 * b * (b - 1);
+        cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
       }
       if (t.method == Method::kDora) {
         // PEFT DoRA: lora_B.weight @ lora_A.weight and W + that product, both (out, in) in the

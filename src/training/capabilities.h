@@ -44,7 +44,8 @@ struct FrameworkCapabilities {
   bool replicate_with_model_parallel = true;
   bool selective_checkpointing = true;       // full and none are every framework's
   /// Methods by Method value (full, lora, qlora, dora, freeze, then PEFT's others: setup_names.h).
-  bool methods[kMethodCount] = {true, true, true, true, true, true, true, true, true, true, true, true, true, true, true};
+  bool methods[kMethodCount] = {true, true, true, true, true, true, true, true, true,
+                                true, true, true, true, true, true, true, true, true};
   /// QLoRA's 4-bit base sharded by ZeRO-3 / FSDP.
   bool qlora_with_zero3 = true;
   bool multi_node = true;

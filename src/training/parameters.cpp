@@ -83,9 +83,40 @@ std::pair<std::int64_t, std::int64_t> lokr_factorization(std::int64_t dim) {
   return m > n ? std::make_pair(n, m) : std::make_pair(m, n);
 }
 
+std::int64_t p_tuning_encoder_params(const TrainingSetup& t, std::int64_t h) {
+  const std::int64_t embedding = t.virtual_tokens * h;
+  if (t.prompt_encoder == PromptEncoder::kMlp) return embedding + 3 * h * (h + 1);
+  auto lstm_layer = [h](std::int64_t input) { return 2 * (4 * h * input + 4 * h * h + 8 * h); };
+  const std::int64_t head = 2 * h * 2 * h + 2 * h + 2 * h * h + h;
+  return embedding + lstm_layer(h) + lstm_layer(2 * h) + head;
+}
+
+std::int64_t nearest_divisor(std::int64_t wanted, std::int64_t in) {
+  if (wanted >= in) return in;
+  if (in % wanted == 0) return wanted;
+  std::int64_t higher = wanted, lower = wanted;
+  while (higher <= in && in % higher != 0) ++higher;
+  while (lower > 1 && in % lower != 0) --lower;
+  return wanted - lower <= higher - wanted ? lower : higher;
+}
+
+std::int64_t orthogonal_block_for(const TrainingSetup& t, std::int64_t in) {
+  if (t.method == Method::kOft && t.oft_blocks > 0) return in / nearest_divisor(t.oft_blocks, in);
+  return t.method == Method::kOft ? nearest_divisor(orthogonal_block(t), in) : orthogonal_block(t);
+}
+
 std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std::int64_t in, std::int64_t out) {
   const std::int64_t r = t.lora_rank;
   switch (t.method) {
+    // OFT (peft v0.21.2 tuners/oft/layer.py OFTRotationModule): in / b blocks, each the b(b-1)/2
+    // upper-triangle entries of a skew-symmetric matrix.
+    case Method::kOft: {
+      const std::int64_t b = orthogonal_block_for(t, in);
+      return in / b * (b * (b - 1) / 2);
+    }
+    // BOFT (tuners/boft/layer.py update_layer, butterfly factor 1): boft_R [1, in / b, b, b] and the
+    // output scale boft_s [out, 1].
+    case Method::kBoft: return in / orthogonal_block(t) * orthogonal_block(t) * orthogonal_block(t) + out;  // in·b + out
     case Method::kIa3: return ia3_scales_input(role) ? in : out;
     case Method::kLoha: return 2 * r * (in + out);
     case Method::kLokr: {

@@ -47,6 +47,18 @@ inline bool ia3_scales_input(const std::string& role) { return role == "down" ||
 /// and w2 (out_k x in_n), w2 as r-factors when r < max(out_k, in_n) / 2 (tuners/lokr/layer.py
 /// update_layer, decompose_both false); VeRA lambda_d (r) and lambda_b (out) (tuners/vera/layer.py).
 std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std::int64_t in, std::int64_t out);
+/// P-tuning's prompt encoder on an h-wide model (peft v0.21.2 tuners/p_tuning/model.py
+/// PromptEncoder, encoder_hidden_size = token_dim = h): the n x h embedding, then the MLP's three
+/// h x h linears with biases, or a two-layer bidirectional LSTM (encoder_num_layers 2; per direction
+/// 4h x input and 4h x h weights and two 4h biases; the second layer's input is 2h) and its
+/// mlp_head Linear(2h, 2h), Linear(2h, h).
+std::int64_t p_tuning_encoder_params(const TrainingSetup& t, std::int64_t h);
+/// `wanted` when it divides `in`, else the nearest divisor of `in`, the lower on a tie (peft v0.21.2
+/// tuners/oft/layer.py adjust_oft_parameters).
+std::int64_t nearest_divisor(std::int64_t wanted, std::int64_t in);
+/// OFT's / BOFT's block size on a linear with `in` inputs: from the block count (PEFT OFTConfig r)
+/// or the block size, adjusted to divide `in` as OFTLayer.update_layer does.
+std::int64_t orthogonal_block_for(const TrainingSetup& t, std::int64_t in);
 
 /// Optimizer state bytes per trainable parameter whose own dtype has `elem` bytes (Adafactor's
 /// factored rows and columns are added per tensor: 0 here).

@@ -21,7 +21,11 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"vera", Method::kVera},     {"prompt_tuning", Method::kPromptTuning},
                                                     {"prefix_tuning", Method::kPrefixTuning}, {"adapter", Method::kAdapter},
                                                     {"adapter_v2", Method::kAdapterV2}, {"adaption_prompt", Method::kAdaptionPrompt},
-                                                    {"p_tuning", Method::kPTuning}};
+                                                    {"p_tuning", Method::kPTuning}, {"oft", Method::kOft},
+                                                    {"boft", Method::kBoft}, {"ln_tuning", Method::kLnTuning}};
+inline constexpr EnumName<PromptEncoder> kPromptEncoderNames[] = {{"mlp", PromptEncoder::kMlp}, {"lstm", PromptEncoder::kLstm}};
+inline constexpr EnumName<LoraInit> kLoraInitNames[] = {{"default", LoraInit::kDefault}, {"gaussian", LoraInit::kGaussian},
+                                                        {"pissa", LoraInit::kPissa}, {"olora", LoraInit::kOlora}};
 inline constexpr EnumName<BaseQuant> kBaseQuantNames[] = {{"none", BaseQuant::kNone}, {"nf4", BaseQuant::kNf4},
                                                           {"int8", BaseQuant::kInt8}, {"gptq4", BaseQuant::kGptq4}};
 inline constexpr EnumName<Precision> kPrecisionNames[] = {

@@ -12,10 +12,18 @@ namespace memfit {
 /// virtual tokens (extra input embeddings / extra keys and values per layer); adapter /
 /// adapter_v2: LitGPT's LLaMA-Adapter and its v2 (a gated prefix attention in the top layers; v2
 /// adds a bias and scale to every linear and trains the norms); adaption_prompt: PEFT's LLaMA-Adapter;
-/// p_tuning: PEFT's P-tuning (prompt tuning whose virtual tokens an MLP encoder makes).
+/// p_tuning: PEFT's P-tuning (prompt tuning whose virtual tokens an MLP or LSTM encoder makes);
+/// oft / boft: PEFT's orthogonal fine-tuning (a block-diagonal rotation of each adapted linear's
+/// input; BOFT's butterfly form builds the full in x in rotation); ln_tuning: PEFT's LN tuning
+/// (trainable copies of the block and final norms).
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
-                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning };
-inline constexpr int kMethodCount = 15;
+                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning };
+inline constexpr int kMethodCount = 18;
+/// P-tuning's prompt encoder (peft v0.21.2 tuners/p_tuning/config.py encoder_reparameterization_type).
+enum class PromptEncoder { kMlp, kLstm };
+/// LoRA's initialisation (PEFT init_lora_weights): PiSSA and OLoRA set A and B from an SVD / QR of
+/// the base weight and subtract them from it at load; training then runs as LoRA's.
+enum class LoraInit { kDefault, kGaussian, kPissa, kOlora };
 enum class BaseQuant { kNone, kNf4, kInt8, kGptq4 };
 /// amp_*: fp32 weights with 16-bit autocast compute; bf16/fp16: pure 16-bit; fp8: fp8 linears
 /// (Transformer Engine style) on top of pure bf16.
@@ -54,7 +62,13 @@ struct TrainingSetup {
   /// beside the frozen originals (peft v0.21.2 utils/other.py ModulesToSaveWrapper).
   bool lora_saves_embedding = false;
   bool lora_saves_head = false;
+  LoraInit lora_init = LoraInit::kDefault;
   std::int64_t virtual_tokens = 20;  // prompt_tuning / prefix_tuning: PEFT num_virtual_tokens
+  PromptEncoder prompt_encoder = PromptEncoder::kMlp;  // p_tuning
+  /// oft / boft: the rotation's block size (PEFT OFTConfig oft_block_size 32, BOFTConfig
+  /// boft_block_size 4; 0: the method's default).
+  std::int64_t orthogonal_block_size = 0;
+  std::int64_t oft_blocks = 0;  // oft: PEFT's r, the blocks per linear (block size in / r); 0: by block size
   /// adapter / adapter_v2 / adaption_prompt: the learned prefix's length and the first layer that
   /// attends to it (litgpt v0.5.13 adapter.py Config: adapter_prompt_length 10, adapter_start_layer
   /// 2; PEFT AdaptionPromptConfig adapter_len, and adapter_layers counted from the top).
@@ -198,9 +212,16 @@ inline bool fp32_residual_stream(const TrainingSetup& t) {
   return autocast_amp(t) || (t.embeddings_fp32 && t.precision != Precision::kFp32 && t.precision != Precision::kFp8);
 }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
-/// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr, VeRA.
+/// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr,
+/// VeRA, OFT, BOFT.
 inline bool is_adapter_method(Method m) {
-  return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera;
+  return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera ||
+         m == Method::kOft || m == Method::kBoft;
+}
+inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
+/// The rotation's block size: the request's, else PEFT's default for the method.
+inline std::int64_t orthogonal_block(const TrainingSetup& t) {
+  return t.orthogonal_block_size > 0 ? t.orthogonal_block_size : (t.method == Method::kBoft ? 4 : 32);
 }
 /// PEFT's prompt learning: the whole model frozen, only virtual-token embeddings train.
 inline bool is_prompt_method(Method m) {
@@ -211,7 +232,9 @@ inline bool is_litgpt_adapter(Method m) { return m == Method::kAdapter || m == M
 /// LLaMA-Adapter (Zhang et al. 2023): a gated attention to a learned prefix in the top layers.
 inline bool is_llama_adapter(Method m) { return is_litgpt_adapter(m) || m == Method::kAdaptionPrompt; }
 /// The base model is frozen: every PEFT method.
-inline bool base_frozen(Method m) { return is_adapter_method(m) || is_prompt_method(m) || is_llama_adapter(m); }
+inline bool base_frozen(Method m) {
+  return is_adapter_method(m) || is_prompt_method(m) || is_llama_adapter(m) || m == Method::kLnTuning;
+}
 /// Positions the model runs per sequence: prompt tuning puts its virtual tokens before the input
 /// embeddings, and the labels gain as many ignored positions (peft v0.21.2 peft_model.py
 /// PeftModelForCausalLM.forward: torch.cat((prompts, inputs_embeds), dim=1)), so every layer, the

@@ -114,6 +114,16 @@ test('LLaMA-Factory LoRA without the DeepSpeed file: the backend is set and the 
   assert.ok(r.notes.some((n) => /ds_z3_config\.json: give that file too/.test(n)));
 });
 
+test('LLaMA-Factory pissa_init is LoRA initialised by PiSSA', () => {
+  const text = readFileSync(`${FIXTURES}llamafactory_lora_sft_ds3.yaml`, 'utf8').replace(/^deepspeed:.*$/m, '');
+  const r = importConfig(`${text}\npissa_init: true\n`, { yaml: YAML, presets: PRESETS });
+  assert.ok(r.ok, JSON.stringify(r.error));
+  assert.equal(r.result.request.training.lora.init, 'pissa');
+  assert.equal(mappedFrom(r.result, '/training/lora/init').from, '/pissa_init');
+  const plain = importConfig(text, { yaml: YAML, presets: PRESETS });
+  assert.equal(plain.result.request.training.lora.init, undefined);
+});
+
 test('LLaMA-Factory full fine-tune: fp32 trainable weights under bf16 autocast and gradient checkpointing by default', () => {
   const t = fixture('llamafactory_full_sft.yaml').request.training;
   assert.equal(t.method, 'full');

@@ -177,6 +177,19 @@ test('a PEFT adaption prompt row (adapter_len=N adapter_layers=N in its notes) a
   assert.equal(prose.training.adapter, undefined);
 });
 
+test('OFT, BOFT, P-tuning and LoRA init rows read their notes keys into the request', () => {
+  const oft = v.rowToRequest(caseRow({ method: 'oft', lora_rank: '32', lora_targets: 'q,v' }), null);
+  assert.deepEqual(oft.training.lora, { rank: 32, targets: ['q', 'v'] });
+  const boft = v.rowToRequest(caseRow({ method: 'boft', lora_targets: 'q,v', notes: 'x; block_size=4' }), null);
+  assert.deepEqual(boft.training.lora, { targets: ['q', 'v'], block_size: 4 });
+  const pissa = v.rowToRequest(caseRow({ method: 'lora', lora_rank: '16', notes: 'init_lora_weights=pissa' }), null);
+  assert.equal(pissa.training.lora.init, 'pissa');
+  const lstm = v.rowToRequest(caseRow({ method: 'p_tuning', notes: 'encoder_reparameterization_type=LSTM' }), null);
+  assert.equal(lstm.training.prompt_encoder, 'lstm');
+  const prose = v.rowToRequest(caseRow({ method: 'p_tuning', notes: 'an LSTM encoder, said in prose only' }), null);
+  assert.equal(prose.training.prompt_encoder, undefined);
+});
+
 test('empty cells are left out; lora only for adapter methods; all-linear stays a string', () => {
   const emptyCells = caseRow({ gpu: '', n_gpus: '', framework: '', precision: '', optimizer: '' });
   assert.deepEqual(v.rowToRequest(emptyCells, { model_type: 'gpt2' }),

@@ -122,10 +122,15 @@ def case_id(c):
     if c.get("lora_rank"):  # lora, loha, lokr, vera: rank and targets
         method = f"{method}{c['lora_rank']}{c['lora_targets'].replace(',', '').replace('-', '')}"
         method = method.replace("lora16alllinear", "lora16all-linear")  # ids recorded before the other methods
+        method += c.get("lora_init", "")
         if c.get("modules_to_save"):
             method += "+" + c["modules_to_save"].replace("embedding", "emb").replace(",", "")
+    elif c.get("block_size"):  # oft, boft: block size and targets
+        method = f"{method}b{c['block_size']}{c['lora_targets'].replace(',', '').replace('-', '')}"
     elif c.get("virtual_tokens"):
-        method = f"{method}{c['virtual_tokens']}"
+        method = f"{method}{c['virtual_tokens']}{c.get('encoder', '')}"
+    elif c.get("adapter_len"):
+        method = f"{method}{c['adapter_len']}l{c['adapter_layers']}"
     runner = [] if c["framework"] == "transformers_loop" else [c["framework"]]
     if c.get("dp", 1) > 1:
         runner.append(f"dp{c['dp']}")
@@ -182,7 +187,7 @@ def all_cases():
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
-            long_context_cases() + litgpt_cases() + amp_cases() + modules_to_save_cases())
+            long_context_cases() + litgpt_cases() + amp_cases() + more_peft_cases() + modules_to_save_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -510,6 +515,44 @@ def amp_cases():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# More PEFT methods (issue 34, second block): PEFT's AdaptionPromptConfig (LLaMA-Adapter; llama-type models only:
+# adaption_prompt/config.py TRANSFORMERS_MODEL_CONFIG), PromptEncoderConfig (P-tuning) with its MLP and LSTM encoders,
+# OFTConfig and BOFTConfig with their default block sizes (32; 4 with butterfly factor 1), LNTuningConfig on the
+# block and final norms (PEFT's llama default, given explicitly), and LoRA initialised by PiSSA and OLoRA.
+# Each at 1 x 512 without and with checkpointing and 1 x 1024 without (the sequence slope).
+# method -> (families, variants: extra case keys)
+MORE_PEFT = {
+    "adaption_prompt": (("llama3_gqa", "llama32_tied"), [{"adapter_len": 10, "adapter_layers": 1},
+                                                         {"adapter_len": 10, "adapter_layers": 2}]),
+    "p_tuning": (PEFT_FAMILIES, [{"virtual_tokens": 20, "encoder": "mlp"}, {"virtual_tokens": 20, "encoder": "lstm"}]),
+    "oft": (PEFT_FAMILIES, [{"block_size": 32, "lora_targets": "q,v"}, {"block_size": 32, "lora_targets": "all-linear"}]),
+    "boft": (("llama3_gqa", "llama32_tied"), [{"block_size": 4, "lora_targets": "q,v"}]),
+    "ln_tuning": (PEFT_FAMILIES, [{}]),
+    "lora": (("llama3_gqa", "llama32_tied"), [{"lora_rank": 16, "lora_targets": "all-linear", "lora_init": "pissa"},
+                                             {"lora_rank": 16, "lora_targets": "all-linear", "lora_init": "olora"}]),
+}
+MORE_PEFT_POINTS = [(1, 512, "none"), (1, 512, "full"), (1, 1024, "none")]
+
+
+def more_peft_cases():
+    out = []
+    for method, (families, variants_of) in MORE_PEFT.items():
+        for i, extra in enumerate(variants_of):
+            for family in families:
+                model_id, layers, _ = FAMILIES[family]
+                oracle_id = reduced_config(model_id, layers)
+                for b, s, ac in MORE_PEFT_POINTS:
+                    if (method == "lora" or (method == "adaption_prompt" and i > 0)) and s > 512:
+                        continue  # PiSSA / OLoRA train as LoRA; adaption prompt on both layers: one length
+                    c = base_case("cur_2026_11", family, oracle_id)
+                    c.update(method=method, activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers,
+                             **extra)
+                    c["id"] = case_id(c)
+                    out.append(c)
+    # The 1 x 512 cases first, so that a partial run covers every method and family.
+    return sorted(out, key=lambda c: (c["seq_len"], c["activation_checkpointing"] != "none"))
+
+
 # PEFT's modules_to_save: LoRA r16 on every linear with full trainable copies of the output layer, or of the
 # embedding and the output layer (peft ModulesToSaveWrapper); untied and tied families, checkpointing none / full.
 MODULES_TO_SAVE_FAMILIES = ("llama3_gqa", "llama32_tied")

@@ -133,6 +133,11 @@ def csv_row(c, r):
     dp, cp = c.get("dp", 1), c.get("cp", 1)
     if c.get("virtual_tokens"):
         notes += f"; virtual_tokens={c['virtual_tokens']}"
+    for key, note in (("encoder", "encoder_reparameterization_type"), ("adapter_len", "adapter_len"),
+                      ("adapter_layers", "adapter_layers"), ("block_size", "block_size"),
+                      ("lora_init", "init_lora_weights")):
+        if c.get(key):
+            notes += f"; {note}={c[key]}"
     if c.get("modules_to_save"):
         notes += f"; modules_to_save={c['modules_to_save']}"
     if c["precision"] == "amp_bf16":

@@ -64,12 +64,16 @@ def build_model(config, case):
         target_modules = "all-linear" if targets == "all-linear" else [LORA_MODULES[t] for t in targets.split(",")]
         saved = [SAVED_MODULES[m] for m in case["modules_to_save"].split(",")] if case.get("modules_to_save") else None
         lora = peft.LoraConfig(r=case["lora_rank"], lora_alpha=2 * case["lora_rank"], lora_dropout=case.get(
-            "lora_dropout", 0.0), target_modules=target_modules, modules_to_save=saved, task_type="CAUSAL_LM")
-        model = peft.get_peft_model(model, lora)
+            "lora_dropout", 0.0), target_modules=target_modules, modules_to_save=saved, task_type="CAUSAL_LM",
+            init_lora_weights=case.get("lora_init", True))  # pissa / olora: SVD / QR of the weight (on meta here)
+        # PiSSA / OLoRA assign the SVD / QR factors (meta, as the weight) to the adapters: made on meta too
+        with torch.device("meta") if case.get("lora_init") else contextlib.nullcontext():
+            model = peft.get_peft_model(model, lora)
         if case["activation_checkpointing"] == "full" and case.get("checkpoint_use_reentrant", True):
             model.enable_input_require_grads()  # only reentrant checkpointing needs a grad-requiring input
     elif method in PEFT_BUILDERS:
         import peft
+        no_boft_extension()
         model = peft.get_peft_model(model, PEFT_BUILDERS[method](peft, case))
         if case["activation_checkpointing"] == "full" and method not in PROMPT_METHODS:
             model.enable_input_require_grads()  # as for LoRA: reentrant checkpointing needs a grad-requiring input
@@ -100,8 +104,31 @@ PEFT_BUILDERS = {
     "lokr": lambda peft, c: peft.LoKrConfig(r=c["lora_rank"], alpha=c["lora_rank"], target_modules=peft_targets(c),
                                             task_type="CAUSAL_LM"),
     "vera": lambda peft, c: peft.VeraConfig(r=c["lora_rank"], target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "adaption_prompt": lambda peft, c: peft.AdaptionPromptConfig(adapter_len=c["adapter_len"],
+                                                                 adapter_layers=c["adapter_layers"],
+                                                                 task_type="CAUSAL_LM"),
+    "p_tuning": lambda peft, c: peft.PromptEncoderConfig(task_type="CAUSAL_LM", num_virtual_tokens=c["virtual_tokens"],
+                                                         encoder_reparameterization_type=c["encoder"].upper()),
+    "oft": lambda peft, c: peft.OFTConfig(r=0, oft_block_size=c["block_size"], target_modules=peft_targets(c),
+                                          task_type="CAUSAL_LM"),
+    "boft": lambda peft, c: peft.BOFTConfig(boft_block_size=c["block_size"], target_modules=peft_targets(c),
+                                            task_type="CAUSAL_LM"),
+    # the block norms and the final norm: PEFT's llama default (constants.py), given for every family
+    "ln_tuning": lambda peft, c: peft.LNTuningConfig(task_type="CAUSAL_LM", target_modules=[
+        "input_layernorm", "post_attention_layernorm", "norm"]),
 }
-PROMPT_METHODS = {"prompt_tuning", "prefix_tuning"}
+PROMPT_METHODS = {"prompt_tuning", "prefix_tuning", "p_tuning"}
+
+
+def no_boft_extension():
+    """BOFT compiles a CUDA extension (fbd_cuda) for its block-diagonal matrix; without nvcc it falls back to
+    torch.block_diag. With the default butterfly factor 1 both give the same [1, in, in] fp32 matrix (FastBlockDiag
+    saves only its [1, blocks, b, b] input): the runner skips the compile attempt (peft tuners/boft/layer.py)."""
+    try:
+        import peft.tuners.boft.layer as boft_layer
+    except ImportError:
+        return
+    boft_layer.get_fbd_cuda = lambda: None
 
 
 def decoder_layers(model):

@@ -625,6 +625,8 @@
       if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
       if (m.has(['lora_target'])) setLoraTargets(m, ['lora_target'], m.take(['lora_target']));
       else m.set('/training/lora/targets', 'all-linear', '', 'lora_target defaults to all');
+      // init_adapter: pissa_init sets PEFT's init_lora_weights "pissa" (or "pissa_niter_N"); training runs as LoRA's.
+      if (m.bool(['pissa_init'])) m.set('/training/lora/init', 'pissa', ['pissa_init']);
       setModulesToSave(m, ['additional_target']);
     }
     if (type === 'freeze') intField(m, ['freeze_trainable_layers'], '/training/freeze_trainable_layers');

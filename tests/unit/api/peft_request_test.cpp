@@ -84,3 +84,48 @@ TEST_CASE("PEFT adaption prompt needs PEFT's adapter_len and adapter_layers", "[
   const json p = run(request({{"method", "p_tuning"}, {"virtual_tokens", 20}}));
   REQUIRE(p["ok"] == true);
 }
+
+TEST_CASE("OFT, BOFT, LN tuning and P-tuning's encoders estimate with PEFT's defaults", "[api][peft]") {
+  const json oft = run(request({{"method", "oft"}}));
+  REQUIRE(oft["ok"] == true);
+  CHECK(oft["result"]["training"]["lora"] == json({{"block_size", 32}, {"targets", {"q", "v"}}}));
+  const json oft_r = run(request({{"method", "oft"}, {"lora", {{"rank", 32}}}}));
+  REQUIRE(oft_r["ok"] == true);
+  CHECK(oft_r["result"]["training"]["lora"]["rank"] == 32);
+  // 32 blocks of 128 on 4096-wide q and v: fewer, larger blocks than 128 of 32
+  CHECK(oft_r["result"]["states"]["trainable_params"] > oft["result"]["states"]["trainable_params"]);
+  const json boft = run(request({{"method", "boft"}}));
+  REQUIRE(boft["ok"] == true);
+  CHECK(boft["result"]["training"]["lora"]["block_size"] == 4);
+  CHECK(run(request({{"method", "ln_tuning"}}))["ok"] == true);
+  const json mlp = run(request({{"method", "p_tuning"}}));
+  const json lstm = run(request({{"method", "p_tuning"}, {"prompt_encoder", "lstm"}}));
+  REQUIRE(lstm["ok"] == true);
+  CHECK(lstm["result"]["training"]["prompt_encoder"] == "lstm");
+  CHECK(lstm["result"]["states"]["trainable_params"] > mlp["result"]["states"]["trainable_params"]);
+}
+
+TEST_CASE("PiSSA and OLoRA are LoRA initialisations: the same estimate", "[api][peft]") {
+  const json plain = run(request({{"method", "lora"}}));
+  for (const char* init : {"pissa", "olora", "gaussian"}) {
+    const json out = run(request({{"method", "lora"}, {"lora", {{"init", init}}}}));
+    REQUIRE(out["ok"] == true);
+    CHECK(out["result"]["training"]["lora"]["init"] == init);
+    CHECK(out["result"]["peak_allocated_bytes"] == plain["result"]["peak_allocated_bytes"]);
+  }
+}
+
+TEST_CASE("orthogonal, encoder and init settings that do not fit are refused with their pointer", "[api][peft]") {
+  expect_error({{"method", "boft"}, {"lora", {{"rank", 8}}}}, "/training/lora/rank");
+  expect_error({{"method", "oft"}, {"lora", {{"dropout", 0.1}}}}, "/training/lora/dropout");
+  expect_error({{"method", "oft"}, {"lora", {{"rank", 8}, {"block_size", 16}}}}, "/training/lora/block_size");
+  expect_error({{"method", "lora"}, {"lora", {{"block_size", 16}}}}, "/training/lora/block_size");
+  expect_error({{"method", "oft"}, {"lora", {{"block_size", 0}}}}, "/training/lora/block_size", "out_of_range");
+  expect_error({{"method", "prompt_tuning"}, {"prompt_encoder", "lstm"}}, "/training/prompt_encoder");
+  expect_error({{"method", "p_tuning"}, {"prompt_encoder", "gru"}}, "/training/prompt_encoder");
+  expect_error({{"method", "ia3"}, {"lora", {{"init", "pissa"}}}}, "/training/lora/init");
+  expect_error({{"method", "lora"}, {"lora", {{"init", "svd"}}}}, "/training/lora/init");
+  expect_error({{"method", "qlora"}, {"lora", {{"init", "pissa"}}}}, "/training/lora/init");
+  expect_error({{"method", "lora"}, {"base_quant", "nf4"}, {"lora", {{"init", "pissa"}}}}, "/training/lora/init");
+  expect_error({{"method", "ln_tuning"}, {"lora", {{"rank", 8}}}}, "/training/lora");
+}

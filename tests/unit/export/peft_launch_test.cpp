@@ -22,6 +22,13 @@ const LaunchFormat& format(const std::vector<LaunchFormat>& all, const std::stri
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+bool noted(const LaunchFormat& f, const std::string& part) {
+  for (const std::string& n : f.notes) {
+    if (has(n, part)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]") {
@@ -52,4 +59,38 @@ TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]"
     for (const std::string& n : trl.notes) noted = noted || has(n, "builds LoRA adapters only");
     CHECK(noted);
   }
+}
+
+TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and LoRA's init", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048);
+  in.setup.lora_targets = {"q", "v"};
+  const struct { Method method; const char* config; } cases[] = {
+      {Method::kOft, "OFTConfig(r=0, oft_block_size=32, target_modules=['q_proj', 'v_proj']"},
+      {Method::kBoft, "BOFTConfig(boft_block_size=4, target_modules=['q_proj', 'v_proj']"},
+      {Method::kLnTuning, "LNTuningConfig(target_modules=[\"input_layernorm\", \"post_attention_layernorm\", \"norm\"]"},
+      {Method::kPTuning, "PromptEncoderConfig(num_virtual_tokens=20, encoder_reparameterization_type=\"LSTM\""}};
+  for (const auto& c : cases) {
+    in.setup.method = c.method;
+    in.setup.prompt_encoder = PromptEncoder::kLstm;
+    const std::string script = format(launch_configs(in), "python_script").text;
+    INFO(script);
+    CHECK(has(script, c.config));
+  }
+  in.setup.method = Method::kOft;
+  in.setup.oft_blocks = 16;
+  CHECK(has(format(launch_configs(in), "python_script").text, "OFTConfig(r=16, oft_block_size=0"));
+  in.setup.method = Method::kLora;
+  in.setup.lora_init = LoraInit::kPissa;
+  const std::vector<LaunchFormat> all = launch_configs(in);
+  CHECK(has(format(all, "python_script").text, "init_lora_weights=\"pissa\""));
+  CHECK(noted(format(all, "trl_sft_yaml"), "init_lora_weights=\"pissa\""));
+  CHECK(has(format(all, "llamafactory_yaml").text, "pissa_init: true"));
+  in.setup.lora_init = LoraInit::kOlora;
+  const std::vector<LaunchFormat> olora = launch_configs(in);
+  CHECK_FALSE(has(format(olora, "llamafactory_yaml").text, "pissa_init"));
+  CHECK(noted(format(olora, "llamafactory_yaml"), "init_lora_weights=olora is not written"));
 }

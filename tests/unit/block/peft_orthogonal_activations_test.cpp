@@ -1,0 +1,46 @@
+// What OFT, BOFT and LN tuning save per layer (block/activations.cpp add_peft_adapter_terms and
+// the trained norms), against methods that differ from them by one mechanism.
+#include <catch2/catch.hpp>
+
+#include "block/activations.h"
+#include "hf_config/parse_hf_config.h"
+
+using namespace memfit;
+
+namespace {
+
+ModelArchitecture toy() {  // h 8, q 8, k and v 4, f 16
+  return parse_hf_config_text(R"({"model_type":"llama","vocab_size":32,"hidden_size":8,
+    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16})");
+}
+
+LayerActivations acts(Method m, std::int64_t rank = 2) {
+  TrainingSetup t;
+  t.method = m;
+  t.lora_rank = rank;
+  t.lora_targets = {"q", "v"};
+  t.orthogonal_block_size = 4;
+  return layer_activations(toy(), t, false, false, false);
+}
+
+}  // namespace
+
+TEST_CASE("OFT saves the fp32 input as LoRA does, and its rotation per layer", "[block][peft]") {
+  const LayerActivations oft = acts(Method::kOft), lora = acts(Method::kLora, 2);
+  CHECK(oft.saved_per_token == lora.saved_per_token - 2 * 4 * 2);  // no lora_A output (r fp32 values)
+  // R and Q, Q², Q³: 4 fp32 [2, 4, 4] tensors per adapted linear
+  CHECK(oft.saved_per_layer == 2 * 4 * 4 * 2 * 4 * 4);
+}
+
+TEST_CASE("BOFT saves its in x in rotation, P's copy and eye, and the base output", "[block][peft]") {
+  const LayerActivations boft = acts(Method::kBoft), oft = acts(Method::kOft);
+  // x once for q and v (2 x 8) and their outputs (2 x 8, 2 x 4) instead of two fp32 copies (2 x 4 x 8)
+  CHECK(boft.saved_per_token == oft.saved_per_token - 2 * 4 * 8 + 2 * 8 + 2 * 8 + 2 * 4);
+  CHECK(boft.saved_per_layer == 2 * 3 * 2 * 8 * 8);
+  CHECK(boft.saved_per_layer_for_input_grad == 2 * 2 * 8 * 8);  // the rotation, for x's gradient
+}
+
+TEST_CASE("LN tuning's trained norms keep their normalised input", "[block][peft]") {
+  // prompt tuning: the same frozen blocks with a gradient through them and nothing else trained
+  CHECK(acts(Method::kLnTuning).saved_per_token == acts(Method::kPromptTuning).saved_per_token + 2 * 2 * 8);
+}
