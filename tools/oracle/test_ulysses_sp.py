@@ -14,11 +14,11 @@ class UlyssesRunner(unittest.TestCase):
         import ulysses_sp
         model_id = cases.reduced_config("Qwen/Qwen3-4B", 2)
         case = {"model": model_id, "method": "full", "lora_rank": None, "lora_targets": None, "precision": "bf16",
-                "optimizer": "adamw", "optimizer_impl": "trainer_default", "micro_batch": 1, "seq_len": 4096,
+                "optimizer": "adamw", "optimizer_impl": "trainer_default", "micro_batch": 1, "seq_len": 16384,
                 "activation_checkpointing": "full", "checkpoint_use_reentrant": True, "attention": "sdpa",
                 "layers": 2, "cp": 4, "dp": 1, "freeze_trainable_layers": 2}
         tracker = ulysses_sp.run_trl_ulysses(case, os.path.join(cases.ORACLE_CONFIGS, cases.config_file(model_id)))
-        local_tokens, vocab = 4096 // 4, 151936
+        local_tokens, vocab = 16384 // 4, 151936
         bf16_logits = local_tokens * vocab * 2
         # bf16 logits, their fp32 copy, log-softmax and its gradient (fp32 each): 6 bf16 units, the shard's only
         self.assertEqual(tracker.peak_where["op"], "_log_softmax_backward_data.default")
