@@ -173,7 +173,9 @@ def tiny_tokenizer():
                                                 unk_token="<unk>")
 
 
-def run_trainer(case, config_path, make_trainer, steps=None):
+def run_trainer(case, config_path, make_trainer, steps=None, make_batch=fake_batch, prepare=None):
+    """`make_batch(tracker, case, vocab_size)` gives the step's inputs; `prepare(trainer, model)`, when given, sets the
+    trainer up further once it is made (ulysses_sp.py: DeepSpeed's sequence parallelism)."""
     steps = steps or case.get("steps", 2)
     unpacked_positions()
     unmasked_rows()
@@ -192,6 +194,8 @@ def run_trainer(case, config_path, make_trainer, steps=None):
             model.get_output_embeddings().weight = model.get_input_embeddings().weight  # to_empty unties them
         trainer = make_trainer(model, case, out_dir, tokenizer)
         model = trainer.model
+        if prepare:
+            prepare(trainer, model)
         if amp:
             model = autocast_as_on_a_gpu(trainer, model)
         enable_checkpointing_as_the_trainer_does(trainer, model)
@@ -217,7 +221,7 @@ def run_trainer(case, config_path, make_trainer, steps=None):
         step_params = inspect.signature(trainer.training_step).parameters
         with tracker, saved_tensor_marker(tracker):
             tracker.phase = "inputs"
-            batch = fake_batch(tracker, case, config.vocab_size)
+            batch = make_batch(tracker, case, config.vocab_size)
             model.zero_grad()
             for step in range(steps):
                 tracker.step = step

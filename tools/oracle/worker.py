@@ -50,7 +50,7 @@ def main():
     runners = {"transformers_loop": transformers_loop.run_case, "hf_trainer": lazy("hf_trainers", "run_hf_trainer"),
                "trl": lazy("hf_trainers", "run_trl"), "fsdp2_loop": lazy("fsdp2_loop", "run_fsdp2"),
                "torchtune": lazy("torchtune_recipes", "run_case"),
-               "litgpt": lazy("litgpt_recipes", "run_case")}
+               "litgpt": lazy("litgpt_recipes", "run_case"), "trl_ulysses": lazy("ulysses_sp", "run_trl_ulysses")}
     for line in sys.stdin:
         case = json.loads(line)
         start = time.time()
