@@ -638,7 +638,10 @@
     // Full and freeze: the trainable weights are upcast to fp32 (under ZeRO-3 / FSDP they load in
     // fp32), so bf16/fp16 is autocast over fp32 weights; LoRA: the base stays 16-bit.
     const pure = m.bool(['pure_bf16']);
-    const fp32Weights = type !== 'lora' && !pure && !m.bool(['use_badam']);
+    const badam = m.bool(['use_badam']);
+    const fp32Weights = type !== 'lora' && !pure && !badam;
+    // train/trainer_utils.py _create_badam_optimizer: badam's BlockOptimizer trains one decoder layer at a time.
+    if (badam && type !== 'lora') m.note('use_badam: BAdam is not modelled; estimated as full fine-tuning of every layer in pure 16-bit (BAdam keeps gradients, an fp32 copy and AdamW states for one decoder layer only, far less)');
     if (pure) m.set('/training/precision', 'bf16', ['pure_bf16']);
     else setPrecision(m, ['bf16'], ['fp16'], fp32Weights, fp32Weights ? '' : null);
     const noGc = m.bool(['disable_gradient_checkpointing']);
