@@ -58,6 +58,12 @@ TEST_CASE("BAdam settings that do not fit are refused with their pointer", "[api
   expect_error({{"badam", {{"active_block", "middle"}}}}, "/training/badam/active_block");
   expect_error({{"badam", {{"active_block", 32}}}}, "/training/badam/active_block");
   expect_error({{"badam", 3}}, "/training/badam", "invalid_type");
+  json sharded = request({{"badam", {{"active_block", "first"}}}});
+  sharded["cluster"]["gpus"] = 8;
+  sharded["parallel"] = {{"dp", 8}, {"sharding", "zero3"}};
+  request_support::expect_error(sharded, "/training/badam", "unsupported");
+  sharded["parallel"] = {{"dp", 8}};
+  CHECK(run(sharded)["ok"] == true);
   const json unknown = run(request({{"badam", {{"active_block", "first"}, {"switch", 50}}}}));
   REQUIRE(unknown["ok"] == false);
   CHECK(unknown["error"]["path"] == "/training/badam/switch");
