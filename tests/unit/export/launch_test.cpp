@@ -356,7 +356,7 @@ TEST_CASE("PEFT's modules_to_save reaches every format that builds LoRA adapters
   CHECK(said);
 }
 
-TEST_CASE("BAdam reaches the LLaMA-Factory file; the other formats say they train every layer", "[launch][badam]") {
+TEST_CASE("BAdam reaches the LLaMA-Factory file, and the other formats say they train every layer", "[launch][badam]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   LaunchInput in;
   in.arch = &a;
