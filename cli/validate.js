@@ -264,6 +264,9 @@ function rowToRequest(row, config) {
   // `modules_to_save=embedding,head` in the notes: PEFT's trainable copies (training.lora.modules_to_save).
   const saved = /(^|[\s;,(])modules_to_save=([a-z_]+(?:,[a-z_]+)*)/.exec(row.notes || '');
   if (saved) training.lora = { ...(training.lora ?? {}), modules_to_save: saved[2].split(',') };
+  // `badam_block=first|last` in the notes: BAdam's active decoder layer (training.badam).
+  const badam = /(^|[\s;,(])badam_block=(first|last)\b/.exec(row.notes || '');
+  if (badam) training.badam = { active_block: badam[2] };
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.

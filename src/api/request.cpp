@@ -174,6 +174,39 @@ void read_projection(const FieldReader& f, TrainingSetup& t) {
   t.projection_update_gap = pr.int_or({"update_gap"}, 1, 1'000'000, t.projection_update_gap);
 }
 
+/// BAdam's `badam` {active_block}: block-coordinate AdamW in layer mode (Luo et al. 2024; badam 1.4
+/// block_optim.py BlockOptimizer as LLaMA-Factory's use_badam builds it, train/trainer_utils.py
+/// _create_badam_optimizer): one decoder layer trains at a time over a 16-bit model, the embedding
+/// and output layer never. active_block "first" / "last" / an index: the block period estimated;
+/// by default the first, the run's peak (every block is active in turn, and the gradient into the
+/// first passes through every frozen layer above it).
+void read_badam(const FieldReader& f, std::int64_t num_layers, TrainingSetup& t) {
+  const Json* b = f.find({"badam"});
+  if (!b) return;
+  if (!b->is_object()) throw Error(ErrorCode::kInvalidType, f.path("badam"), "badam must be an object such as {\"active_block\": \"first\"}");
+  const std::string path = f.path("badam");
+  if (t.method != Method::kFull) throw Error(ErrorCode::kInvalidValue, path, "BAdam trains every block in turn: it needs method full");
+  if (t.precision != Precision::kBf16 && t.precision != Precision::kFp16) {
+    throw Error(ErrorCode::kInvalidValue, path, "BAdam steps an fp32 copy of a 16-bit model: it needs precision bf16 or fp16");
+  }
+  if (t.optimizer != Optimizer::kAdamW || t.optimizer_in_backward || t.offload != Offload::kNone) {
+    throw Error(ErrorCode::kInvalidValue, path, "BAdam is modelled over torch AdamW stepped after backward, without offload");
+  }
+  const FieldReader br(*b, path);
+  reject_unknown_keys(br, {"active_block"});
+  const Json* active = br.find({"active_block"});
+  if (!active) {
+    t.badam_active_layer = 0;
+  } else if (active->is_string() && (*active == "first" || *active == "last")) {
+    t.badam_active_layer = *active == "first" ? 0 : num_layers - 1;
+  } else if (active->is_number_integer() && active->get<std::int64_t>() >= 0 && active->get<std::int64_t>() < num_layers) {
+    t.badam_active_layer = active->get<std::int64_t>();
+  } else {
+    throw Error(ErrorCode::kInvalidValue, br.path("active_block"),
+                "active_block must be \"first\", \"last\" or a layer index from 0 to " + std::to_string(num_layers - 1));
+  }
+}
+
 /// LLaMA-Adapter's `adapter` {prompt_length, start_layer | layers}: LitGPT's adapter / adapter_v2
 /// (litgpt v0.5.13 adapter.py Config adapter_prompt_length 10, adapter_start_layer 2; LitGPT's own
 /// models, so framework litgpt) and PEFT's adaption_prompt (peft v0.21.2 AdaptionPromptConfig
@@ -220,7 +253,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
-                          "expandable_segments", "projection"});
+                          "expandable_segments", "projection", "badam"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -324,6 +357,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     throw Error(ErrorCode::kInvalidValue, f.path("optimizer_in_backward"),
                 "the optimizer steps inside backward, so gradients cannot accumulate: grad_accum must be 1");
   }
+  read_badam(f, num_layers, t);
   return t;
 }
 

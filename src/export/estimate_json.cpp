@@ -60,6 +60,7 @@ Json training_to_json(const TrainingSetup& t) {
   if (t.method == Method::kPTuning) j["prompt_encoder"] = name_of(t.prompt_encoder, kPromptEncoderNames);
   if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};
   if (t.method == Method::kFreeze) j["freeze_trainable_layers"] = t.freeze_trainable_layers;
+  if (t.method == Method::kFull && t.badam_active_layer >= 0) j["badam"] = {{"active_layer", t.badam_active_layer}};
   if (t.checkpointing == Checkpointing::kSelective) {
     j["selective"] = t.selective_layer_period > 0 ? "every " + std::to_string(t.selective_layer_period) + " layers"
                      : t.selective_every_other_mm ? "every other matmul output kept" : "attention core recomputed";

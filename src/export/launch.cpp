@@ -991,6 +991,11 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
   const bool lora = is_lora_like(t.method);
   y << "finetuning_type: " << (lora ? "lora" : t.method == Method::kFreeze ? "freeze" : "full") << "\n";
   if (t.method == Method::kFreeze) y << "freeze_trainable_layers: " << t.freeze_trainable_layers << "\n";
+  // finetuning_args.py use_badam, badam_mode, badam_start_block, badam_switch_mode (ascending),
+  // badam_switch_interval (50): the estimated block starts; every block has its turn.
+  if (t.method == Method::kFull && t.badam_active_layer >= 0) {
+    y << "use_badam: true\nbadam_mode: layer\nbadam_start_block: " << t.badam_active_layer << "\nbadam_switch_mode: ascending\nbadam_switch_interval: 50\n";
+  }
   if (lora) {
     y << "lora_rank: " << t.lora_rank << "\n";
     y << "lora_dropout: " << t.lora_dropout << "\n";
@@ -1102,6 +1107,12 @@ std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
   }
   for (LaunchFormat& f : all) {
     if (!f.for_framework) ordered.push_back(std::move(f));
+  }
+  // BAdam's BlockOptimizer (pip badam) is a setting of LLaMA-Factory only.
+  if (in.setup.method == Method::kFull && in.setup.badam_active_layer >= 0) {
+    for (LaunchFormat& f : ordered) {
+      if (f.format != "llamafactory_yaml") f.notes.emplace_back("BAdam is not a setting here: this trains every layer at once (llamafactory.yaml has use_badam)");
+    }
   }
   return ordered;
 }

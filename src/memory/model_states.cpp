@@ -167,6 +167,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   m.total_params = inv.total_params;
   // Megatron / DeepSpeed AMP: the model is 16-bit; the fp32 master copy lives in the optimizer.
   const bool master_in_opt = amp_like(t) && t.amp_weights == AmpWeights::kMasterInOptimizer;
+  // BAdam (badam 1.4 block_optim.py _switch_trainable_params_single_gpu): a 16-bit model and an
+  // fp32 clone of the active layer, which the base AdamW steps with fp32 states.
+  const bool badam = trains_block_range(t) && t.method == Method::kFull;
   const bool gathered_16bit = amp_like(t) && t.amp_weights == AmpWeights::kGathered16bit;
   const std::int64_t wb = master_in_opt ? 2 : stored_weight_bytes(t);
   const bool lora = is_lora_like(t.method);
@@ -386,8 +389,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (count == 0) continue;
     held_layers += count;
     layer_gather = layer_reduce = layer_reduce_input = layer_cast = 0;
-    // Freeze decides per layer; other methods treat the group uniformly.
-    if (t.method == Method::kFreeze) {
+    // Freeze and BAdam decide per layer; other methods treat the group uniformly.
+    if (trains_block_range(t)) {
       for (std::int64_t i = 0; i < g.layer_count; ++i) {
         if (shard.held(g.first_layer + i, 1) == 0) continue;
         for (const TensorSpec& s : g.tensors) visit(s, g.first_layer + i, 1, true, false);
@@ -415,8 +418,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       const std::int64_t elems = trainable_elems[c][b];
       const std::int64_t gb = master_in_opt && b == wb ? t.main_grad_bytes : b;
       cls[c].gradients = checked_add(cls[c].gradients, checked_mul(elems, gb, "gradient bytes"), "gradient bytes");
-      std::int64_t state = t.optimizer == Optimizer::kAdafactor ? 0 : state_bytes_per_param(t.optimizer, master_in_opt && b == wb ? 4 : b);
-      if (master_in_opt && b == wb) state += 4;  // the fp32 master copy
+      const bool fp32_copy = (master_in_opt || badam) && b == wb;
+      std::int64_t state = t.optimizer == Optimizer::kAdafactor ? 0 : state_bytes_per_param(t.optimizer, fp32_copy ? 4 : b);
+      if (fp32_copy) state += 4;  // the fp32 master copy (BAdam: its clone of the active layer)
       cls[c].states = checked_add(cls[c].states, checked_mul(elems, state, "state bytes"), "state bytes");
     }
   }
@@ -520,7 +524,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.optimizer_step_temp_bytes = adam_like ? largest_trainable : 0;
   } else if (adam_like) {
     switch (t.optimizer_impl) {
-      case OptimizerImpl::kForeach: m.optimizer_step_temp_bytes = stepped_states / (master_in_opt ? 3 : 2); break;  // sqrt copy of exp_avg_sq
+      case OptimizerImpl::kForeach: m.optimizer_step_temp_bytes = stepped_states / (master_in_opt || badam ? 3 : 2); break;  // sqrt copy of exp_avg_sq
       case OptimizerImpl::kForLoop: m.optimizer_step_temp_bytes = largest_trainable; break;
       case OptimizerImpl::kFused: m.optimizer_step_temp_bytes = 0; break;
     }
@@ -538,6 +542,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   }
   m.optimizer_step_temp_bytes += fp32_step_gradient_bytes(shard, z, master_in_opt && !t.optimizer_in_backward,
                                                           stepped_params, t.main_grad_bytes);
+  // BAdam's _grad_to_hp: each 16-bit gradient is cast to an fp32 .grad on the clone, then freed.
+  if (badam) m.optimizer_step_temp_bytes += checked_mul(stepped_params, 4 - wb, "optimizer step bytes");
   if (t.optimizer == Optimizer::kPagedAdamW8bit || t.optimizer == Optimizer::kPagedAdamW32bit) {
     m.unmanaged_optimizer_states_bytes = m.optimizer_states_bytes;
     m.optimizer_states_bytes = 0;
@@ -582,7 +588,8 @@ const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const Ten
                shard.embedding, shard.head, shard.tp, shard.ep, shard.etp, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
                shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
                b.pp_defers_grad_sync, b.reduce_in_fp32});
-  if (t.method == Method::kFreeze) {
+  if (trains_block_range(t)) {
+    key_.push_back(t.badam_active_layer);
     for (const LayerRange& r : shard.layers) key_.insert(key_.end(), {r.first, r.count});
     key_.push_back(shard.layers.empty());
   } else {

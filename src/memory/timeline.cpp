@@ -58,11 +58,13 @@ class Replay {
     groups_.reserve(2 * rank.kind.layers.size() * inv.groups.size());
     ActsMemo own;
     ActsMemo& acts = memo ? *memo : own;
-    // Freezing all but the top layers: the frozen ones are a group of their own. Without
-    // checkpointing (which makes the embedding output require a gradient) no gradient reaches
-    // them, so autograd records nothing there: they save nothing and have no backward.
-    const bool decoder_freeze = t.method == Method::kFreeze && a.kind == ArchKind::kDecoder;
-    const std::int64_t first_trained = decoder_freeze ? a.num_layers - t.freeze_trainable_layers : 0;
+    // Freeze (the top layers train) and BAdam (one layer trains): the frozen layers below the first
+    // trained one are a group of their own. Without checkpointing (which makes the embedding output
+    // require a gradient) no gradient reaches them, so autograd records nothing there: they save
+    // nothing and have no backward. Frozen layers above BAdam's active one pass the gradient down.
+    const bool decoder_freeze = trains_block_range(t) && a.kind == ArchKind::kDecoder;
+    const std::int64_t first_trained = decoder_freeze ? first_trained_layer(t, a.num_layers) : 0;
+    const std::int64_t badam_above = decoder_freeze && t.method == Method::kFull ? first_trained + 1 : 0;
     const bool frozen_without_graph = decoder_freeze && t.checkpointing == Checkpointing::kNone;
     // PEFT adapters over a frozen embedding, without checkpointing: the first layer's input needs
     // no gradient, so what a matmul saves only for that gradient is not saved there.
@@ -96,7 +98,7 @@ class Replay {
                                     g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, plan.split);
         acts.entries.push_back({gi, ga.trains, ga.acts});
       }
-      if (frozen_without_graph && !ga.trains) ga.acts = LayerActivations{};
+      if (frozen_without_graph && hi <= first_trained) ga.acts = LayerActivations{};
       if (llama_adapter && hi <= adapter_first) {
         if (adapter_graph_from_start) ga.acts = LayerActivations{};
         else ga.acts.saved_per_token -= ga.acts.adapter_prompt_per_token;
@@ -124,7 +126,7 @@ class Replay {
         // Cuts where what a layer saves changes: the first trained layer (freeze), the first
         // layer (adapters without a gradient into it), the LitGPT adapter's first and entry layers.
         std::int64_t cuts[] = {first_trained, first_input_without_grad ? 1 : 0, adapter_first,
-                               adapter_graph_from_start ? adapter_first + 1 : 0};
+                               adapter_graph_from_start ? adapter_first + 1 : 0, badam_above};
         std::sort(std::begin(cuts), std::end(cuts));
         std::int64_t from = lo;
         for (const std::int64_t c : cuts) {

@@ -63,6 +63,13 @@ Result first_broken_rule(const ParallelLayout& l, const ModelArchitecture& a, co
       return "pp x vpp = " + str(l.pp * l.vpp) + " model chunks but the model has only " + str(layers) + " layers";
     });
   }
+  // badam 1.4 block_optim.py: the single-GPU path (an fp32 clone per active parameter) also runs
+  // under DDP; under ZeRO-3 DeepSpeed's own partitions replace it (_switch_trainable_params_zero3).
+  const bool plain_layout = l.sharding == Sharding::kNone && l.tp == 1 && l.pp == 1 && l.cp == 1 && l.ep == 1;
+  if (t.method == Method::kFull && t.badam_active_layer >= 0 && !plain_layout) {
+    return make("training/badam", "badam_layout", true,
+                text("BAdam is modelled on one GPU or plain data parallelism (no sharding, tp, pp, cp or ep)"));
+  }
   if (l.vpp > 1 && t.grad_accum % l.pp != 0) {
     // Megatron schedules.py: the interleaved schedule runs micro-batches in groups of pp.
     return make("training/grad_accum", "interleaved_grad_accum", false, [&] {

@@ -188,15 +188,16 @@ double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const P
   const ActivationSplit& split = plan.split;
   // As the replay (memory/timeline.cpp): a freeze run's frozen layers are a range of their own,
   // and without checkpointing they keep nothing.
-  const bool decoder_freeze = run.method == Method::kFreeze && b.arch.kind == ArchKind::kDecoder;
-  const std::int64_t first_trained = decoder_freeze ? b.arch.num_layers - run.freeze_trainable_layers : 0;
+  const bool decoder_freeze = trains_block_range(run) && b.arch.kind == ArchKind::kDecoder;
+  const std::int64_t first_trained = decoder_freeze ? first_trained_layer(run, b.arch.num_layers) : 0;
+  const std::int64_t badam_above = decoder_freeze && run.method == Method::kFull ? first_trained + 1 : first_trained;
   double kept = 0;
   for (const PerfLayer& pl : b.layers) {
     const std::int64_t lo = pl.first_layer, hi = pl.first_layer + pl.count;
-    const std::int64_t cut = std::clamp(first_trained, lo, hi);
-    for (const auto& [from, to] : {std::pair{lo, cut}, std::pair{cut, hi}}) {
+    const std::int64_t cut = std::clamp(first_trained, lo, hi), cut_above = std::clamp(badam_above, cut, hi);
+    for (const auto& [from, to] : {std::pair{lo, cut}, std::pair{cut, cut_above}, std::pair{cut_above, hi}}) {
       const bool trains = layer_trains(run, to - 1, b.arch.num_layers);
-      if (to <= from || (decoder_freeze && !trains && run.checkpointing == Checkpointing::kNone)) continue;
+      if (to <= from || (decoder_freeze && to <= first_trained && run.checkpointing == Checkpointing::kNone)) continue;
       const LayerActivations acts = layer_activations(b.arch, unchecked ? *unchecked : run, pl.moe, pl.cross_attention,
                                                       decoder_freeze ? trains : pl.base_trains, split);
       kept += layer_keep(acts, run, from, to).bytes_per_layer(tokens, positions) * static_cast<double>(to - from);

@@ -164,9 +164,18 @@ bool head_weight_trains(const TrainingSetup& t, std::int64_t num_layers) noexcep
   return layer_trains(t, num_layers, num_layers) || t.lora_saves_head;
 }
 
+bool trains_block_range(const TrainingSetup& t) noexcept {
+  return t.method == Method::kFreeze || (t.method == Method::kFull && t.badam_active_layer >= 0);
+}
+
+std::int64_t first_trained_layer(const TrainingSetup& t, std::int64_t num_layers) noexcept {
+  if (t.method == Method::kFreeze) return num_layers - t.freeze_trainable_layers;
+  return trains_block_range(t) ? t.badam_active_layer : 0;
+}
+
 bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept {
   switch (t.method) {
-    case Method::kFull: return true;
+    case Method::kFull: return t.badam_active_layer < 0 || layer == t.badam_active_layer;
     case Method::kFreeze: return layer >= 0 && layer >= num_layers - t.freeze_trainable_layers;
     default: return !base_frozen(t.method);
   }

@@ -21,8 +21,12 @@ inline constexpr std::int64_t kGptq4MicroBytesPerParam = 519'531;  // 0.5 + 2/12
 inline constexpr std::int64_t kInt8RowScaleBytes = 4;
 
 /// Whether the base weights of block `layer` (-1: embeddings, final norm, head) train:
-/// full = all, freeze = the last k blocks, lora/qlora/dora = none.
+/// full = all (under BAdam the active block only), freeze = the last k blocks, lora/qlora/dora = none.
 bool layer_trains(const TrainingSetup& t, std::int64_t layer, std::int64_t num_layers) noexcept;
+/// Freeze and BAdam train a range of decoder blocks: its first block, or 0 for other methods.
+/// Below it no gradient is needed; above it frozen blocks still pass the gradient down.
+bool trains_block_range(const TrainingSetup& t) noexcept;
+std::int64_t first_trained_layer(const TrainingSetup& t, std::int64_t num_layers) noexcept;
 /// A linear weight inside the transformer blocks (not the output layer or a router).
 bool is_linear_in_block(const TensorSpec& s);
 /// PEFT's modules_to_save copies this global tensor (the token embedding or the output layer) and

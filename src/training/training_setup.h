@@ -128,6 +128,9 @@ struct TrainingSetup {
   /// (torchtitan "op"); false: only the attention core is recomputed (Megatron selective).
   bool selective_every_other_mm = false;
   std::int64_t freeze_trainable_layers = 2;  // method freeze: the last k blocks train
+  /// BAdam (Luo et al. 2024), layer mode, on method full: the one decoder layer that trains in this
+  /// block period, stepped by AdamW on an fp32 copy (badam 1.4 block_optim.py BlockOptimizer); -1: off.
+  std::int64_t badam_active_layer = -1;
 
   // Behaviours of the framework's code (set by its profile, src/training/framework_profile.cpp).
   bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)

@@ -132,6 +132,12 @@ test('LLaMA-Factory full fine-tune: fp32 trainable weights under bf16 autocast a
   const pure = importConfig('stage: sft\nfinetuning_type: full\npure_bf16: true\ndisable_gradient_checkpointing: true\n', { yaml: YAML });
   assert.equal(pure.result.request.training.precision, 'bf16');
   assert.equal(pure.result.request.training.activation_checkpointing, 'none');
+  const badam = importConfig('stage: sft\nfinetuning_type: full\nuse_badam: true\nbadam_mode: layer\nbadam_start_block: 8\nbf16: true\n', { yaml: YAML }).result;
+  assert.equal(badam.request.training.precision, 'bf16', 'BAdam keeps the 16-bit weights');
+  assert.deepEqual(badam.request.training.badam, { active_block: 'first' }, 'the run\'s peak, whatever the start block');
+  const ratio = importConfig('stage: sft\nfinetuning_type: full\nuse_badam: true\nbadam_mode: ratio\n', { yaml: YAML }).result;
+  assert.equal(ratio.request.training.badam, undefined);
+  assert.ok(ratio.notes.some((n) => /badam_mode ratio: not modelled/.test(n)));
 });
 
 test('LLaMA-Factory GaLore, APOLLO and Adam-mini examples: optimizer, rank, layer-wise step, pure bf16', () => {

@@ -154,6 +154,12 @@ test('a row run on accelerate FSDP2 (fsdp_version=2 in its notes) asks for paral
   assert.equal(other.parallel?.fsdp_version, undefined);
 });
 
+test('a full row with badam_block in its notes asks for training.badam with that block', () => {
+  const tagged = v.rowToRequest(caseRow({ method: 'full', notes: 'oracle; badam_block=last' }), null);
+  assert.deepEqual(tagged.training.badam, { active_block: 'last' });
+  assert.equal(v.rowToRequest(caseRow({ method: 'full', notes: 'badam without a block' }), null).training.badam, undefined);
+});
+
 test('a row with PEFT modules_to_save in its notes asks for training.lora.modules_to_save, keeping rank and targets', () => {
   const tagged = v.rowToRequest(caseRow({ method: 'lora', lora_rank: '16', lora_targets: 'all-linear', notes: 'peft; modules_to_save=embedding,head' }), null);
   assert.deepEqual(tagged.training.lora.modules_to_save, ['embedding', 'head']);

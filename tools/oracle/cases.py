@@ -127,6 +127,8 @@ def case_id(c):
             method += "+" + c["modules_to_save"].replace("embedding", "emb").replace(",", "")
     elif c.get("block_size"):  # oft, boft: block size and targets
         method = f"{method}b{c['block_size']}{c['lora_targets'].replace(',', '').replace('-', '')}"
+    elif c.get("badam_block"):
+        method = f"badam{c['badam_block']}"
     elif c.get("virtual_tokens"):
         method = f"{method}{c['virtual_tokens']}{c.get('encoder', '')}"
     elif c.get("adapter_len"):
@@ -187,7 +189,8 @@ def all_cases():
     cases.sort(key=lambda c: (shape_order[(c["micro_batch"], c["seq_len"])], rank[c["id"]],
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
-            long_context_cases() + litgpt_cases() + amp_cases() + more_peft_cases() + modules_to_save_cases())
+            long_context_cases() + litgpt_cases() + amp_cases() + more_peft_cases() + modules_to_save_cases() +
+            badam_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -569,6 +572,28 @@ def modules_to_save_cases():
                     c = base_case("cur_2026_11", family, oracle_id)
                     c.update(method="lora", lora_rank=16, lora_targets="all-linear", modules_to_save=saved,
                              activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
+                    c["id"] = case_id(c)
+                    out.append(c)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# BAdam (Luo et al. 2024): block-coordinate AdamW over the decoder layers, badam 1.4 BlockOptimizer in layer mode
+# as LLaMA-Factory's use_badam builds it (embedding and output layer in no block). The active block first (the
+# gradient flows through every layer above it) or last, checkpointing none / full, untied and tied families.
+BADAM_FAMILIES = ("llama3_gqa", "llama32_tied")
+
+
+def badam_cases():
+    out = []
+    for family in BADAM_FAMILIES:
+        model_id, layers, _ = FAMILIES[family]
+        oracle_id = reduced_config(model_id, layers)
+        for block in ("first", "last"):
+            for ac in ("none", "full"):
+                for b, s in SHAPES:
+                    c = base_case("cur_2026_11", family, oracle_id)
+                    c.update(badam_block=block, activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
                     c["id"] = case_id(c)
                     out.append(c)
     return out

@@ -140,6 +140,8 @@ def csv_row(c, r):
             notes += f"; {note}={c[key]}"
     if c.get("modules_to_save"):
         notes += f"; modules_to_save={c['modules_to_save']}"
+    if c.get("badam_block"):
+        notes += f"; badam_block={c['badam_block']}"
     if c["precision"] == "amp_bf16":
         notes += "; fp32 weights under autocast bf16 with CUDA's policy (cuda_autocast.py)"
     row = {k: "" for k in COLUMNS}

@@ -77,9 +77,13 @@ def build_model(config, case):
         model = peft.get_peft_model(model, PEFT_BUILDERS[method](peft, case))
         if case["activation_checkpointing"] == "full" and method not in PROMPT_METHODS:
             model.enable_input_require_grads()  # as for LoRA: reentrant checkpointing needs a grad-requiring input
-    elif method == "freeze":
+    elif method == "freeze" or case.get("badam_block"):
         layers = decoder_layers(model)
-        keep = set(id(p) for layer in layers[-case["freeze_trainable_layers"]:] for p in layer.parameters())
+        if case.get("badam_block"):  # BAdam's active block: one decoder layer, the rest frozen (BAdamBlock)
+            keep_layers = layers[:1] if case["badam_block"] == "first" else layers[-1:]
+        else:
+            keep_layers = layers[-case["freeze_trainable_layers"]:]
+        keep = set(id(p) for layer in keep_layers for p in layer.parameters())
         for p in model.parameters():
             p.requires_grad_(id(p) in keep)
         if case["activation_checkpointing"] == "full":
@@ -138,9 +142,11 @@ def decoder_layers(model):
     raise ValueError("no decoder layer list found")
 
 
-def make_optimizer(params, case):
+def make_optimizer(params, case, tracker=None):
     name, impl = case["optimizer"], case["optimizer_impl"]
     flags = {"foreach": impl == "foreach", "fused": impl == "fused"} if impl != "for_loop" else {"foreach": False}
+    if case.get("badam_block"):
+        return BAdamBlock(params, flags, tracker)
     if name == "adamw":
         return torch.optim.AdamW(params, lr=1e-5, **flags)
     if name == "sgd":
@@ -178,6 +184,40 @@ class MuonWithAdamW:
     def zero_grad(self, set_to_none=True):
         for o in self.opts:
             o.zero_grad(set_to_none=set_to_none)
+
+
+class BAdamBlock:
+    """badam 1.4 (PyPI) badam/block_optim.py BlockOptimizer on one GPU, written out (the package is not in the version
+    set): `_switch_trainable_params_single_gpu` keeps an fp32 clone of each active 16-bit parameter
+    (`param.clone().float()`) and gives the base AdamW those clones; `step_single_gpu` runs `_grad_to_hp`
+    (`hp.grad = lp.grad.float()`, then `lp.grad = None`, parameter by parameter), the base step, `_update_param`
+    (`lp.data.copy_(hp.to(lp.dtype))`) and `_clean_hp_grad` (`hp.grad = None`). A block switch (every
+    switch_block_every steps, 50 by default) drops the clones and the states; two steps never switch."""
+
+    def __init__(self, params, flags, tracker):
+        self.low = list(params)
+        self.high = [p.detach().clone().float() for p in self.low]
+        for h in self.high:
+            h.requires_grad_(True)
+            if tracker is not None:
+                tracker.track(h, "optimizer")  # made before the tracker's dispatch is entered
+        self.base = torch.optim.AdamW(self.high, lr=1e-5, **flags)
+
+    @property
+    def state(self):
+        return self.base.state
+
+    def step(self):
+        for low, high in zip(self.low, self.high):
+            high.grad = low.grad.float()
+            low.grad = None
+        self.base.step()
+        for low, high in zip(self.low, self.high):
+            low.data.copy_(high.to(low.dtype).data)
+            high.grad = None
+
+    def zero_grad(self, set_to_none=True):
+        self.base.zero_grad(set_to_none=set_to_none)
 
 
 class Hooks:
@@ -264,7 +304,7 @@ def run_case(case, config_path, steps=None, shard=None, step_context=None):
         for module in (model.get_input_embeddings(), model.get_output_embeddings()):
             for p in module.parameters():
                 p._oracle_outer = True  # the embedding and output layer (MuonWithAdamW leaves them to AdamW)
-        opt = make_optimizer(trainable, case)
+        opt = make_optimizer(trainable, case, tracker)
         hooks = Hooks(model, tracker)
         b, s = case["micro_batch"], case["seq_len"]
         with tracker, saved_tensor_marker(tracker):

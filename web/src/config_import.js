@@ -640,7 +640,9 @@
     // Full and freeze: the trainable weights are upcast to fp32 (under ZeRO-3 / FSDP they load in
     // fp32), so bf16/fp16 is autocast over fp32 weights; LoRA: the base stays 16-bit.
     const pure = m.bool(['pure_bf16']);
-    const fp32Weights = type !== 'lora' && !pure && !m.bool(['use_badam']);
+    const badam = m.bool(['use_badam']);
+    const fp32Weights = type !== 'lora' && !pure && !badam;
+    if (badam) mapLlamaFactoryBadam(m, type);
     if (pure) m.set('/training/precision', 'bf16', ['pure_bf16']);
     else setPrecision(m, ['bf16'], ['fp16'], fp32Weights, fp32Weights ? '' : null);
     const noGc = m.bool(['disable_gradient_checkpointing']);
@@ -655,6 +657,19 @@
     mapLlamaFactoryOptimizers(m);
     if (m.has(['deepspeed'])) deepspeedByPath(m, ['deepspeed'], ctx);
     if (m.has(['fsdp']) && m.doc.fsdp !== false && m.doc.fsdp !== '') mapFsdpBlock(m, ['fsdp_config'], ['fsdp']);
+  }
+
+  /// LLaMA-Factory's BAdam (@ 002f58ef train/trainer_utils.py _create_badam_optimizer): badam's
+  /// BlockOptimizer in layer mode trains one decoder layer at a time, each for badam_switch_interval
+  /// steps, whatever the start block and order: the estimate is the first's period, the run's peak.
+  function mapLlamaFactoryBadam(m, type) {
+    const mode = lower(m.take(['badam_mode']) ?? 'layer');
+    if (type !== 'full' || mode !== 'layer') {
+      m.note(`use_badam with finetuning_type ${type}, badam_mode ${mode}: not modelled (BAdam's layer mode on full fine-tuning is); estimated without BAdam`);
+      return;
+    }
+    m.set('/training/badam/active_block', 'first', ['use_badam'], 'every decoder layer trains in turn; the first keeps the most activations (the run\'s peak)');
+    for (const key of ['badam_start_block', 'badam_switch_mode', 'badam_switch_interval']) m.take([key]);
   }
 
   /// LLaMA-Factory's memory-efficient optimizers (hparams/finetuning_args.py: use_galore,

@@ -1,29 +1,16 @@
 // The request schema of PEFT's other methods: defaults from PEFT's configs and coded errors with
 // the JSON Pointer of the field at fault.
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
-#include "api/api.h"
+#include "request_support.h"
 
 using nlohmann::json;
 using namespace memfit;
+using request_support::request;
+using request_support::run;
 
 namespace {
 
-json request(json training) {
-  training["micro_batch"] = 1;
-  training["seq_len"] = 512;
-  return {{"schema_version", 1}, {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}}, {"training", training},
-          {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 1}}}};
-}
-
-json run(const json& r) { return json::parse(api::estimate(r.dump())); }
-
 void expect_error(const json& training, const char* path, const char* code = "invalid_value") {
-  const json out = run(request(training));
-  REQUIRE(out["ok"] == false);
-  CHECK(out["error"]["code"] == code);
-  CHECK(out["error"]["path"] == path);
+  request_support::expect_error(request(training), path, code);
 }
 
 }  // namespace

@@ -355,3 +355,26 @@ TEST_CASE("PEFT's modules_to_save reaches every format that builds LoRA adapters
   for (const std::string& n : notes["torchtune_command"]) said = said || n.find("modules_to_save") != std::string::npos;
   CHECK(said);
 }
+
+TEST_CASE("BAdam reaches the LLaMA-Factory file, and the other formats say they train every layer", "[launch][badam]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048, 1);
+  in.setup.method = Method::kFull;
+  in.setup.badam_active_layer = 0;
+  for (const LaunchFormat& f : launch_configs(in)) {
+    bool said = false;
+    for (const std::string& n : f.notes) said = said || n.find("BAdam is not a setting here") != std::string::npos;
+    if (f.format == "llamafactory_yaml") {
+      // LLaMA-Factory hparams/finetuning_args.py use_badam, badam_mode, badam_start_block.
+      CHECK(f.text.find("finetuning_type: full\nuse_badam: true\nbadam_mode: layer\nbadam_start_block: 0\n") != std::string::npos);
+      CHECK_FALSE(said);
+    } else {
+      CHECK(said);
+    }
+  }
+  in.setup.badam_active_layer = -1;
+  for (const LaunchFormat& f : launch_configs(in)) CHECK(f.text.find("use_badam") == std::string::npos);
+}
