@@ -561,20 +561,26 @@ def more_peft_cases():
 MODULES_TO_SAVE_FAMILIES = ("llama3_gqa", "llama32_tied")
 
 
-def modules_to_save_cases():
+def family_grid(families, variants, fields):
+    """A case per family x variant x checkpointing none / full x SHAPES, current set, reduced configs; `fields(variant)`
+    gives the variant's own case keys."""
     out = []
-    for family in MODULES_TO_SAVE_FAMILIES:
+    for family in families:
         model_id, layers, _ = FAMILIES[family]
         oracle_id = reduced_config(model_id, layers)
-        for saved in ("head", "embedding,head"):
+        for variant in variants:
             for ac in ("none", "full"):
                 for b, s in SHAPES:
                     c = base_case("cur_2026_11", family, oracle_id)
-                    c.update(method="lora", lora_rank=16, lora_targets="all-linear", modules_to_save=saved,
-                             activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
+                    c.update(activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers, **fields(variant))
                     c["id"] = case_id(c)
                     out.append(c)
     return out
+
+
+def modules_to_save_cases():
+    return family_grid(MODULES_TO_SAVE_FAMILIES, ("head", "embedding,head"), lambda saved: dict(
+        method="lora", lora_rank=16, lora_targets="all-linear", modules_to_save=saved))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -585,15 +591,4 @@ BADAM_FAMILIES = ("llama3_gqa", "llama32_tied")
 
 
 def badam_cases():
-    out = []
-    for family in BADAM_FAMILIES:
-        model_id, layers, _ = FAMILIES[family]
-        oracle_id = reduced_config(model_id, layers)
-        for block in ("first", "last"):
-            for ac in ("none", "full"):
-                for b, s in SHAPES:
-                    c = base_case("cur_2026_11", family, oracle_id)
-                    c.update(badam_block=block, activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
-                    c["id"] = case_id(c)
-                    out.append(c)
-    return out
+    return family_grid(BADAM_FAMILIES, ("first", "last"), lambda block: dict(badam_block=block))
