@@ -6,7 +6,7 @@
 # Build: build-fuzz/ (CMake option MEMFIT_FUZZ). Corpus kept between runs in build-fuzz/corpus/,
 # seeds regenerated from the repo (tests/fuzz/make_corpus.mjs), findings (crash-*, timeout-*,
 # oom-*) written to build-fuzz/findings/<target>/. Keep each one as a regression:
-# tests/fuzz/regressions/<target>/ (replayed by tests/unit/fuzz_regression_test.cpp).
+# tests/fuzz/regressions/<target>/ (replayed by tests/unit/api/fuzz_regression_test.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs="${1:-60}"

@@ -1,6 +1,6 @@
 // Builds the tensor inventory from a ModelArchitecture, following each family's module layout in
 // transformers (modeling_<family>.py; remote code for qwen-1 and DeepSeek). Counts are exact
-// against the published parameter totals (tests/unit/parameter_count_test.cpp).
+// against the published parameter totals (tests/unit/model/parameter_count_test.cpp).
 #include "model/tensor_inventory.h"
 
 #include <algorithm>

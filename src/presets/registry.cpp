@@ -1,6 +1,6 @@
 // Preset registry over the embedded files. The lists are built once on first use, a GPU looked
 // up by id is read from its own file; presets are checked by
-// tests/unit/presets_test.cpp, so a malformed preset fails the build's tests, not a user.
+// tests/unit/presets/presets_test.cpp, so a malformed preset fails the build's tests, not a user.
 #include "presets/registry.h"
 
 #include <algorithm>

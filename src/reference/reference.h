@@ -1,6 +1,6 @@
 // Reference accountings: closed-form memory formulas from the literature and from framework
 // sources, kept as named yardsticks to set beside memfit's own estimate. Each reproduces its
-// source exactly (tests/unit/reference_test.cpp); none of them is memfit's model.
+// source exactly (tests/unit/reference/reference_test.cpp); none of them is memfit's model.
 //
 //   korthikanti      Korthikanti et al. 2022, arXiv:2205.05198, Table 2 and Eq. 5-6: activations
 //                    only; reads s b t p vpp sequence_parallel recompute

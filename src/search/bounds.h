@@ -48,7 +48,7 @@ std::int64_t forward_floor_lower_bound(const ModelStates& first_kind, std::int64
 /// micro-batch 1 may skip (sp_gather_view_at_batch_1), and the GEMM time above FLOPs at the
 /// mainloop rate (tiles, waves, split-K, roofline: not monotone in the tokens), are left out of it;
 /// the host's kernel-launch time is a floor per micro-batch. The search times a
-/// structure's micro-batches only when this bound reaches the walk (tests/unit/property_test.cpp
+/// structure's micro-batches only when this bound reaches the walk (tests/unit/api/property_test.cpp
 /// and search_test.cpp check it over layouts).
 /// `known`: stage_costs(basis, t, l, c, k) when the caller has them; `plan`: plan_rank(l, t) (the same result).
 double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, const ParallelLayout& l,

@@ -1,7 +1,7 @@
 // What every api entry point must answer, whatever the input: a well-formed envelope, never an
 // `internal` error (a bug by definition, api.h), and no number JavaScript cannot read exactly.
 // Shared by the fuzz targets (fuzz_target.cpp aborts on a problem so that libFuzzer keeps the
-// input) and the replay of the kept inputs (tests/unit/fuzz_regression_test.cpp).
+// input) and the replay of the kept inputs (tests/unit/api/fuzz_regression_test.cpp).
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -11,7 +11,7 @@
 #include "memory/timeline.h"
 #include "parallel/layout.h"
 #include "presets/registry.h"
-#include "test_support.h"
+#include "../test_support.h"
 #include "training/framework_profile.h"
 
 using nlohmann::json;

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "../fuzz/envelope_check.h"
+#include "../../fuzz/envelope_check.h"
 
 namespace fs = std::filesystem;
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "training/capabilities.h"
-#include "test_support.h"
+#include "../test_support.h"
 #include "training/framework_profile.h"
 
 using nlohmann::json;

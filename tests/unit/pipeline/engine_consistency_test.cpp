@@ -10,7 +10,7 @@
 #include "parallel/as_run.h"
 #include "perf/perf_model.h"
 #include "presets/registry.h"
-#include "test_support.h"
+#include "../test_support.h"
 #include "training/framework_profile.h"
 
 using namespace memfit;

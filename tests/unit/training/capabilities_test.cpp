@@ -12,7 +12,7 @@
 
 #include "api/api.h"
 #include "search/search.h"
-#include "test_support.h"
+#include "../test_support.h"
 #include "training/capabilities.h"
 #include "training/setup_names.h"
 

@@ -13,7 +13,7 @@
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
 #include "search/search.h"
-#include "test_support.h"
+#include "../test_support.h"
 #include "training/framework_profile.h"
 
 using nlohmann::json;

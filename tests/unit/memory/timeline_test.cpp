@@ -7,7 +7,7 @@
 #include "block/activations.h"
 #include "memory/timeline.h"
 #include "presets/registry.h"
-#include "test_support.h"
+#include "../test_support.h"
 
 using namespace memfit;
 using memfit_test::preset;
