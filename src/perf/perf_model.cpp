@@ -586,8 +586,8 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   b.embedding_params = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kEmbedding)] +
                                            inv.params_by_kind[static_cast<int>(ModuleKind::kPositionEmbedding)]);
   b.head_params = static_cast<double>(inv.params_by_kind[static_cast<int>(ModuleKind::kLmHead)]);
-  const bool whole_model_trains = !lora && layer_trains(t, -1, a.num_layers);
-  b.head_trains = whole_model_trains || t.lora_saves_head;
+  const bool whole_model_trains = globals_train(t, a.num_layers);
+  b.head_trains = head_weight_trains(t, a.num_layers);
   // PEFT's modules_to_save copies train alone (a tied output layer's copy is its own).
   const double token_table = static_cast<double>(a.vocab_size) * h;
   b.embedding_trainable_params = whole_model_trains ? b.embedding_params : t.lora_saves_embedding ? token_table : 0;

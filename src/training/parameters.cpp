@@ -160,8 +160,10 @@ bool peft_saves_module(const TrainingSetup& t, const TensorSpec& s) {
   return t.lora_saves_embedding && s.kind == ModuleKind::kEmbedding && s.role == "embedding";
 }
 
+bool globals_train(const TrainingSetup& t, std::int64_t num_layers) noexcept { return layer_trains(t, -1, num_layers); }
+
 bool head_weight_trains(const TrainingSetup& t, std::int64_t num_layers) noexcept {
-  return layer_trains(t, num_layers, num_layers) || t.lora_saves_head;
+  return globals_train(t, num_layers) || t.lora_saves_head;
 }
 
 bool trains_block_range(const TrainingSetup& t) noexcept {

@@ -34,7 +34,11 @@ bool is_linear_in_block(const TensorSpec& s);
 /// frozen (peft v0.21.2 utils/other.py); a tied output layer's copy is its own storage (PEFT
 /// reties it only with ensure_weight_tying, default false: tuners/lora/config.py).
 bool peft_saves_module(const TrainingSetup& t, const TensorSpec& s);
-/// Whether the output layer's weight trains: the whole model's (full fine-tuning) or PEFT's copy.
+/// Whether the tensors outside the blocks (embeddings, final norm, output layer) train: under full
+/// fine-tuning only. Freeze tuning trains the last blocks alone (LLaMA-Factory
+/// model/adapter.py _setup_freeze_tuning names "layers.{i}" modules); BAdam steps one block.
+bool globals_train(const TrainingSetup& t, std::int64_t num_layers) noexcept;
+/// Whether the output layer's weight trains: with the tensors outside the blocks, or PEFT's copy.
 bool head_weight_trains(const TrainingSetup& t, std::int64_t num_layers) noexcept;
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
