@@ -65,6 +65,37 @@ test('LoRA with modules_to_save: the form asks the core for the trainable copies
   await again.close();
 });
 
+test('BAdam and the P-tuning encoder: fields of their method only, asked of the core, kept in the link', { skip }, async () => {
+  const hash = new URLSearchParams({ model: 'Qwen/Qwen3-0.6B', gpus: '1', per_node: '1', seq_len: '1024', micro_batch: '1' }).toString();
+  const page = await open(`${env.baseUrl}/index.html#${hash}`);
+  await settled(page);
+  const full = await assertMatchesCli(page);
+  assert.equal(await page.isVisible('#badam'), true);
+  assert.equal(await page.isVisible('#prompt_encoder'), false);
+  await page.selectOption('#badam', 'first');
+  await settled(page);
+  const badam = await assertMatchesCli(page);
+  assert.deepEqual(badam.request.training.badam, { active_block: 'first' });
+  assert.ok(badam.result.states.trainable_params < full.result.states.trainable_params);
+  assert.match(page.url(), /badam=first/);
+  await page.selectOption('#method', 'p_tuning');
+  await settled(page);
+  assert.equal(await page.isVisible('#badam'), false);
+  const mlp = await assertMatchesCli(page);
+  assert.equal(mlp.request.training.badam, undefined);
+  await page.selectOption('#prompt_encoder', 'lstm');
+  await settled(page);
+  const lstm = await assertMatchesCli(page);
+  assert.equal(lstm.request.training.prompt_encoder, 'lstm');
+  assert.notEqual(lstm.result.states.trainable_params, mlp.result.states.trainable_params);
+  const again = await open(page.url());
+  await settled(again);
+  assert.equal(await again.inputValue('#prompt_encoder'), 'lstm');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  await again.close();
+});
+
 test('a share link restores every input and the chosen method', { skip }, async () => {
   const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-70B-Instruct', method: 'qlora', lora_rank: '64',
     seq_len: '2048', gpu: 'A100-80GB', gpus: '2', per_node: '2', framework: 'hf_trainer' }).toString();

@@ -163,7 +163,7 @@
       }
       this.syncPresetSelect();
       this.$('hf-repo').value = s.hf;
-      this.toggleLora();
+      this.toggleMethodFields();
     }
 
     /// The preset list shows what is in use: the preset, or a placeholder for a pasted config.
@@ -193,9 +193,9 @@
       this.syncPresetSelect();
     }
 
-    toggleLora() {
-      const lora = ['lora', 'qlora', 'dora'].includes(this.state.method);
-      for (const e of this.root.querySelectorAll('.lora-only')) e.hidden = !lora;
+    /// Fields that belong to some methods (data-methods="lora qlora dora") show only for those.
+    toggleMethodFields() {
+      for (const e of this.root.querySelectorAll('[data-methods]')) e.hidden = !e.dataset.methods.split(' ').includes(this.state.method);
     }
 
     wire() {
@@ -210,7 +210,7 @@
       for (const input of this.root.querySelectorAll('[data-key]')) {
         input.addEventListener(input.tagName === 'SELECT' ? 'change' : 'input', () => {
           this.state[input.dataset.key] = input.value.trim();
-          if (input.dataset.key === 'method') this.toggleLora();
+          if (input.dataset.key === 'method') this.toggleMethodFields();
           this.update();
         });
       }

@@ -5,7 +5,7 @@
 (function (ns) {
   const DEFAULTS = Object.freeze({
     model: 'meta-llama/Llama-3.1-8B', config: '', hf: '',
-    framework: 'hf_trainer', fw_version: '', method: 'full', lora_rank: '16', lora_targets: 'all-linear', lora_saved: '',
+    framework: 'hf_trainer', fw_version: '', method: 'full', lora_rank: '16', lora_targets: 'all-linear', lora_saved: '', badam: '', prompt_encoder: '',
     precision: '', optimizer: '', micro_batch: '', grad_accum: '', seq_len: '4096',
     ckpt: '', attention: '', loss: '', compile: '',
     gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', gpu2: '', gpus2: '8', host_mem: '', train_tokens: '', pick: '', units: 'GiB',
@@ -55,6 +55,8 @@
       training.lora = { rank: number(state.lora_rank), targets: LORA_TARGETS[state.lora_targets] || state.lora_targets };
       if (state.lora_saved) training.lora.modules_to_save = state.lora_saved.split(',');
     }
+    if (state.method === 'full' && state.badam) training.badam = { active_block: state.badam };
+    if (state.method === 'p_tuning' && state.prompt_encoder) training.prompt_encoder = state.prompt_encoder;
     for (const [key, field] of TRAINING_FIELDS) if (state[key]) training[field] = state[key];
     for (const [key, field] of NUMERIC_TRAINING) if (state[key] !== '') training[field] = number(state[key]);
     if (state.compile) training.compile = state.compile === 'true';
