@@ -253,7 +253,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
-                          "expandable_segments", "projection", "badam"});
+                          "expandable_segments", "cuda_launch_blocking", "projection", "badam"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -341,6 +341,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   }
   t.compile = f.bool_or({"compile"}, t.compile);
   t.expandable_segments = f.bool_or({"expandable_segments"}, t.expandable_segments);
+  t.cuda_launch_blocking = f.bool_or({"cuda_launch_blocking"}, t.cuda_launch_blocking);
   if (auto p = f.get_int({"selective_layer_period"}, 0, std::max<std::int64_t>(1, num_layers))) {
     if (*p > 0 && t.checkpointing != Checkpointing::kSelective) {
       throw Error(ErrorCode::kInvalidValue, f.path("selective_layer_period"),

@@ -37,6 +37,7 @@ Json training_to_json(const TrainingSetup& t) {
          {"loss", name_of(t.loss, kLossNames)},
          {"compile", t.compile},
          {"expandable_segments", t.expandable_segments}};
+  if (t.cuda_launch_blocking) j["cuda_launch_blocking"] = true;  // echoed when set (a step-time setting only)
   if (t.loss == LossKernel::kChunked) {
     if (t.loss_chunk_tokens > 0) j["loss_chunk_tokens"] = t.loss_chunk_tokens;
     else j["loss_chunks"] = t.loss_chunks;

@@ -63,6 +63,10 @@ constexpr double kFlashHalfRateKeys = 240, kFlashLongKeys = 16384;
 // backward launches about two kernels per forward kernel (a linear's dgrad and wgrad GEMMs, an
 // elementwise op's gradient and its accumulation).
 constexpr double kEagerNormKernels = 8, kEagerRotaryKernels = 10, kEagerAttentionKernels = 2, kEagerGatedKernels = 2;
+// Megatron-LM's eager attention (ParallelAttention.forward, megatron/model/transformer.py @ 3d718bfc):
+// baddbmm for the scores, the fused scale-mask-softmax, the attention dropout, bmm for the context
+// and the context's permute + contiguous copy, where its fused attention is one kernel.
+constexpr double kMegatronEagerAttentionKernels = 5;
 constexpr double kBackwardKernelsPerForward = 2;
 constexpr double kLoraKernels = 4;
 // The output layer and the loss: the head GEMM, the loss's upcast, log-softmax, gather and mean.
@@ -577,7 +581,8 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       const double adapters = adapted_linears * (kLoraKernels + (t.lora_dropout > 0 ? 1 : 0));
       pl.kernels_fwd_eager = norms * kEagerNormKernels + 2 + (rotary ? kEagerRotaryKernels : 0) + kEagerAttentionKernels + act + linears + adapters;
       pl.kernels_fwd_compiled = norms + (rotary ? 1 : 0) + 1 + 1 + linears + adapters;
-      pl.kernels_fwd_fused = norms + 2 + (rotary ? 2 : 0) + 1 + 1 + linears + adapters;
+      const double fused_attention = t.attention == AttentionKernel::kEager ? kMegatronEagerAttentionKernels : 1;
+      pl.kernels_fwd_fused = norms + 2 + (rotary ? 2 : 0) + fused_attention + 1 + linears + adapters;
     }
     b.layers.push_back(pl);
   }
@@ -693,7 +698,7 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     double forward_pass_s = 0;    // the forward's compute and its exposed tp, cp and ep collectives
     double sp_gather_copy_s = 0;  // part of compute_s
     double wave_excess_s = 0;     // part of compute_s
-    double launch_s = 0;
+    double launch_s = 0, launch_gap_s = 0;
   };
   auto layer_cost = [&](const PerfLayer& pl) {
     LayerCost lc;
@@ -841,7 +846,9 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd) +
                        (1 + recompute_all + recompute_attention) * attn_fwd_excess + attn_bwd_excess;
     const double kernels_fwd = t.compile ? pl.kernels_fwd_compiled : t.fused_elementwise ? pl.kernels_fwd_fused : pl.kernels_fwd_eager;
-    lc.launch_s = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward) * k.host_launch_s;
+    const double kernels = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward);
+    lc.launch_s = kernels * k.host_launch_s;
+    lc.launch_gap_s = t.cuda_launch_blocking ? kernels * kBlockingLaunchGapS : 0.0;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
     // MLP outputs; all-gather + reduce-scatter under sequence parallelism, the same volume), two
     // more when the forward is recomputed, and the backward's (Shoeybi et al. 2019 §3;
@@ -958,6 +965,7 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       sc.sp_gather_copy_s += n * lc.sp_gather_copy_s;
       sc.wave_excess_s += n * lc.wave_excess_s;
       sc.launch_s += n * lc.launch_s;
+      sc.launch_gap_s += n * lc.launch_gap_s;
       sc.trainable += n * pl.trainable_params;
       const double block = n * (pl.dense_params / tp + pl.expert_params / expert_split);
       sc.params += block;
@@ -999,6 +1007,7 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     const double head_ideal = b.head_flops_fwd / tp * tokens * (b.head_trains ? 3.0 : 2.0) / gemm.mainloop_flops;
     last.wave_excess_s += head_fwd + head_bwd - head_ideal;
     last.launch_s += kHeadLossKernels * (1 + kBackwardKernelsPerForward) * k.host_launch_s;
+    if (t.cuda_launch_blocking) last.launch_gap_s += kHeadLossKernels * (1 + kBackwardKernelsPerForward) * kBlockingLaunchGapS;
     // A compile that covers the blocks only (torchtitan before 2025-04, torchtune's distributed
     // recipes: TrainingSetup::compile_loss) leaves the loss eager.
     const bool loss_fused = (t.compile && t.compile_loss) || loss_computes_projection(t.loss);
@@ -1058,9 +1067,10 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   return out;
 }
 
-// A micro-batch on a stage: its GPU time, or the host's time to issue its kernels when longer.
+// A micro-batch on a stage: its GPU time (and, with blocking launches, the GPU's idle gap before
+// every kernel), or the host's time to issue its kernels when longer.
 double stage_gpu_s(const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; }
-double stage_micro_batch_s(const StageCost& s) { return std::max(stage_gpu_s(s), s.launch_s); }
+double stage_micro_batch_s(const StageCost& s) { return std::max(stage_gpu_s(s) + s.launch_gap_s, s.launch_s); }
 // The stage that sets the pipeline's pace (the last on a tie).
 const StageCost& pacing_stage(const StageCosts& costs, const ParallelLayout& l) {
   return l.pp > 1 && stage_micro_batch_s(costs.first) > stage_micro_batch_s(costs.last) ? costs.first : costs.last;

@@ -164,6 +164,9 @@ GemmKernel gemm_kernel_for_leading_dims(const GemmKernel& g, std::initializer_li
 /// queues kernels ahead of the GPU and does not pay it (launch-bound micro-batches pay
 /// PerfConstants::host_launch_s per kernel instead).
 inline constexpr double kSweepSingleCallLatencyS = 24e-6;
+/// Under CUDA_LAUNCH_BLOCKING=1 every launch waits for its kernel, so each kernel starts on an idle
+/// stream, as every call of that sweep did: the GPU idles kSweepSingleCallLatencyS per kernel.
+inline constexpr double kBlockingLaunchGapS = kSweepSingleCallLatencyS;
 /// The GEMM kernel of `gpu` for `precision`'s linears (fp8: 1-byte operands at the fp8 peak):
 /// mainloop at the dense peak x the GPU's MAMF x kGemmMainloopShareOfSweepMax (or, where
 /// `k.matmul_efficiency` is given, at that training-shape rate / 0.90 x the same share), over
@@ -321,7 +324,7 @@ struct StepTime {
   double bubble_s = 0;           // pipeline fill and drain
   double optimizer_s = 0;        // optimizer step (GPU or host)
   double offload_s = 0;          // host transfers not hidden behind compute
-  double launch_wait_s = 0;      // time the GPU waits for the host to issue kernels (launch-bound micro-batches)
+  double launch_wait_s = 0;      // time the GPU waits for the host to issue kernels (launch-bound micro-batches, blocking launches)
   /// Activation offload: what one micro-batch keeps on the slowest stage, moved to the host in
   /// forward and back in backward (the memory replay's kept set, layer_keep).
   double activation_offload_bytes_per_micro_batch = 0;
@@ -359,6 +362,7 @@ struct StageCost {
   double sp_gather_copy_s = 0;  // part of compute_s: copies after sequence-parallel all-gathers
   double wave_excess_s = 0;     // part of compute_s: GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline)
   double launch_s = 0;          // host time to issue the micro-batch's kernels (PerfConstants::host_launch_s)
+  double launch_gap_s = 0;      // GPU idle between synchronous launches (TrainingSetup::cuda_launch_blocking)
 };
 /// The first and last stages' costs (one stage: `last` holds the whole model): the part of a step
 /// time that depends on neither dp, the sharding stage, the offload nor the accumulation, so the

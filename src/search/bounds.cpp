@@ -69,7 +69,7 @@ double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, 
   if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
     spare += std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);
   }
-  const auto gpu_mb = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
+  const auto gpu_mb = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s + s.launch_gap_s; };
   const double per_mb = std::max(std::max(gpu_mb(costs.first), gpu_mb(costs.last)) - spare,
                                  std::max(costs.first.launch_s, costs.last.launch_s));
   // A relative margin far above the rounding of the step-time sums keeps the bound a bound.

@@ -100,6 +100,10 @@ struct TrainingSetup {
   /// per stream instead of mapping a segment per large request, so blocks freed by the loss are not
   /// left in pieces for the next step's loss (memory/caching_allocator.h). Off: PyTorch's default.
   bool expandable_segments = false;
+  /// CUDA_LAUNCH_BLOCKING=1: every kernel launch returns only when the kernel has finished (CUDA C++
+  /// Programming Guide, "Asynchronous Concurrent Execution"), so the GPU idles while the host issues
+  /// the next one; the step time only (src/perf). Off: CUDA's default.
+  bool cuda_launch_blocking = false;
   bool compile_loss = true;                  // ... and the loss is compiled too (not: per-block compile)
   bool compile_fuses_upcast = false;         // the compiled loss takes the 16-bit logits and upcasts inside the kernel
   bool compile_fuses_chunk_upcast = false;   // a chunked loss's compiled chunk function upcasts inside the kernel

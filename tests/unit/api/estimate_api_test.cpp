@@ -405,3 +405,18 @@ TEST_CASE("cluster.network names a fabric preset: its bandwidth per GPU unless t
   }
   CHECK(found);
 }
+
+TEST_CASE("cuda_launch_blocking slows the step and leaves every memory figure as it was", "[api][estimate]") {
+  json queued = base_request();
+  json blocking = queued;
+  blocking["training"]["cuda_launch_blocking"] = true;
+  const json q = estimate(queued), b = estimate(blocking);
+  REQUIRE(q["ok"] == true);
+  REQUIRE(b["ok"] == true);
+  CHECK(b["result"]["perf"]["step_time_s"].get<double>() > q["result"]["perf"]["step_time_s"].get<double>());
+  CHECK(b["result"]["training"]["cuda_launch_blocking"] == true);
+  CHECK_FALSE(q["result"]["training"].contains("cuda_launch_blocking"));  // echoed only when set
+  for (const char* field : {"peak_allocated_bytes", "peak_reserved_bytes", "breakdown"}) CHECK(b["result"][field] == q["result"][field]);
+  blocking["training"]["cuda_launch_blocking"] = "yes";
+  expect_error(blocking, "invalid_type", "/training/cuda_launch_blocking");
+}

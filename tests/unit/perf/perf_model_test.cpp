@@ -1220,3 +1220,35 @@ TEST_CASE("Megatron before 2022-03 added each micro-batch's weight gradients int
   CHECK(share[0] > 0.015);
   CHECK(share[0] / share[1] > 3.5);
 }
+
+TEST_CASE("CUDA_LAUNCH_BLOCKING=1 leaves the GPU idle before every kernel, paid on top of its time", "[perf]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const ClusterSpec c = cluster("A100-80GB", 8);
+  ParallelLayout l;
+  l.tp = 8;
+  double share[2] = {0, 0};
+  for (std::int64_t mbs : {1, 4}) {
+    TrainingSetup t = bf16(mbs, 2048, 8);
+    const PerfBasis b = basis_of(a, t);
+    const StageCosts queued = stage_costs(b, t, l, c);
+    const StepTime queued_step = estimate_step_time(b, t, l, c);
+    t.cuda_launch_blocking = true;
+    const StageCosts blocking = stage_costs(b, t, l, c);
+    const StepTime blocking_step = estimate_step_time(b, t, l, c);
+    // The GPU's own time does not change; a gap of the single-call latency per launched kernel
+    // (the host's launch count over its time per launch) is added to every micro-batch.
+    CHECK(blocking.last.compute_s == Approx(queued.last.compute_s).epsilon(1e-12));
+    CHECK(blocking.last.launch_s == Approx(queued.last.launch_s).epsilon(1e-12));
+    const double kernels = queued.last.launch_s / PerfConstants{}.host_launch_s;
+    CHECK(blocking.last.launch_gap_s == Approx(kernels * kBlockingLaunchGapS).epsilon(1e-9));
+    CHECK(queued.last.launch_gap_s == 0);
+    CHECK(blocking_step.step_s - queued_step.step_s == Approx(8 * blocking.last.launch_gap_s).epsilon(1e-6));
+    CHECK(blocking_step.launch_wait_s == Approx(8 * blocking.last.launch_gap_s).epsilon(1e-6));
+    share[mbs == 1 ? 0 : 1] = blocking_step.step_s / queued_step.step_s - 1;
+    // The search's speed bound stays above the step time it bounds.
+    CHECK(tokens_per_s_upper_bound(b, t, l, c, {}) >= blocking_step.tokens_per_s * (1 - 1e-9));
+  }
+  // A fixed time per micro-batch: the smaller micro-batch loses the larger share.
+  CHECK(share[0] > 0.01);
+  CHECK(share[0] > 3 * share[1]);
+}
