@@ -1,7 +1,8 @@
 // The WASM module: same envelope and numbers as the native core, errors as data (never a throw).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadEs, loadSingle, envelope } from './helpers.mjs';
+import { readFileSync } from 'node:fs';
+import { loadEs, loadSingle, envelope, site } from './helpers.mjs';
 
 const M = await loadEs();
 
@@ -10,6 +11,12 @@ test('exact parameter count through the ES module', () => {
   assert.equal(r.ok, true);
   assert.equal(r.result.total_params, 8030261248);
   assert.equal(r.result.architecture.attention, 'gqa');
+});
+
+test("C++ exceptions are WebAssembly's own: no JS invoke_* trampoline in any build's glue (docs/toolchain.md)", () => {
+  for (const glue of ['memfit.mjs', 'memfit_single.js', 'memfit_web.js']) {
+    assert.doesNotMatch(readFileSync(`${site}${glue}`, 'utf8'), /function invoke_[a-z]+\(/, glue);
+  }
 });
 
 test('malformed config: coded error with pointer and message, module still usable', () => {

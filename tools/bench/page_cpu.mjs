@@ -3,23 +3,15 @@
 // draws the first estimate: the main thread's task time, the wasm functions V8 compiled on their
 // first call (and their CPU), the scripts run. Sites alternate run by run, like page_bench.mjs.
 // Usage: node tools/bench/page_cpu.mjs [runs]; MEMFIT_SITE=<dir>[,<dir>…] (default build-wasm/site).
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
-import { chromium } from 'playwright-core';
+import { serve, launchChromium } from './page_serve.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const sites = (process.env.MEMFIT_SITE || join(root, 'build-wasm', 'site')).split(',');
 const runs = Number(process.argv[2] || 7);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const serve = (dir) => new Promise((resolve) => {
-  const server = spawn('python3', ['-u', '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
-  server.stdout.on('data', (d) => {
-    const m = /port (\d+)/.exec(String(d));
-    if (m) resolve({ server, base: `http://127.0.0.1:${m[1]}` });
-  });
-});
 
 /// One traced navigation: {first, mainCpu, lazyCompiled, lazyCpu, scriptsCpu} in ms (counts for lazyCompiled).
 async function traced(browser, base) {
@@ -42,8 +34,7 @@ async function traced(browser, base) {
 }
 
 const served = await Promise.all(sites.map(serve));
-const browser = await chromium.launch({ executablePath: process.env.MEMFIT_CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] });
+const browser = await launchChromium();
 const load = [loadavg()[0]];
 const results = sites.map(() => []);
 for (let i = 0; i < runs; i += 1) {

@@ -17,7 +17,10 @@
   function compileModule(base64 = ns.wasmGzBase64) {
     ns.compiled ??= (async () => WebAssembly.compileStreaming(new Response(
       new Blob([decodeBase64(base64)]).stream().pipeThrough(new DecompressionStream('gzip')),
-      { headers: { 'Content-Type': 'application/wasm' } })))();
+      { headers: { 'Content-Type': 'application/wasm' } })).then((module) => {
+      performance.mark('memfit-compiled');
+      return module;
+    }))();
     return ns.compiled;
   }
 
@@ -26,7 +29,10 @@
     ns.modulePromise ??= compileModule(base64).then((module) => new Promise((resolve, reject) => {
       createMemfit({
         instantiateWasm(imports, receiveInstance) {
-          WebAssembly.instantiate(module, imports).then((instance) => receiveInstance(instance, module), reject);
+          WebAssembly.instantiate(module, imports).then((instance) => {
+            performance.mark('memfit-instantiated');
+            receiveInstance(instance, module);
+          }, reject);
           return {};
         },
       }).then(resolve, reject);
