@@ -94,3 +94,25 @@ TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and
   CHECK_FALSE(has(format(olora, "llamafactory_yaml").text, "pissa_init"));
   CHECK(noted(format(olora, "llamafactory_yaml"), "init_lora_weights=olora is not written"));
 }
+
+TEST_CASE("the Python script builds MiSS's and GLoRA's configs with their init and path", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048);
+  in.setup.lora_targets = {"q", "v"};
+  in.setup.method = Method::kMiss;
+  in.setup.lora_rank = 64;
+  in.setup.miss_shape = MissShape::kBat;
+  CHECK(has(format(launch_configs(in), "python_script").text,
+            "MissConfig(r=64, init_weights=\"bat\", mini_r=1, target_modules=['q_proj', 'v_proj']"));
+  in.setup.miss_shape = MissShape::kDefault;
+  CHECK(has(format(launch_configs(in), "python_script").text, "MissConfig(r=64, init_weights=True,"));
+  in.setup.method = Method::kGlora;
+  in.setup.lora_rank = 8;
+  in.setup.glora_a_b = GloraPath::kVector;
+  const std::vector<LaunchFormat> all = launch_configs(in);
+  CHECK(has(format(all, "python_script").text, "GloraConfig(r=8, config_A_B=\"vector\", target_modules=['q_proj', 'v_proj']"));
+  CHECK(noted(format(all, "trl_sft_yaml"), "pass peft_config=GloraConfig(...)"));
+}
