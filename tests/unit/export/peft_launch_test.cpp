@@ -29,6 +29,16 @@ bool noted(const LaunchFormat& f, const std::string& part) {
   return false;
 }
 
+// Llama-3.1-8B in bf16 at 1 x 2048 tokens, adapters on q and v.
+LaunchInput llama_q_v(const ModelArchitecture& a) {
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048);
+  in.setup.lora_targets = {"q", "v"};
+  return in;
+}
+
 }  // namespace
 
 TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]") {
@@ -63,11 +73,7 @@ TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]"
 
 TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and LoRA's init", "[launch][peft]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  LaunchInput in;
-  in.arch = &a;
-  in.model_id = "meta-llama/Llama-3.1-8B";
-  in.setup = bf16(1, 2048);
-  in.setup.lora_targets = {"q", "v"};
+  LaunchInput in = llama_q_v(a);
   const struct { Method method; const char* config; } cases[] = {
       {Method::kOft, "OFTConfig(r=0, oft_block_size=32, target_modules=['q_proj', 'v_proj']"},
       {Method::kBoft, "BOFTConfig(boft_block_size=4, target_modules=['q_proj', 'v_proj']"},
@@ -97,11 +103,7 @@ TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and
 
 TEST_CASE("the Python script builds MiSS's and GLoRA's configs with their init and path", "[launch][peft]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  LaunchInput in;
-  in.arch = &a;
-  in.model_id = "meta-llama/Llama-3.1-8B";
-  in.setup = bf16(1, 2048);
-  in.setup.lora_targets = {"q", "v"};
+  LaunchInput in = llama_q_v(a);
   in.setup.method = Method::kMiss;
   in.setup.lora_rank = 64;
   in.setup.miss_shape = MissShape::kBat;
