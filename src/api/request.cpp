@@ -7,7 +7,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <utility>
 
 #include "api/api.h"
@@ -150,37 +149,34 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kGlora) t.lora_rank = 8;  // tuners/glora/config.py GloraConfig r
 }
 
-/// A PEFT method's own settings at `key` (its request name, e.g. "miss"), read with the method's
-/// keys; none when absent. An object, and only with that method.
-std::optional<FieldReader> method_settings(const FieldReader& f, const char* key, Method method, const TrainingSetup& t,
-                                           std::initializer_list<const char*> keys) {
-  const Json* j = f.find({key});
-  if (!j) return std::nullopt;
-  const std::string path = f.path(key);
-  if (!j->is_object()) throw Error(ErrorCode::kInvalidType, path, std::string(key) + " must be an object");
-  if (t.method != method) throw Error(ErrorCode::kInvalidValue, path, std::string(key) + " settings need method " + key);
-  FieldReader r(*j, path);
-  reject_unknown_keys(r, keys);
-  return r;
-}
-
 /// MiSS's `miss` {init, mini_r}: PEFT MissConfig init_weights (true: "default", "bat", "mini") and
 /// mini_r (the "mini" shard's columns, default 1; it must divide the adapted linears' outputs).
 void read_miss(const FieldReader& f, TrainingSetup& t) {
-  const std::optional<FieldReader> mr = method_settings(f, "miss", Method::kMiss, t, {"init", "mini_r"});
-  if (!mr) return;
-  t.miss_shape = enum_or(*mr, "init", kMissShapeNames, t.miss_shape);
-  if (mr->has({"mini_r"}) && t.miss_shape != MissShape::kMini) {
-    throw Error(ErrorCode::kInvalidValue, mr->path("mini_r"), "mini_r is the \"mini\" shard's width: it needs init \"mini\"");
+  const Json* m = f.find({"miss"});
+  if (!m) return;
+  const std::string path = f.path("miss");
+  if (!m->is_object()) throw Error(ErrorCode::kInvalidType, path, "miss must be an object such as {\"init\": \"bat\"}");
+  if (t.method != Method::kMiss) throw Error(ErrorCode::kInvalidValue, path, "miss settings need method miss");
+  const FieldReader mr(*m, path);
+  reject_unknown_keys(mr, {"init", "mini_r"});
+  t.miss_shape = enum_or(mr, "init", kMissShapeNames, t.miss_shape);
+  if (mr.has({"mini_r"}) && t.miss_shape != MissShape::kMini) {
+    throw Error(ErrorCode::kInvalidValue, mr.path("mini_r"), "mini_r is the \"mini\" shard's width: it needs init \"mini\"");
   }
-  t.miss_mini_r = mr->int_or({"mini_r"}, 1, kMaxLoraRank, t.miss_mini_r);
+  t.miss_mini_r = mr.int_or({"mini_r"}, 1, kMaxLoraRank, t.miss_mini_r);
 }
 
 /// GLoRA's `glora` {a_b}: PEFT GloraConfig config_A_B, the weight scale and shift's path ("lora",
 /// the default, "vector" or "constant"; "none" trains no weight path and is not modelled).
 void read_glora(const FieldReader& f, TrainingSetup& t) {
-  const std::optional<FieldReader> gr = method_settings(f, "glora", Method::kGlora, t, {"a_b"});
-  if (gr) t.glora_a_b = enum_or(*gr, "a_b", kGloraPathNames, t.glora_a_b);
+  const Json* g = f.find({"glora"});
+  if (!g) return;
+  const std::string path = f.path("glora");
+  if (!g->is_object()) throw Error(ErrorCode::kInvalidType, path, "glora must be an object such as {\"a_b\": \"vector\"}");
+  if (t.method != Method::kGlora) throw Error(ErrorCode::kInvalidValue, path, "glora settings need method glora");
+  const FieldReader gr(*g, path);
+  reject_unknown_keys(gr, {"a_b"});
+  t.glora_a_b = enum_or(gr, "a_b", kGloraPathNames, t.glora_a_b);
 }
 
 /// GaLore / APOLLO: `projection` {rank, update_gap} and the methods they train. HF Trainer's
