@@ -32,7 +32,7 @@ const PARALLEL_FIELDS = [
 ];
 // Adapter methods whose rank and targets the lora_rank / lora_targets columns carry (training.lora).
 // For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's or boft's block size.
-const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft']);
+const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora']);
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
@@ -190,6 +190,32 @@ function skipReason(row) {
   return named ? `${OTHER_PEFT_REASON} (${named[1]})` : OTHER_PEFT_REASON;
 }
 
+/// `peft_kwargs={...}` in the notes: the PEFT config's keywords as JSON (PEFT method_comparison's
+/// adapter_config.json settings), or null. Throws RowError when the JSON does not parse.
+function peftKwargsOf(row) {
+  const m = /(^|[\s;,(])peft_kwargs=(\{[^}]*\})/.exec(row.notes || '');
+  if (!m) return null;
+  try {
+    return JSON.parse(m[2]);
+  } catch (err) {
+    throw new RowError('notes', `peft_kwargs is not JSON: ${err.message}`);
+  }
+}
+
+/// The request fields a method's PEFT keywords set: MiSS's r, init_weights and mini_r (training.miss);
+/// GLoRA's r and config_A_B (training.glora.a_b).
+function applyPeftKwargs(training, kwargs) {
+  if (training.method !== 'miss' && training.method !== 'glora') return;
+  if (kwargs.r !== undefined) training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
+  if (training.method === 'glora') {
+    if (kwargs.config_A_B !== undefined) training.glora = { a_b: kwargs.config_A_B };
+    return;
+  }
+  const init = kwargs.init_weights === true || kwargs.init_weights === undefined ? 'default' : kwargs.init_weights;
+  training.miss = { init };
+  if (init === 'mini' && kwargs.mini_r !== undefined) training.miss.mini_r = kwargs.mini_r;
+}
+
 /// The `lora` block for adapter methods with a rank or targets stated; undefined otherwise.
 function loraOf(row) {
   if (!LORA_METHODS.has(row.method)) return undefined;
@@ -267,6 +293,8 @@ function rowToRequest(row, config) {
   // `badam_block=first|last` in the notes: BAdam's active decoder layer (training.badam).
   const badam = /(^|[\s;,(])badam_block=(first|last)\b/.exec(row.notes || '');
   if (badam) training.badam = { active_block: badam[2] };
+  const peftKwargs = peftKwargsOf(row);
+  if (peftKwargs) applyPeftKwargs(training, peftKwargs);
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.

@@ -145,6 +145,38 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kIa3) t.lora_targets = {"k", "v", "down"};
   if (t.method == Method::kLoha || t.method == Method::kLokr) t.lora_rank = 8;
   if (t.method == Method::kVera) t.lora_rank = 256;
+  if (t.method == Method::kMiss) t.lora_rank = 64;  // peft v0.21.2 tuners/miss/config.py MissConfig r
+  if (t.method == Method::kGlora) t.lora_rank = 8;  // tuners/glora/config.py GloraConfig r
+}
+
+/// MiSS's `miss` {init, mini_r}: PEFT MissConfig init_weights (true: "default", "bat", "mini") and
+/// mini_r (the "mini" shard's columns, default 1; it must divide the adapted linears' outputs).
+void read_miss(const FieldReader& f, TrainingSetup& t) {
+  const Json* m = f.find({"miss"});
+  if (!m) return;
+  const std::string path = f.path("miss");
+  if (!m->is_object()) throw Error(ErrorCode::kInvalidType, path, "miss must be an object such as {\"init\": \"bat\"}");
+  if (t.method != Method::kMiss) throw Error(ErrorCode::kInvalidValue, path, "miss settings need method miss");
+  const FieldReader mr(*m, path);
+  reject_unknown_keys(mr, {"init", "mini_r"});
+  t.miss_shape = enum_or(mr, "init", kMissShapeNames, t.miss_shape);
+  if (mr.has({"mini_r"}) && t.miss_shape != MissShape::kMini) {
+    throw Error(ErrorCode::kInvalidValue, mr.path("mini_r"), "mini_r is the \"mini\" shard's width: it needs init \"mini\"");
+  }
+  t.miss_mini_r = mr.int_or({"mini_r"}, 1, kMaxLoraRank, t.miss_mini_r);
+}
+
+/// GLoRA's `glora` {a_b}: PEFT GloraConfig config_A_B, the weight scale and shift's path ("lora",
+/// the default, "vector" or "constant"; "none" trains no weight path and is not modelled).
+void read_glora(const FieldReader& f, TrainingSetup& t) {
+  const Json* g = f.find({"glora"});
+  if (!g) return;
+  const std::string path = f.path("glora");
+  if (!g->is_object()) throw Error(ErrorCode::kInvalidType, path, "glora must be an object such as {\"a_b\": \"vector\"}");
+  if (t.method != Method::kGlora) throw Error(ErrorCode::kInvalidValue, path, "glora settings need method glora");
+  const FieldReader gr(*g, path);
+  reject_unknown_keys(gr, {"a_b"});
+  t.glora_a_b = enum_or(gr, "a_b", kGloraPathNames, t.glora_a_b);
 }
 
 /// GaLore / APOLLO: `projection` {rank, update_gap} and the methods they train. HF Trainer's
@@ -253,7 +285,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
-                          "expandable_segments", "cuda_launch_blocking", "projection", "badam"});
+                          "expandable_segments", "cuda_launch_blocking", "projection", "badam", "miss", "glora"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -282,7 +314,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
-      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft or boft");
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss or glora");
     }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
     if (t.method == Method::kIa3 && l->contains("rank")) {
@@ -359,6 +391,8 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                 "the optimizer steps inside backward, so gradients cannot accumulate: grad_accum must be 1");
   }
   read_badam(f, num_layers, t);
+  read_miss(f, t);
+  read_glora(f, t);
   return t;
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/units.h"
 #include "training/parameters.h"
+#include "training/peft_bench.h"
 
 namespace memfit {
 
@@ -40,6 +41,7 @@ namespace {
 //   the input dtype: bmm(P, ·) saves P's 16-bit copy, the rotation's product with eye(in) saves the
 //   eye, and x @ rotation saves x (shared by linears reading one input) and, for x's gradient, the
 //   rotation; the output scale's mul saves the base output (e·out).
+// - MiSS, GLoRA: training/peft_bench.h miss_saves, glora_saves.
 void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, std::int64_t heads, std::int64_t kvh,
                             std::int64_t d, std::int64_t dv, std::int64_t e, bool moe, std::int64_t& s,
                             LayerActivations& out) {
@@ -55,7 +57,7 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
   // Whether an adapted linear runs before this one in the block (q, k and v read the block's
   // input side by side): its output needs a gradient even where the block's input does not.
   bool adapted_before = false, adapted_qkv = false;
-  bool qkv_input_saved = false, gate_up_input_saved = false;  // BOFT: one saved x per shared input
+  bool qkv_input_saved = false, gate_up_input_saved = false;  // BOFT, GLoRA: one saved x per shared input
   for (const Linear& l : linears) {
     const std::string role = l.role;
     if (role == "o") adapted_before = adapted_qkv;
@@ -84,6 +86,23 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
         break;
       }
       case Method::kVera: s += n * ab * (t.lora_rank + l.out); break;
+      case Method::kMiss: {
+        const AdapterSaves m = miss_saves(t, l.in, l.out, ab);
+        s += n * m.per_token;
+        out.saved_per_layer += m.per_layer;
+        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += m.per_layer_for_input_grad;
+        break;
+      }
+      case Method::kGlora: {
+        const AdapterSaves g = glora_saves(l.in, l.out, e);
+        bool* shared = role == "q" || role == "k" || role == "v" ? &qkv_input_saved
+                       : role == "gate" || role == "up"          ? &gate_up_input_saved
+                                                                  : nullptr;  // o, down read their own
+        if (!shared || !*shared) s += n * g.per_token;
+        if (shared) *shared = true;
+        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += g.per_layer_for_input_grad;
+        break;
+      }
       case Method::kOft: {
         s += n * ab * l.in;
         const std::int64_t b = orthogonal_block_for(t, l.in);

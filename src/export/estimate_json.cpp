@@ -57,6 +57,11 @@ Json training_to_json(const TrainingSetup& t) {
       j["lora"]["modules_to_save"] = saved;
     }
   }
+  if (t.method == Method::kMiss) {
+    j["miss"] = {{"init", name_of(t.miss_shape, kMissShapeNames)}};
+    if (t.miss_shape == MissShape::kMini) j["miss"]["mini_r"] = t.miss_mini_r;
+  }
+  if (t.method == Method::kGlora) j["glora"] = {{"a_b", name_of(t.glora_a_b, kGloraPathNames)}};
   if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
   if (t.method == Method::kPTuning) j["prompt_encoder"] = name_of(t.prompt_encoder, kPromptEncoderNames);
   if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};

@@ -609,6 +609,8 @@ const char* peft_config_class(Method m) {
     case Method::kOft: return "OFTConfig";
     case Method::kBoft: return "BOFTConfig";
     case Method::kLnTuning: return "LNTuningConfig";
+    case Method::kMiss: return "MissConfig";
+    case Method::kGlora: return "GloraConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -688,7 +690,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // bnb_4bit_quant_storage); peft @ 5d602fdb LoraConfig (r, lora_alpha, lora_dropout,
 // target_modules, use_dora), prepare_model_for_kbit_training, get_peft_model.
 // PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
-// prompt_tuning,prefix_tuning,adaption_prompt,p_tuning,oft,boft,ln_tuning}/config.py: target_modules,
+// prompt_tuning,prefix_tuning,adaption_prompt,p_tuning,oft,boft,ln_tuning,miss,glora}/config.py: target_modules,
 // feedforward_modules, r, num_virtual_tokens, adapter_len, adapter_layers, encoder_reparameterization_type,
 // oft_block_size, boft_block_size).
 void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers) {
@@ -712,6 +714,15 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
       break;
     case Method::kBoft: p << "BOFTConfig(boft_block_size=" << orthogonal_block(t) << ", target_modules=" << target_text; break;
     case Method::kLnTuning: p << "LNTuningConfig(target_modules=[\"input_layernorm\", \"post_attention_layernorm\", \"norm\"]"; break;
+    case Method::kMiss:
+      p << "MissConfig(r=" << t.lora_rank << ", init_weights="
+        << (t.miss_shape == MissShape::kDefault ? std::string("True") : "\"" + std::string(name_of(t.miss_shape, kMissShapeNames)) + "\"")
+        << ", mini_r=" << t.miss_mini_r << ", target_modules=" << target_text;
+      break;
+    case Method::kGlora:
+      p << "GloraConfig(r=" << t.lora_rank << ", config_A_B=\"" << name_of(t.glora_a_b, kGloraPathNames)
+        << "\", target_modules=" << target_text;
+      break;
     case Method::kAdaptionPrompt:
       p << "AdaptionPromptConfig(adapter_len=" << t.adapter_prompt_length << ", adapter_layers="
         << num_layers - std::min(t.adapter_start_layer, num_layers);

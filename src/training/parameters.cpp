@@ -1,6 +1,8 @@
 // Which parameters train and the bytes of their states (see parameters.h).
 #include "training/parameters.h"
 
+#include "training/peft_bench.h"
+
 #include <algorithm>
 #include <string>
 
@@ -126,6 +128,8 @@ std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std
       return out_l * in_m + (w2_factored ? r * (out_k + in_n) : out_k * in_n);
     }
     case Method::kVera: return r + out;
+    case Method::kMiss: return miss_params(t, out);
+    case Method::kGlora: return glora_params(t, in, out);
     case Method::kDora: return r * (in + out) + out;
     default: return r * (in + out);
   }

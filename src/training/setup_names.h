@@ -22,7 +22,12 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"prefix_tuning", Method::kPrefixTuning}, {"adapter", Method::kAdapter},
                                                     {"adapter_v2", Method::kAdapterV2}, {"adaption_prompt", Method::kAdaptionPrompt},
                                                     {"p_tuning", Method::kPTuning}, {"oft", Method::kOft},
-                                                    {"boft", Method::kBoft}, {"ln_tuning", Method::kLnTuning}};
+                                                    {"boft", Method::kBoft}, {"ln_tuning", Method::kLnTuning},
+                                                    {"miss", Method::kMiss}, {"glora", Method::kGlora}};
+inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},
+                                                          {"mini", MissShape::kMini}};
+inline constexpr EnumName<GloraPath> kGloraPathNames[] = {{"lora", GloraPath::kLora}, {"vector", GloraPath::kVector},
+                                                          {"constant", GloraPath::kConstant}};
 inline constexpr EnumName<PromptEncoder> kPromptEncoderNames[] = {{"mlp", PromptEncoder::kMlp}, {"lstm", PromptEncoder::kLstm}};
 inline constexpr EnumName<LoraInit> kLoraInitNames[] = {{"default", LoraInit::kDefault}, {"gaussian", LoraInit::kGaussian},
                                                         {"pissa", LoraInit::kPissa}, {"olora", LoraInit::kOlora}};

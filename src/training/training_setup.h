@@ -15,10 +15,19 @@ namespace memfit {
 /// p_tuning: PEFT's P-tuning (prompt tuning whose virtual tokens an MLP or LSTM encoder makes);
 /// oft / boft: PEFT's orthogonal fine-tuning (a block-diagonal rotation of each adapted linear's
 /// input; BOFT's butterfly form builds the full in x in rotation); ln_tuning: PEFT's LN tuning
-/// (trainable copies of the block and final norms).
+/// (trainable copies of the block and final norms); miss: PEFT's MiSS (a shard shared across each
+/// adapted linear's input blocks), glora: PEFT's GLoRA (the weight scaled and shifted by trained
+/// paths, training/peft_bench.h).
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
-                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning };
-inline constexpr int kMethodCount = 18;
+                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning,
+                    kMiss, kGlora };
+inline constexpr int kMethodCount = 20;
+/// MiSS's shard shape (peft v0.21.2 tuners/miss/config.py init_weights): default True (r x out),
+/// "bat" (out/r blocks of r x r, merged into the weight each forward), "mini" (r x mini_r, repeated).
+enum class MissShape { kDefault, kBat, kMini };
+/// GLoRA's path for the weight's scale A and shift B (peft v0.21.2 tuners/glora/config.py
+/// config_A_B): rank-r factors, an out-wide column, or one scalar.
+enum class GloraPath { kLora, kVector, kConstant };
 /// P-tuning's prompt encoder (peft v0.21.2 tuners/p_tuning/config.py encoder_reparameterization_type).
 enum class PromptEncoder { kMlp, kLstm };
 /// LoRA's initialisation (PEFT init_lora_weights): PiSSA and OLoRA set A and B from an SVD / QR of
@@ -69,6 +78,9 @@ struct TrainingSetup {
   /// boft_block_size 4; 0: the method's default).
   std::int64_t orthogonal_block_size = 0;
   std::int64_t oft_blocks = 0;  // oft: PEFT's r, the blocks per linear (block size in / r); 0: by block size
+  MissShape miss_shape = MissShape::kDefault;  // miss: init_weights
+  std::int64_t miss_mini_r = 1;                // miss "mini": the shard's columns (PEFT mini_r)
+  GloraPath glora_a_b = GloraPath::kLora;      // glora: config_A_B
   /// adapter / adapter_v2 / adaption_prompt: the learned prefix's length and the first layer that
   /// attends to it (litgpt v0.5.13 adapter.py Config: adapter_prompt_length 10, adapter_start_layer
   /// 2; PEFT AdaptionPromptConfig adapter_len, and adapter_layers counted from the top).
@@ -220,10 +232,11 @@ inline bool fp32_residual_stream(const TrainingSetup& t) {
 }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr,
-/// VeRA, OFT, BOFT.
+/// VeRA, OFT, BOFT, MiSS, GLoRA.
 inline bool is_adapter_method(Method m) {
   return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera ||
-         m == Method::kOft || m == Method::kBoft;
+         m == Method::kOft || m == Method::kBoft || m == Method::kMiss ||
+         m == Method::kGlora;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.

@@ -160,6 +160,21 @@ test('a full row with badam_block in its notes asks for training.badam with that
   assert.equal(v.rowToRequest(caseRow({ method: 'full', notes: 'badam without a block' }), null).training.badam, undefined);
 });
 
+test('peft_kwargs in the notes set MiSS\'s and GLoRA\'s settings; malformed JSON is a row error', () => {
+  const bat = v.rowToRequest(caseRow({ method: 'miss', lora_targets: 'q,v', notes: 'x; peft_kwargs={"init_weights":"bat","mini_r":1,"r":64}' }), null);
+  assert.deepEqual(bat.training.miss, { init: 'bat' });
+  assert.equal(bat.training.lora.rank, 64);
+  const plain = v.rowToRequest(caseRow({ method: 'miss', notes: 'peft_kwargs={"init_weights":true,"r":32}' }), null);
+  assert.deepEqual(plain.training.miss, { init: 'default' });
+  const mini = v.rowToRequest(caseRow({ method: 'miss', notes: 'peft_kwargs={"init_weights":"mini","mini_r":64}' }), null);
+  assert.deepEqual(mini.training.miss, { init: 'mini', mini_r: 64 });
+  const glora = v.rowToRequest(caseRow({ method: 'glora', notes: 'peft_kwargs={"config_A_B":"vector","r":8}' }), null);
+  assert.deepEqual(glora.training.glora, { a_b: 'vector' });
+  assert.equal(glora.training.lora.rank, 8);
+  assert.equal(v.rowToRequest(caseRow({ method: 'lora', notes: 'peft_kwargs={"r":4}' }), null).training.miss, undefined);
+  assert.throws(() => v.rowToRequest(caseRow({ method: 'miss', notes: 'peft_kwargs={r:4}' }), null), /peft_kwargs is not JSON/);
+});
+
 test('a row with PEFT modules_to_save in its notes asks for training.lora.modules_to_save, keeping rank and targets', () => {
   const tagged = v.rowToRequest(caseRow({ method: 'lora', lora_rank: '16', lora_targets: 'all-linear', notes: 'peft; modules_to_save=embedding,head' }), null);
   assert.deepEqual(tagged.training.lora.modules_to_save, ['embedding', 'head']);

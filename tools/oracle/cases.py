@@ -119,7 +119,9 @@ def variants(family):
 
 def case_id(c):
     method = c["method"]
-    if c.get("lora_rank"):  # lora, loha, lokr, vera: rank and targets
+    if c.get("peft_variant"):  # PEFT's method_comparison methods: the benchmark experiment's name
+        method = f"{method}{c['peft_variant']}"
+    elif c.get("lora_rank"):  # lora, loha, lokr, vera: rank and targets
         method = f"{method}{c['lora_rank']}{c['lora_targets'].replace(',', '').replace('-', '')}"
         method = method.replace("lora16alllinear", "lora16all-linear")  # ids recorded before the other methods
         method += c.get("lora_init", "")
@@ -190,7 +192,7 @@ def all_cases():
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
             long_context_cases() + litgpt_cases() + amp_cases() + more_peft_cases() + modules_to_save_cases() +
-            badam_cases())
+            badam_cases() + bench_peft_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -592,3 +594,34 @@ BADAM_FAMILIES = ("llama3_gqa", "llama32_tied")
 
 def badam_cases():
     return family_grid(BADAM_FAMILIES, ("first", "last"), lambda block: dict(badam_block=block))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# PEFT's method_comparison methods (issue 34, third block): each experiment's adapter_config.json settings from
+# huggingface/peft @5d602fd method_comparison/MetaMathQA/experiments/<method>/llama-3.2-3B-<name>/ (the calibration
+# rows PM-034..036, PM-015/016), on q, v. method -> [(variant, targets, PEFT config keywords)]
+BENCH_PEFT = {
+    "miss": [("default", "q,v", {"r": 64, "mini_r": 1, "init_weights": True}),
+             ("bat", "q,v", {"r": 64, "mini_r": 1, "init_weights": "bat"}),
+             ("mini", "q,v", {"r": 64, "mini_r": 64, "init_weights": "mini"})],
+    "glora": [("default", "q,v", {"r": 8, "config_A_B": "lora", "config_C": "lora", "config_D_E": "constant"}),
+              ("vector", "q,v", {"r": 8, "config_A_B": "vector", "config_C": "vector", "config_D_E": "constant"})],
+}
+BENCH_PEFT_FAMILIES = ("llama3_gqa", "llama32_tied")
+
+
+def bench_peft_cases():
+    out = []
+    for method, variants_of in BENCH_PEFT.items():
+        for variant, targets, kwargs in variants_of:
+            for family in BENCH_PEFT_FAMILIES:
+                model_id, layers, _ = FAMILIES[family]
+                oracle_id = reduced_config(model_id, layers)
+                for b, s, ac in MORE_PEFT_POINTS:
+                    c = base_case("cur_2026_11", family, oracle_id)
+                    c.update(method=method, peft_variant=variant, lora_targets=targets, peft_kwargs=kwargs,
+                             activation_checkpointing=ac, micro_batch=b, seq_len=s, layers=layers)
+                    c["id"] = case_id(c)
+                    out.append(c)
+    # The 1 x 512 cases first, so that a partial run covers every method and family.
+    return sorted(out, key=lambda c: (c["seq_len"], c["activation_checkpointing"] != "none"))

@@ -142,6 +142,8 @@ def csv_row(c, r):
         notes += f"; modules_to_save={c['modules_to_save']}"
     if c.get("badam_block"):
         notes += f"; badam_block={c['badam_block']}"
+    if c.get("peft_kwargs"):  # PEFT config keywords as JSON (cli/validate.js reads them)
+        notes += "; peft_kwargs=" + json.dumps(c["peft_kwargs"], separators=(",", ":"), sort_keys=True)
     if c["precision"] == "amp_bf16":
         notes += "; fp32 weights under autocast bf16 with CUDA's policy (cuda_autocast.py)"
     row = {k: "" for k in COLUMNS}

@@ -122,6 +122,12 @@ PEFT_BUILDERS = {
         "input_layernorm", "post_attention_layernorm", "norm"]),
 }
 PROMPT_METHODS = {"prompt_tuning", "prefix_tuning", "p_tuning"}
+# PEFT's method_comparison benchmark methods (issue 34, third block): the config class with the case's `peft_kwargs`
+# (the benchmark's adapter_config.json settings, tools/oracle/cases.py BENCH_PEFT) on the case's targets.
+BENCH_CONFIGS = {"miss": "MissConfig", "glora": "GloraConfig"}
+for _method, _config in BENCH_CONFIGS.items():
+    PEFT_BUILDERS[_method] = (lambda name: lambda peft, c: getattr(peft, name)(
+        task_type="CAUSAL_LM", target_modules=peft_targets(c), **c.get("peft_kwargs", {})))(_config)
 
 
 def no_boft_extension():

@@ -116,3 +116,41 @@ TEST_CASE("orthogonal, encoder and init settings that do not fit are refused wit
   expect_error({{"method", "lora"}, {"base_quant", "nf4"}, {"lora", {{"init", "pissa"}}}}, "/training/lora/init");
   expect_error({{"method", "ln_tuning"}, {"lora", {{"rank", 8}}}}, "/training/lora");
 }
+
+TEST_CASE("MiSS estimates with PEFT's r 64 and its init shapes; misplaced settings are refused", "[api][peft]") {
+  const json plain = run(request({{"method", "miss"}}));
+  REQUIRE(plain["ok"] == true);
+  CHECK(plain["result"]["training"]["lora"]["rank"] == 64);
+  CHECK(plain["result"]["training"]["miss"]["init"] == "default");
+  // q (out 4096) and v (out 1024) in 32 layers, r x out each
+  CHECK(plain["result"]["states"]["trainable_params"] == 64 * (4096 + 1024) * 32);
+  const json mini = run(request({{"method", "miss"}, {"miss", {{"init", "mini"}, {"mini_r", 64}}}}));
+  REQUIRE(mini["ok"] == true);
+  CHECK(mini["result"]["states"]["trainable_params"] == 64 * 64 * 2 * 32);
+  CHECK(mini["result"]["training"]["miss"]["mini_r"] == 64);
+  const json bat = run(request({{"method", "miss"}, {"miss", {{"init", "bat"}}}}));
+  REQUIRE(bat["ok"] == true);
+  CHECK(bat["result"]["states"]["trainable_params"] == plain["result"]["states"]["trainable_params"]);
+  CHECK(bat["result"]["peak_allocated_bytes"].get<std::int64_t>() >
+        plain["result"]["peak_allocated_bytes"].get<std::int64_t>());
+  expect_error({{"method", "lora"}, {"miss", {{"init", "bat"}}}}, "/training/miss");
+  expect_error({{"method", "miss"}, {"miss", {{"init", "tiny"}}}}, "/training/miss/init");
+  expect_error({{"method", "miss"}, {"miss", {{"mini_r", 4}}}}, "/training/miss/mini_r");
+  expect_error({{"method", "miss"}, {"miss", {{"shape", "bat"}}}}, "/training/miss/shape", "unknown_field");
+  expect_error({{"method", "miss"}, {"miss", "bat"}}, "/training/miss", "invalid_type");
+}
+
+TEST_CASE("GLoRA estimates with PEFT's r 8 and its weight path; misplaced settings are refused", "[api][peft]") {
+  const json lora = run(request({{"method", "glora"}}));
+  REQUIRE(lora["ok"] == true);
+  CHECK(lora["result"]["training"]["lora"]["rank"] == 8);
+  CHECK(lora["result"]["training"]["glora"]["a_b"] == "lora");
+  // q (4096 x 4096) and v (1024 x 4096) in 32 layers, two rank-8 pairs each
+  CHECK(lora["result"]["states"]["trainable_params"] == 2 * 8 * ((4096 + 4096) + (4096 + 1024)) * 32);
+  const json vector = run(request({{"method", "glora"}, {"glora", {{"a_b", "vector"}}}}));
+  REQUIRE(vector["ok"] == true);
+  CHECK(vector["result"]["states"]["trainable_params"] == 2 * (4096 + 1024) * 32);
+  expect_error({{"method", "miss"}, {"glora", {{"a_b", "vector"}}}}, "/training/glora");
+  expect_error({{"method", "glora"}, {"glora", {{"a_b", "none"}}}}, "/training/glora/a_b");
+  expect_error({{"method", "glora"}, {"glora", {{"c", "none"}}}}, "/training/glora/c", "unknown_field");
+}

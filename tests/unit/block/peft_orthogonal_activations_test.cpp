@@ -1,4 +1,4 @@
-// What OFT, BOFT and LN tuning save per layer (block/activations.cpp add_peft_adapter_terms and
+// What OFT, BOFT, MiSS, GLoRA and LN tuning save per layer (block/activations.cpp add_peft_adapter_terms and
 // the trained norms), against methods that differ from them by one mechanism.
 #include <catch2/catch.hpp>
 
@@ -43,4 +43,15 @@ TEST_CASE("BOFT saves its in x in rotation, P's copy and eye, and the base outpu
 TEST_CASE("LN tuning's trained norms keep their normalised input", "[block][peft]") {
   // prompt tuning: the same frozen blocks with a gradient through them and nothing else trained
   CHECK(acts(Method::kLnTuning).saved_per_token == acts(Method::kPromptTuning).saved_per_token + 2 * 2 * 8);
+}
+
+TEST_CASE("MiSS and GLoRA per layer: the r-wide sum; one 16-bit input for q and v and their effective weights",
+          "[block][peft]") {
+  const LayerActivations lora = acts(Method::kLora, 2), miss = acts(Method::kMiss, 2), glora = acts(Method::kGlora, 2);
+  // LoRA's two fp32 input copies (4 x 8 each) and r-wide outputs become MiSS's two fp32 r-wide sums
+  CHECK(miss.saved_per_token == lora.saved_per_token - 2 * 4 * 8);
+  CHECK(miss.saved_per_layer == 0);
+  // GLoRA: the shared 16-bit input once, no r-wide output
+  CHECK(glora.saved_per_token == lora.saved_per_token - 2 * 4 * 8 - 2 * 4 * 2 + 2 * 8);
+  CHECK(glora.saved_per_layer_for_input_grad == 2 * 8 * 8 + 2 * 4 * 8);  // q's 8 x 8 and v's 4 x 8 weights
 }

@@ -29,6 +29,16 @@ bool noted(const LaunchFormat& f, const std::string& part) {
   return false;
 }
 
+// Llama-3.1-8B in bf16 at 1 x 2048 tokens, adapters on q and v.
+LaunchInput llama_q_v(const ModelArchitecture& a) {
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048);
+  in.setup.lora_targets = {"q", "v"};
+  return in;
+}
+
 }  // namespace
 
 TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]") {
@@ -63,11 +73,7 @@ TEST_CASE("the Python script builds each PEFT method's config", "[launch][peft]"
 
 TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and LoRA's init", "[launch][peft]") {
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
-  LaunchInput in;
-  in.arch = &a;
-  in.model_id = "meta-llama/Llama-3.1-8B";
-  in.setup = bf16(1, 2048);
-  in.setup.lora_targets = {"q", "v"};
+  LaunchInput in = llama_q_v(a);
   const struct { Method method; const char* config; } cases[] = {
       {Method::kOft, "OFTConfig(r=0, oft_block_size=32, target_modules=['q_proj', 'v_proj']"},
       {Method::kBoft, "BOFTConfig(boft_block_size=4, target_modules=['q_proj', 'v_proj']"},
@@ -93,4 +99,22 @@ TEST_CASE("the Python script writes OFT, BOFT, LN tuning, P-tuning's encoder and
   const std::vector<LaunchFormat> olora = launch_configs(in);
   CHECK_FALSE(has(format(olora, "llamafactory_yaml").text, "pissa_init"));
   CHECK(noted(format(olora, "llamafactory_yaml"), "init_lora_weights=olora is not written"));
+}
+
+TEST_CASE("the Python script builds MiSS's and GLoRA's configs with their init and path", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in = llama_q_v(a);
+  in.setup.method = Method::kMiss;
+  in.setup.lora_rank = 64;
+  in.setup.miss_shape = MissShape::kBat;
+  CHECK(has(format(launch_configs(in), "python_script").text,
+            "MissConfig(r=64, init_weights=\"bat\", mini_r=1, target_modules=['q_proj', 'v_proj']"));
+  in.setup.miss_shape = MissShape::kDefault;
+  CHECK(has(format(launch_configs(in), "python_script").text, "MissConfig(r=64, init_weights=True,"));
+  in.setup.method = Method::kGlora;
+  in.setup.lora_rank = 8;
+  in.setup.glora_a_b = GloraPath::kVector;
+  const std::vector<LaunchFormat> all = launch_configs(in);
+  CHECK(has(format(all, "python_script").text, "GloraConfig(r=8, config_A_B=\"vector\", target_modules=['q_proj', 'v_proj']"));
+  CHECK(noted(format(all, "trl_sft_yaml"), "pass peft_config=GloraConfig(...)"));
 }
