@@ -22,7 +22,11 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"prefix_tuning", Method::kPrefixTuning}, {"adapter", Method::kAdapter},
                                                     {"adapter_v2", Method::kAdapterV2}, {"adaption_prompt", Method::kAdaptionPrompt},
                                                     {"p_tuning", Method::kPTuning}, {"oft", Method::kOft},
-                                                    {"boft", Method::kBoft}, {"ln_tuning", Method::kLnTuning}};
+                                                    {"boft", Method::kBoft}, {"ln_tuning", Method::kLnTuning},
+                                                    {"fourierft", Method::kFourierFt}, {"waveft", Method::kWaveFt},
+                                                    {"hira", Method::kHira}, {"shira", Method::kShira}, {"c3a", Method::kC3a},
+                                                    {"delora", Method::kDelora}, {"gralora", Method::kGralora},
+                                                    {"peanut", Method::kPeanut}};
 inline constexpr EnumName<PromptEncoder> kPromptEncoderNames[] = {{"mlp", PromptEncoder::kMlp}, {"lstm", PromptEncoder::kLstm}};
 inline constexpr EnumName<LoraInit> kLoraInitNames[] = {{"default", LoraInit::kDefault}, {"gaussian", LoraInit::kGaussian},
                                                         {"pissa", LoraInit::kPissa}, {"olora", LoraInit::kOlora}};

@@ -16,9 +16,12 @@ namespace memfit {
 /// oft / boft: PEFT's orthogonal fine-tuning (a block-diagonal rotation of each adapted linear's
 /// input; BOFT's butterfly form builds the full in x in rotation); ln_tuning: PEFT's LN tuning
 /// (trainable copies of the block and final norms).
+/// fourierft .. gralora: PEFT's newer adapters on linears (training/peft_linear_adapters.h): weight-space
+/// and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT) and low-rank variants (DeLoRA, GraLoRA).
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
-                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning };
-inline constexpr int kMethodCount = 18;
+                    kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning,
+                    kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut };
+inline constexpr int kMethodCount = 26;
 /// P-tuning's prompt encoder (peft v0.21.2 tuners/p_tuning/config.py encoder_reparameterization_type).
 enum class PromptEncoder { kMlp, kLstm };
 /// LoRA's initialisation (PEFT init_lora_weights): PiSSA and OLoRA set A and B from an SVD / QR of
@@ -69,6 +72,10 @@ struct TrainingSetup {
   /// boft_block_size 4; 0: the method's default).
   std::int64_t orthogonal_block_size = 0;
   std::int64_t oft_blocks = 0;  // oft: PEFT's r, the blocks per linear (block size in / r); 0: by block size
+  /// fourierft / waveft: trained spectrum entries per linear (PEFT n_frequency); c3a: the circulant
+  /// block size (PEFT block_size); 0: PEFT's default (training/peft_linear_adapters.h).
+  std::int64_t spectral_frequencies = 0;
+  std::int64_t circulant_block_size = 0;
   /// adapter / adapter_v2 / adaption_prompt: the learned prefix's length and the first layer that
   /// attends to it (litgpt v0.5.13 adapter.py Config: adapter_prompt_length 10, adapter_start_layer
   /// 2; PEFT AdaptionPromptConfig adapter_len, and adapter_layers counted from the top).
@@ -216,10 +223,12 @@ inline bool fp32_residual_stream(const TrainingSetup& t) {
 }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr,
-/// VeRA, OFT, BOFT.
+/// VeRA, OFT, BOFT and PEFT's newer ones (FourierFT .. GraLoRA: peft_linear_adapters.h).
 inline bool is_adapter_method(Method m) {
   return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera ||
-         m == Method::kOft || m == Method::kBoft;
+         m == Method::kOft || m == Method::kBoft || m == Method::kFourierFt || m == Method::kWaveFt ||
+         m == Method::kHira || m == Method::kShira || m == Method::kC3a || m == Method::kDelora || m == Method::kGralora ||
+         m == Method::kPeanut;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.
