@@ -31,8 +31,10 @@ const PARALLEL_FIELDS = [
   ['sequence_parallel', 'bool'], ['sharding', 'text'],
 ];
 // Adapter methods whose rank and targets the lora_rank / lora_targets columns carry (training.lora).
-// For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's or boft's block size.
-const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora']);
+// For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's, boft's or c3a's
+// block size, `n_frequency=N` fourierft's or waveft's trained spectrum entries.
+const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora',
+  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut']);
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
@@ -230,6 +232,8 @@ function loraOf(row) {
   }
   const block = /(^|[\s;,(])block_size=(\d+)\b/.exec(row.notes || '');
   if (block) lora.block_size = Number(block[2]);
+  const frequencies = /(^|[\s;,(])n_frequency=(\d+)\b/.exec(row.notes || '');
+  if (frequencies) lora.n_frequency = Number(frequencies[2]);
   // `init_lora_weights=NAME` in the notes: LoRA's initialisation (PiSSA, OLoRA, ...).
   const init = /(^|[\s;,(])init_lora_weights=([a-z]+)\b/.exec(row.notes || '');
   if (init) lora.init = init[2];

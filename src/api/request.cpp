@@ -11,6 +11,7 @@
 
 #include "api/api.h"
 #include "block/activations.h"
+#include "training/peft_linear_adapters.h"
 #include "common/units.h"
 #include "hardware/network.h"
 #include "hf_config/parse_hf_config.h"
@@ -75,9 +76,32 @@ void read_modules_to_save(const FieldReader& f, TrainingSetup& t) {
   }
 }
 
+// PEFT's newer adapters: fourierft / waveft take n_frequency, c3a block_size, hira / shira / delora /
+// gralora / peanut rank (peft v0.21.2 tuners/<method>/config.py); none models a dropout.
+void read_more_peft_adapter(const FieldReader& f, TrainingSetup& t) {
+  const bool spectral = t.method == Method::kFourierFt || t.method == Method::kWaveFt;
+  const bool ranked = is_ranked_more_peft_adapter(t.method);
+  for (const char* key : {"dropout", "init", "rank", "n_frequency", "block_size"}) {
+    const std::string k = key;
+    const bool takes = (k == "rank" && ranked) || (k == "n_frequency" && spectral) || (k == "block_size" && t.method == Method::kC3a);
+    if (f.has({key}) && !takes) {
+      throw Error(ErrorCode::kInvalidValue, f.path(k),
+                  k + " does not apply to " + name_of(t.method, kMethodNames) +
+                      " (fourierft/waveft: n_frequency; c3a: block_size; hira/shira/delora/gralora/peanut: rank; none has dropout or init)");
+    }
+  }
+  t.spectral_frequencies = f.int_or({"n_frequency"}, 1, std::int64_t{1} << 30, t.spectral_frequencies);
+  t.circulant_block_size = f.int_or({"block_size"}, 1, 4096, t.circulant_block_size);
+}
+
 void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
   const FieldReader f(j, path);
-  reject_unknown_keys(f, {"rank", "targets", "dropout", "init", "block_size", "modules_to_save"});
+  reject_unknown_keys(f, {"rank", "targets", "dropout", "init", "block_size", "modules_to_save", "n_frequency"});
+  if (is_more_peft_adapter(t.method)) {
+    read_more_peft_adapter(f, t);
+  } else if (f.has({"n_frequency"})) {
+    throw Error(ErrorCode::kInvalidValue, f.path("n_frequency"), "n_frequency needs method fourierft or waveft");
+  }
   if (is_orthogonal(t.method)) {
     // PEFT's OFTConfig takes r (blocks per linear) or oft_block_size, not both; BOFT memfit reads by
     // boft_block_size (butterfly factor 1); neither has LoRA's dropout.
@@ -89,10 +113,10 @@ void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
       throw Error(ErrorCode::kInvalidValue, f.path("block_size"), "oft takes lora.rank (blocks per linear) or lora.block_size, not both");
     }
     if (f.has({"rank"})) t.oft_blocks = f.int_or({"rank"}, 1, kMaxLoraRank, 0);
-  } else if (f.has({"block_size"})) {
-    throw Error(ErrorCode::kInvalidValue, f.path("block_size"), "block_size needs method oft or boft");
+  } else if (f.has({"block_size"}) && t.method != Method::kC3a) {
+    throw Error(ErrorCode::kInvalidValue, f.path("block_size"), "block_size needs method oft, boft or c3a");
   }
-  t.orthogonal_block_size = f.int_or({"block_size"}, 1, 4096, t.orthogonal_block_size);
+  if (is_orthogonal(t.method)) t.orthogonal_block_size = f.int_or({"block_size"}, 1, 4096, t.orthogonal_block_size);
   if (!is_orthogonal(t.method)) t.lora_rank = f.int_or({"rank"}, 1, kMaxLoraRank, t.lora_rank);
   if (auto d = f.get_number({"dropout"}, 0.0, 0.99)) t.lora_dropout = *d;
   if (f.has({"init"})) {
@@ -147,6 +171,8 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kVera) t.lora_rank = 256;
   if (t.method == Method::kMiss) t.lora_rank = 64;  // peft v0.21.2 tuners/miss/config.py MissConfig r
   if (t.method == Method::kGlora) t.lora_rank = 8;  // tuners/glora/config.py GloraConfig r
+  if (t.method == Method::kDelora) t.lora_rank = 8;  // PEFT's r; hira, shira, gralora, peanut: 32
+  if (is_ranked_more_peft_adapter(t.method) && t.method != Method::kDelora) t.lora_rank = 32;
 }
 
 /// MiSS's `miss` {init, mini_r}: PEFT MissConfig init_weights (true: "default", "bat", "mini") and
@@ -314,7 +340,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
-      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss or glora");
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora or peanut");
     }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
     if (t.method == Method::kIa3 && l->contains("rank")) {

@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "training/parameters.h"
 #include "training/peft_bench.h"
+#include "training/peft_linear_adapters.h"
 
 namespace memfit {
 
@@ -42,6 +43,16 @@ namespace {
 //   eye, and x @ rotation saves x (shared by linears reading one input) and, for x's gradient, the
 //   rotation; the output scale's mul saves the base output (e·out).
 // - MiSS, GLoRA: training/peft_bench.h miss_saves, glora_saves.
+// PEFT's newer adapters on linears (training/peft_linear_adapters.h): per token what each adapted linear
+// saves, per layer the weight it builds and keeps; `n` copies of the linear per token (MoE top-k).
+void add_adapted_linear_terms(const AdaptedLinearTerms& w, std::int64_t n, bool reads_block_input, std::int64_t& s,
+                            LayerActivations& out) {
+  s += n * w.saved_per_token;
+  out.saved_per_layer += w.saved_weight;
+  (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += w.saved_weight_for_input_grad;
+  out.backward_transient_per_layer = std::max(out.backward_transient_per_layer, w.backward_transient);
+}
+
 void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, std::int64_t heads, std::int64_t kvh,
                             std::int64_t d, std::int64_t dv, std::int64_t e, bool moe, std::int64_t& s,
                             LayerActivations& out) {
@@ -121,7 +132,9 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
         (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += square;
         break;
       }
-      default: break;
+      default:
+        if (is_more_peft_adapter(t.method)) add_adapted_linear_terms(adapted_linear_terms(t, l.in, l.out, ab, e), n, reads_block_input, s, out);
+        break;
     }
   }
   out.saved_per_layer += out.saved_per_layer_for_input_grad;

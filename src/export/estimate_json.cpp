@@ -2,6 +2,7 @@
 #include "export/estimate_json.h"
 
 #include "common/units.h"
+#include "training/peft_linear_adapters.h"
 #include "training/setup_names.h"
 
 namespace memfit {
@@ -44,7 +45,12 @@ Json training_to_json(const TrainingSetup& t) {
   }
   if (t.liger_kernels) j["liger_kernels"] = true;
   if (is_adapter_method(t.method)) {
-    if (is_orthogonal(t.method)) {
+    if (is_more_peft_adapter(t.method)) {
+      j["lora"] = {{"targets", t.lora_targets}};
+      if (t.method == Method::kFourierFt || t.method == Method::kWaveFt) j["lora"]["n_frequency"] = spectral_frequencies(t);
+      if (is_ranked_more_peft_adapter(t.method)) j["lora"]["rank"] = t.lora_rank;
+      if (t.method == Method::kC3a) j["lora"]["block_size"] = circulant_block(t);
+    } else if (is_orthogonal(t.method)) {
       j["lora"] = {{"targets", t.lora_targets}};
       if (t.oft_blocks > 0) j["lora"]["rank"] = t.oft_blocks;
       else j["lora"]["block_size"] = orthogonal_block(t);

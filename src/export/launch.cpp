@@ -62,6 +62,7 @@
 
 #include "hf_config/json_input.h"
 #include "training/capabilities.h"
+#include "training/peft_linear_adapters.h"
 #include "training/setup_names.h"
 
 namespace memfit {
@@ -611,6 +612,14 @@ const char* peft_config_class(Method m) {
     case Method::kLnTuning: return "LNTuningConfig";
     case Method::kMiss: return "MissConfig";
     case Method::kGlora: return "GloraConfig";
+    case Method::kFourierFt: return "FourierFTConfig";
+    case Method::kWaveFt: return "WaveFTConfig";
+    case Method::kHira: return "HiraConfig";
+    case Method::kShira: return "ShiraConfig";
+    case Method::kC3a: return "C3AConfig";
+    case Method::kDelora: return "DeloraConfig";
+    case Method::kGralora: return "GraloraConfig";
+    case Method::kPeanut: return "PeanutConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -692,7 +701,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
 // prompt_tuning,prefix_tuning,adaption_prompt,p_tuning,oft,boft,ln_tuning,miss,glora}/config.py: target_modules,
 // feedforward_modules, r, num_virtual_tokens, adapter_len, adapter_layers, encoder_reparameterization_type,
-// oft_block_size, boft_block_size).
+// oft_block_size, boft_block_size; tuners/{fourierft,waveft,hira,shira,c3a,delora,gralora,peanut}/config.py: n_frequency, r, block_size).
 void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers) {
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
   std::vector<std::string> targets = hf_modules(t.lora_targets);
@@ -727,6 +736,16 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
       p << "AdaptionPromptConfig(adapter_len=" << t.adapter_prompt_length << ", adapter_layers="
         << num_layers - std::min(t.adapter_start_layer, num_layers);
       break;
+    case Method::kFourierFt:
+    case Method::kWaveFt:
+      p << peft_config_class(t.method) << "(n_frequency=" << spectral_frequencies(t) << ", target_modules=" << target_text;
+      break;
+    case Method::kHira:
+    case Method::kShira:
+    case Method::kDelora:
+    case Method::kGralora:
+    case Method::kPeanut: p << peft_config_class(t.method) << "(r=" << t.lora_rank << ", target_modules=" << target_text; break;
+    case Method::kC3a: p << "C3AConfig(block_size=" << circulant_block(t) << ", target_modules=" << target_text; break;
     default: p << "PrefixTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
   }
   p << ", task_type=\"CAUSAL_LM\"))\n";

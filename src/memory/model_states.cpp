@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "memory/caching_allocator.h"
 #include "parallel/as_run.h"
+#include "training/peft_linear_adapters.h"
 
 namespace memfit {
 
@@ -359,7 +360,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       add_adapter(per_adapter);
       const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
       for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
-        if (is_orthogonal(t.method)) break;
+        if (is_orthogonal(t.method) || is_more_peft_adapter(t.method)) break;
         large_states += large_pool_states(t.optimizer, t.lora_rank * side, adapter_elem_bytes,
                                           checked_mul(t.lora_rank * side, adapted, "adapter size"));
       }
@@ -369,6 +370,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       if (is_orthogonal(t.method)) {
         const std::int64_t b = orthogonal_block_for(t, in);
         const std::int64_t buffer = t.method == Method::kBoft ? checked_mul(4 * in, in, "buffer bytes") : 8 * b * (b - 1);
+        cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
+      }
+      if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices (training/peft_linear_adapters.h)
+        const std::int64_t buffer = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb).buffer_bytes;
         cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
       }
       if (t.method == Method::kDora) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "training/peft_linear_adapters.h"
+
 namespace memfit {
 
 std::int64_t state_bytes_per_param(Optimizer o, std::int64_t elem) {
@@ -109,6 +111,7 @@ std::int64_t orthogonal_block_for(const TrainingSetup& t, std::int64_t in) {
 
 std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std::int64_t in, std::int64_t out) {
   const std::int64_t r = t.lora_rank;
+  if (is_more_peft_adapter(t.method)) return adapted_linear_terms(t, in, out, 4, 2).trainable_params;  // dtype-free count
   switch (t.method) {
     // OFT (peft v0.21.2 tuners/oft/layer.py OFTRotationModule): in / b blocks, each the b(b-1)/2
     // upper-triangle entries of a skew-symmetric matrix.

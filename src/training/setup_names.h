@@ -23,7 +23,11 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"adapter_v2", Method::kAdapterV2}, {"adaption_prompt", Method::kAdaptionPrompt},
                                                     {"p_tuning", Method::kPTuning}, {"oft", Method::kOft},
                                                     {"boft", Method::kBoft}, {"ln_tuning", Method::kLnTuning},
-                                                    {"miss", Method::kMiss}, {"glora", Method::kGlora}};
+                                                    {"miss", Method::kMiss}, {"glora", Method::kGlora},
+                                                    {"fourierft", Method::kFourierFt}, {"waveft", Method::kWaveFt},
+                                                    {"hira", Method::kHira}, {"shira", Method::kShira}, {"c3a", Method::kC3a},
+                                                    {"delora", Method::kDelora}, {"gralora", Method::kGralora},
+                                                    {"peanut", Method::kPeanut}};
 inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},
                                                           {"mini", MissShape::kMini}};
 inline constexpr EnumName<GloraPath> kGloraPathNames[] = {{"lora", GloraPath::kLora}, {"vector", GloraPath::kVector},

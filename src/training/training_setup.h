@@ -18,10 +18,13 @@ namespace memfit {
 /// (trainable copies of the block and final norms); miss: PEFT's MiSS (a shard shared across each
 /// adapted linear's input blocks), glora: PEFT's GLoRA (the weight scaled and shifted by trained
 /// paths, training/peft_bench.h).
+/// fourierft .. peanut: PEFT's newer adapters on linears (training/peft_linear_adapters.h): weight-space
+/// and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT) and low-rank variants (DeLoRA, GraLoRA).
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
                     kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning,
-                    kMiss, kGlora };
-inline constexpr int kMethodCount = 20;
+                    kMiss, kGlora,
+                    kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut };
+inline constexpr int kMethodCount = 28;
 /// MiSS's shard shape (peft v0.21.2 tuners/miss/config.py init_weights): default True (r x out),
 /// "bat" (out/r blocks of r x r, merged into the weight each forward), "mini" (r x mini_r, repeated).
 enum class MissShape { kDefault, kBat, kMini };
@@ -81,6 +84,10 @@ struct TrainingSetup {
   MissShape miss_shape = MissShape::kDefault;  // miss: init_weights
   std::int64_t miss_mini_r = 1;                // miss "mini": the shard's columns (PEFT mini_r)
   GloraPath glora_a_b = GloraPath::kLora;      // glora: config_A_B
+  /// fourierft / waveft: trained spectrum entries per linear (PEFT n_frequency); c3a: the circulant
+  /// block size (PEFT block_size); 0: PEFT's default (training/peft_linear_adapters.h).
+  std::int64_t spectral_frequencies = 0;
+  std::int64_t circulant_block_size = 0;
   /// adapter / adapter_v2 / adaption_prompt: the learned prefix's length and the first layer that
   /// attends to it (litgpt v0.5.13 adapter.py Config: adapter_prompt_length 10, adapter_start_layer
   /// 2; PEFT AdaptionPromptConfig adapter_len, and adapter_layers counted from the top).
@@ -232,11 +239,12 @@ inline bool fp32_residual_stream(const TrainingSetup& t) {
 }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr,
-/// VeRA, OFT, BOFT, MiSS, GLoRA.
+/// VeRA, OFT, BOFT, MiSS, GLoRA and PEFT's newer ones (FourierFT .. PEANUT: peft_linear_adapters.h).
 inline bool is_adapter_method(Method m) {
   return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera ||
-         m == Method::kOft || m == Method::kBoft || m == Method::kMiss ||
-         m == Method::kGlora;
+         m == Method::kOft || m == Method::kBoft || m == Method::kMiss || m == Method::kGlora ||
+         m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
+         m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.

@@ -135,7 +135,7 @@ def csv_row(c, r):
         notes += f"; virtual_tokens={c['virtual_tokens']}"
     for key, note in (("encoder", "encoder_reparameterization_type"), ("adapter_len", "adapter_len"),
                       ("adapter_layers", "adapter_layers"), ("block_size", "block_size"),
-                      ("lora_init", "init_lora_weights")):
+                      ("lora_init", "init_lora_weights"), ("n_frequency", "n_frequency")):
         if c.get(key):
             notes += f"; {note}={c[key]}"
     if c.get("modules_to_save"):

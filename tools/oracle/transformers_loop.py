@@ -130,6 +130,40 @@ for _method, _config in BENCH_CONFIGS.items():
         task_type="CAUSAL_LM", target_modules=peft_targets(c), **c.get("peft_kwargs", {})))(_config)
 
 
+# PEFT's newer methods (issue 34, third block), each as the MetaMathQA method_comparison experiment configures it
+# (peft @ 5d602fd method_comparison/MetaMathQA/experiments/<method>/llama-3.2-3B-*/adapter_config.json), on the
+# case's targets where the experiment names them.
+PEFT_BUILDERS.update({
+    "fourierft": lambda peft, c: peft.FourierFTConfig(n_frequency=c["n_frequency"], scaling=300, random_loc_seed=777,
+                                                      target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "waveft": lambda peft, c: peft.WaveFTConfig(n_frequency=c["n_frequency"], scaling=25.0, random_loc_seed=777,
+                                                target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "c3a": lambda peft, c: peft.C3AConfig(block_size=c["block_size"], target_modules=peft_targets(c),
+                                          task_type="CAUSAL_LM"),
+    "shira": lambda peft, c: peft.ShiraConfig(r=c["lora_rank"], random_seed=42, target_modules=peft_targets(c),
+                                              task_type="CAUSAL_LM"),
+    "hira": lambda peft, c: peft.HiraConfig(r=c["lora_rank"], target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "delora": lambda peft, c: peft.DeloraConfig(r=c["lora_rank"], delora_lambda=15, target_modules=peft_targets(c),
+                                                task_type="CAUSAL_LM"),
+    "gralora": lambda peft, c: peft.GraloraConfig(r=c["lora_rank"], alpha=2 * c["lora_rank"], gralora_k=2,
+                                                  target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "peanut": lambda peft, c: peft.PeanutConfig(r=c["lora_rank"], act_fn="relu", scaling=2.0,
+                                                target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "deft": lambda peft, c: peft.DeftConfig(r=c["lora_rank"], alpha=4 * c["lora_rank"], decomposition_method="relu",
+                                            target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "road": lambda peft, c: peft.RoadConfig(variant="road_2", group_size=64, target_modules=peft_targets(c),
+                                            task_type="CAUSAL_LM"),
+    "beft": lambda peft, c: peft.BeftConfig(target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "adamss": lambda peft, c: peft.AdamssConfig(r=100, num_subspaces=32, subspace_rank=1, init_weights="orthogonal",
+                                                target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "frod": lambda peft, c: peft.FrodConfig(sparse_rate=0.01, regularization_alpha=0.001, save_projection=True,
+                                            target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "osf": lambda peft, c: peft.OSFConfig(target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "trainable_tokens": lambda peft, c: peft.TrainableTokensConfig(token_indices=[0, 1],
+                                                                   target_modules=["embed_tokens"]),
+})
+
+
 def no_boft_extension():
     """BOFT compiles a CUDA extension (fbd_cuda) for its block-diagonal matrix; without nvcc it falls back to
     torch.block_diag. With the default butterfly factor 1 both give the same [1, in, in] fp32 matrix (FastBlockDiag

@@ -1,0 +1,49 @@
+// PEFT's newer adapters on frozen linears: FourierFT, WaveFT, HiRA, SHiRA, PEANUT (a dense weight
+// built per forward), C3A (a block-circulant convolution of the input) and the low-rank variants DeLoRA and
+// GraLoRA. What one adapted linear adds: trainable and frozen tensors, what its forward saves for
+// backward, and its backward's transient. Formulas only; no JSON.
+#pragma once
+#include <cstdint>
+
+#include "training/training_setup.h"
+
+namespace memfit {
+
+inline bool is_more_peft_adapter(Method m) {
+  return m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
+         m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut;
+}
+/// The methods whose size is lora.rank (PEFT's r).
+inline bool is_ranked_more_peft_adapter(Method m) {
+  return m == Method::kHira || m == Method::kShira || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut;
+}
+/// GraLoRA's blocks per side (peft v0.21.2 tuners/gralora/config.py gralora_k 2; hybrid_r 0).
+inline constexpr std::int64_t kGraloraBlocks = 2;
+
+/// PEFT's defaults (peft v0.21.2 tuners/fourierft/config.py n_frequency 1000, tuners/waveft/config.py
+/// n_frequency 2592, tuners/c3a/config.py block_size 256).
+inline std::int64_t spectral_frequencies(const TrainingSetup& t) {
+  return t.spectral_frequencies > 0 ? t.spectral_frequencies : (t.method == Method::kWaveFt ? 2592 : 1000);
+}
+inline std::int64_t circulant_block(const TrainingSetup& t) {
+  return t.circulant_block_size > 0 ? t.circulant_block_size : 256;
+}
+
+/// One adapted linear (in -> out); bytes with `ab` the adapter dtype's
+/// element size and `e` the activations'.
+struct AdaptedLinearTerms {
+  std::int64_t trainable_params = 0;     // in the adapter dtype
+  std::int64_t buffer_bytes = 0;         // frozen device tensors beside the base weight
+  std::int64_t saved_per_token = 0;      // saved for backward, per token
+  /// Saved once per layer, not per token: a weight built in the forward that F.linear keeps for
+  /// its input's gradient (absent where no gradient reaches the layer's input).
+  std::int64_t saved_weight_for_input_grad = 0;
+  std::int64_t saved_weight = 0;         // ... kept whether or not the input needs a gradient
+  /// The backward's peak beyond the freed saved weight, once per layer.
+  std::int64_t backward_transient = 0;
+};
+
+AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab,
+                                      std::int64_t e);
+
+}  // namespace memfit
