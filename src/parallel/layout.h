@@ -64,7 +64,8 @@ struct DistributedBehaviour {
   /// trace is not released (v0.18.9 runtime/zero/partitioned_param_coordinator.py
   /// __params_to_release). From the forward's end the output layer and the top blocks that fit in
   /// it beside the output layer stay gathered until their backward (executed:
-  /// tools/oracle/zero3_gathered_probe.py).
+  /// tools/oracle/zero3_gathered_probe.py). Executed at a lower reuse distance the same blocks stay:
+  /// the bound is stage3_max_live_parameters (1e9 too, the same in every config modelled; docs/oracle.md).
   std::int64_t zero3_reuse_distance_elements = 0;
   /// ZeRO-3 / FSDP: a block's gathered parameters are freed after its forward (FSDP2
   /// reshard_after_forward=True); false keeps every block gathered until its backward.
