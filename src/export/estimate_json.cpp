@@ -174,7 +174,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"reduce_bucket_bytes", b.reduce_bucket_bytes},
            {"prefetch_units", b.prefetch_units},
            {"prefetch_bytes", b.prefetch_bytes},
-           {"zero3_reuse_distance_elements", b.zero3_reuse_distance_elements},
+           {"zero3_max_live_elements", b.zero3_max_live_elements},
            {"reshard_after_forward", b.reshard_after_forward},
            {"reshard_after_forward_with_pp", b.reshard_after_forward_with_pp},
            {"last_unit_kept", b.last_unit_kept},

@@ -120,16 +120,15 @@ void add_llama_adapter_prompt(const ModelArchitecture& arch, const TrainingSetup
 // tuners/vera/model.py _init_vera_A_vera_B); prompt tuning's virtual-token embeddings (n x h) on the
 // first stage and prefix tuning's per-layer keys and values (n x layers x 2 x kv width, GQA-aware:
 // peft_model.py _prepare_prompt_learning_config), trainable in the adapter dtype.
-// DeepSpeed ZeRO-3 keeps a parameter gathered when the trace uses it again within
-// stage3_max_reuse_distance elements (partitioned_param_coordinator.py __params_to_release): at the
-// forward's end the output layer (vocab x hidden) and the top blocks that fit beside it within the
-// distance. Executed (tools/oracle/zero3_gathered_probe.py, DeepSpeed 0.18.9): Qwen3-4B's proportions
-// keep the output layer and 6 blocks, (1e9 - 389 M) / 100.9 M. The distance counts the stored tensors'
+// DeepSpeed ZeRO-3 keeps parameters the trace uses again gathered while they fit in
+// stage3_max_live_parameters elements (partitioned_param_coordinator.py __params_to_release): at the
+// forward's end the output layer (vocab x hidden) and the top blocks that fit beside it. Executed (tools/oracle/zero3_gathered_probe.py, DeepSpeed 0.18.9): Qwen3-4B's proportions
+// keep the output layer and 6 blocks, (1e9 - 389 M) / 100.9 M. The limit counts the stored tensors'
 // elements (16-bit, or 4-bit packed in 16-bit storage). Over one rank no gather copies anything
 // (partition_parameters.py _no_gather_coalesced: the gathered parameter is its partition).
-std::int64_t reuse_kept_layers(const ModelArchitecture& arch, const RankShard& shard, std::int64_t layer_gather_bytes,
+std::int64_t live_kept_layers(const ModelArchitecture& arch, const RankShard& shard, std::int64_t layer_gather_bytes,
                                std::int64_t held_layers) {
-  const std::int64_t reach = shard.behaviour.zero3_reuse_distance_elements;
+  const std::int64_t reach = shard.behaviour.zero3_max_live_elements;
   const std::int64_t head_elems = checked_mul(arch.vocab_size, arch.hidden_size, "parameter count");
   if (shard.dense_shard <= 1 || reach <= head_elems || layer_gather_bytes <= 0 || !(shard.embedding && shard.head)) return 0;
   return std::min(held_layers, (reach - head_elems) / ceil_div(layer_gather_bytes, 2));
@@ -496,7 +495,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.root_sharded_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.root_unsharded_gradient_bytes) * ratio);
   }
   if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = m.reduce_layer_input_bytes = 0;
-  m.reuse_kept_layers = z == Sharding::kZero3 ? reuse_kept_layers(arch, shard, m.gather_layer_bytes, held_layers) : 0;
+  m.live_kept_layers = z == Sharding::kZero3 ? live_kept_layers(arch, shard, m.gather_layer_bytes, held_layers) : 0;
   if (z == Sharding::kZero3 && shard.behaviour.gather_replaces_shard && div[0] > 1) {
     const auto others = [&](std::int64_t b) { return b / div[0] * (div[0] - 1) + b % div[0] * (div[0] - 1) / div[0]; };
     m.gather_layer_bytes = others(m.gather_layer_bytes);

@@ -57,8 +57,8 @@ struct ModelStates {
   std::int64_t gather_root_bytes = 0;
   std::int64_t gather_head_bytes = 0;     // ... of which the final norm and output layer
   /// DeepSpeed ZeRO-3: top blocks that stay gathered from their forward to their backward
-  /// (DistributedBehaviour::zero3_reuse_distance_elements).
-  std::int64_t reuse_kept_layers = 0;
+  /// (DistributedBehaviour::zero3_max_live_elements).
+  std::int64_t live_kept_layers = 0;
   /// ZeRO-2/3: one block's unsharded gradients waiting for the reduce-scatter (with the fp32
   /// copy when gradients are reduced in fp32).
   std::int64_t reduce_layer_bytes = 0;

@@ -646,12 +646,12 @@ class Replay {
       first.communication_bytes += checked_add(states_.gather_root_bytes, states_.gather_layer_bytes, "gather bytes");
       note(&at, tl, best, first, "forward", {"all-gather of layer ", groups_.front().first_layer}, groups_.front().first_layer, StepPart::kStart);
     }
-    // DeepSpeed ZeRO-3 (recorded trace): the top blocks within stage3_max_reuse_distance of their
-    // backward stay gathered from their forward (ModelStates::reuse_kept_layers); at the top
+    // DeepSpeed ZeRO-3 (recorded trace): the top blocks that fit in stage3_max_live_parameters
+    // stay gathered from their forward (ModelStates::live_kept_layers); at the top
     // block's forward the others are gathered beside it.
-    const std::int64_t reuse_kept =
-        zero3 && rank_.kind.head ? checked_mul(states_.gather_layer_bytes, states_.reuse_kept_layers, "gather bytes") : 0;
-    const std::int64_t reuse_beside_top = reuse_kept > 0 ? reuse_kept - states_.gather_layer_bytes : 0;
+    const std::int64_t live_kept =
+        zero3 && rank_.kind.head ? checked_mul(states_.gather_layer_bytes, states_.live_kept_layers, "gather bytes") : 0;
+    const std::int64_t live_beside_top = live_kept > 0 ? live_kept - states_.gather_layer_bytes : 0;
     std::int64_t all_kept = b.activations_bytes;
     std::int64_t gathered_layers = 0;  // without reshard-after-forward, blocks stay gathered
     for (const GroupActs& g : groups_) {
@@ -669,7 +669,7 @@ class Replay {
         inside.side_stream_bytes = gathered_window;
       }
       if (progressive) inside.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
-      if (&g == &groups_.back()) inside.weights_bytes += reuse_beside_top;
+      if (&g == &groups_.back()) inside.weights_bytes += live_beside_top;
       note(&at, tl, best, inside, "forward", {"layers ", g.first_layer, g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1, StepPart::kLayerForward);
       all_kept = b.activations_bytes;
     }
@@ -683,7 +683,7 @@ class Replay {
                                             ? states_.gather_layer_bytes
                                             : 0;
     b.weights_bytes += last_kept;
-    b.weights_bytes += reuse_kept;
+    b.weights_bytes += live_kept;
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
     b.temporaries_bytes = amp_casts_at_forward_end();
     LossBytes loss;
@@ -796,8 +796,8 @@ class Replay {
     b.weights_bytes -= last_kept;  // the top block is gathered again below
     // The kept blocks are released one by one after their backward: at the top block's backward
     // the others are still gathered (the top one counts in the gathered window).
-    b.weights_bytes -= reuse_kept;
-    std::int64_t reuse_kept_left = reuse_beside_top;
+    b.weights_bytes -= live_kept;
+    std::int64_t live_kept_left = live_beside_top;
     std::int64_t below = all_kept;
     for (auto it = groups_.rbegin(); it != groups_.rend(); ++it) {
       const GroupActs& g = *it;
@@ -808,9 +808,9 @@ class Replay {
       // Top layer of the group: everything below still saved, its own set live.
       below -= checked_mul(g.kept_bytes, g.layers, "activation bytes");
       Breakdown top = b;
-      const std::int64_t reuse_at_top = reuse_kept_left;
-      top.weights_bytes += reuse_at_top;
-      reuse_kept_left = 0;
+      const std::int64_t live_at_top = live_kept_left;
+      top.weights_bytes += live_at_top;
+      live_kept_left = 0;
       top.activations_bytes = below + checked_mul(g.kept_bytes, g.layers, "activation bytes") + recompute + flowing +
                               offload_window_;
       // A recomputed layer casts its weights again and saves the casts until its backward ends.
@@ -835,7 +835,7 @@ class Replay {
       if (g.layers > 1) held_now = reduced_held;
       // Bottom layer of the group: its gradients all allocated, only layer's own set left.
       Breakdown bottom = top;
-      bottom.weights_bytes -= reuse_at_top;  // released after their backward
+      bottom.weights_bytes -= live_at_top;  // released after their backward
       if (!grads_full && !in_backward_step) {
         bottom.gradients_bytes += checked_mul(states_.layer_gradient_bytes, g.layers, "gradient bytes");
       }

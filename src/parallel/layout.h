@@ -59,14 +59,13 @@ struct DistributedBehaviour {
   std::int64_t prefetch_units = 1;
   /// DeepSpeed ZeRO-3 prefetches by bytes instead (stage3_prefetch_bucket_size); 0: use units.
   std::int64_t prefetch_bytes = 0;
-  /// DeepSpeed ZeRO-3 (stage3_max_reuse_distance, elements; 0: not DeepSpeed): once the trace is
-  /// recorded (second step on), a parameter used again within this many gathered elements of the
-  /// trace is not released (v0.18.9 runtime/zero/partitioned_param_coordinator.py
-  /// __params_to_release). From the forward's end the output layer and the top blocks that fit in
-  /// it beside the output layer stay gathered until their backward (executed:
-  /// tools/oracle/zero3_gathered_probe.py). Executed at a lower reuse distance the same blocks stay:
-  /// the bound is stage3_max_live_parameters (1e9 too, the same in every config modelled; docs/oracle.md).
-  std::int64_t zero3_reuse_distance_elements = 0;
+  /// DeepSpeed ZeRO-3 (stage3_max_live_parameters, elements; 0: not DeepSpeed): once the trace is
+  /// recorded (second step on), gathered parameters the trace uses again are not released while
+  /// they fit in this many elements (v0.18.9 runtime/zero/partitioned_param_coordinator.py
+  /// __params_to_release). From the forward's end the output layer and the top blocks that fit
+  /// beside it stay gathered until their backward. Executed (tools/oracle/zero3_gathered_probe.py):
+  /// a lower stage3_max_reuse_distance keeps the same blocks, so the live-parameter limit binds.
+  std::int64_t zero3_max_live_elements = 0;
   /// ZeRO-3 / FSDP: a block's gathered parameters are freed after its forward (FSDP2
   /// reshard_after_forward=True); false keeps every block gathered until its backward.
   bool reshard_after_forward = true;

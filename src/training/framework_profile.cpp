@@ -359,8 +359,8 @@ FrameworkProfile deepspeed() {
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_bucket_bytes = 500'000'000LL * 2;
   p.dist.prefetch_bytes = 50'000'000LL * 2;
-  // zero/config.py (v0.18.9): stage3_max_reuse_distance 1e9 elements.
-  p.dist.zero3_reuse_distance_elements = 1'000'000'000LL;
+  // zero/config.py (v0.18.9): stage3_max_live_parameters 1e9 elements.
+  p.dist.zero3_max_live_elements = 1'000'000'000LL;
   p.dist.reduce_in_fp32 = false;
   // v0.19.8 stage3.py / stage_1_and_2.py (measured: TG-14..18, TD-16): ZeRO-3's gradient partition
   // and reduce bucket from engine init; fp32 gradient copies at the step, ZeRO-3 by sub-groups of
@@ -693,7 +693,7 @@ bool runs_deepspeed_engine(Framework f) {
 // (@1d6e8b2) say "auto", which transformers integrations/deepspeed.py
 // (HfTrainerDeepSpeedConfig.trainer_config_finalize) fills as reduce_bucket_size = hidden²,
 // stage3_prefetch_bucket_size = 0.9 hidden² elements, in the 16-bit model dtype. Axolotl's
-// zero3*.json set max_reuse_distance 0 (no block kept gathered past its forward); LLaMA-Factory's
+// zero3*.json set stage3_max_live_parameters 0 (no block kept gathered past its forward); LLaMA-Factory's
 // ds_z3_config.json keeps DeepSpeed's 1e9.
 void apply_deepspeed_engine(Framework wrapper, TrainingSetup& t, DistributedBehaviour& b, std::int64_t hidden_size) {
   const TrainingSetup engine = framework_profile(Framework::kDeepspeed).defaults;
@@ -703,7 +703,7 @@ void apply_deepspeed_engine(Framework wrapper, TrainingSetup& t, DistributedBeha
   const std::int64_t square = hidden_size * hidden_size;
   b.reduce_bucket_bytes = square * 2;
   b.prefetch_bytes = square * 9 / 10 * 2;
-  if (wrapper == Framework::kAxolotl) b.zero3_reuse_distance_elements = 0;
+  if (wrapper == Framework::kAxolotl) b.zero3_max_live_elements = 0;
 }
 
 const std::vector<FrameworkProfile>& framework_profiles() {

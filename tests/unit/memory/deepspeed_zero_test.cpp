@@ -140,16 +140,16 @@ std::int64_t gathered_at(const char* framework, const char* label) {
 
 }  // namespace
 
-TEST_CASE("DeepSpeed ZeRO-3 keeps the top blocks within max_reuse_distance gathered through the loss backward",
+TEST_CASE("DeepSpeed ZeRO-3 keeps the top blocks within max_live_parameters gathered through the loss backward",
           "[deepspeed][zero]") {
-  // stage3_max_reuse_distance 1e9 (DeepSpeed's default, kept by TRL's accelerate configs): beside
+  // stage3_max_live_parameters 1e9 (DeepSpeed's default, kept by TRL's accelerate configs): beside
   // the output layer, (1e9 - 389 M) / 100.9 M = 6 blocks (executed: tools/oracle/zero3_gathered_probe.py).
   const json r = result_of(request("zero3", "trl", 8));
-  CHECK(bytes(r["parallel"]["behaviour"], "zero3_reuse_distance_elements") == 1'000'000'000);
+  CHECK(bytes(r["parallel"]["behaviour"], "zero3_max_live_elements") == 1'000'000'000);
   const std::int64_t final_norm_bytes = 2'560 * 2;
   CHECK(gathered_at("trl", "loss backward") == kQwen3_4BTableBytes + final_norm_bytes + 6 * kQwen3_4BLayerBytes);
   // Released after their backward: by the embedding's backward only the root is gathered.
   CHECK(gathered_at("trl", "embedding backward") == kQwen3_4BTableBytes + final_norm_bytes);
-  // Axolotl's zero3 JSONs set max_reuse_distance 0: nothing beyond the root at the loss either.
+  // Axolotl's zero3 JSONs set stage3_max_live_parameters 0: nothing beyond the root at the loss either.
   CHECK(gathered_at("axolotl", "loss backward") == gathered_at("axolotl", "embedding backward"));
 }
