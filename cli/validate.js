@@ -66,7 +66,7 @@ const ACTIVATION_TARGET_MAX_ABS_ERROR_PCT = 3;
 /// the calculator says "fits" and the job dies. Every summary leads with the share of such rows.
 const UNDER_ESTIMATE_THRESHOLD_PCT = 10;
 
-const OTHER_PEFT_REASON = 'PEFT method other than LoRA/DoRA is not modelled';
+const OTHER_PEFT_REASON = 'PEFT method not modelled by memfit';
 
 /// A problem with one row: the row goes to the error list, the file is still read. `code` is
 /// invalid_row (a malformed cell; `path` = its column), invalid_config (the model's config.json is

@@ -254,8 +254,8 @@ test('other_peft rows are skipped with the PEFT method name, without calling the
   ]);
   assert.equal(requests.length, 0);
   assert.deepEqual(report.skipped, [
-    { id: 'PM-001', reason: 'PEFT method other than LoRA/DoRA is not modelled (ADALORA)' },
-    { id: 'PM-002', reason: 'PEFT method other than LoRA/DoRA is not modelled' },
+    { id: 'PM-001', reason: 'PEFT method not modelled by memfit (ADALORA)' },
+    { id: 'PM-002', reason: 'PEFT method not modelled by memfit' },
   ]);
   assert.equal(report.rows.length, 0);
   assert.equal(report.summary.skipped, 2);
@@ -616,7 +616,7 @@ test('--json shape: rows reduced to the compared fields', () => {
   assert.deepEqual(Object.keys(j.rows[0]),
     ['id', 'grade', 'source', 'measured_kind', 'counter', 'estimate_gib', 'measured_gib', 'error_pct']);
   assert.deepEqual(j.rows.map((r) => r.id), ['TT-002', 'AA-001']);
-  assert.deepEqual(j.skipped, [{ id: 'PM-001', reason: 'PEFT method other than LoRA/DoRA is not modelled (VERA)' }]);
+  assert.deepEqual(j.skipped, [{ id: 'PM-001', reason: 'PEFT method not modelled by memfit (VERA)' }]);
   assert.deepEqual(j.errors, [{ id: 'TT-003', code: 'unknown_preset', path: '/model/preset', message: 'no | such' }]);
 });
 
