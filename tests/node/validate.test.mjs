@@ -628,7 +628,7 @@ test('table output lists rows, skipped, errors and the summary', () => {
   assert.match(lines[2], /^id\s+grade\s+model\s+measured_kind\s+estimate_GiB\s+measured_GiB\s+error_%$/);
   assert.match(lines[3], /^TT-002\s+A\s+Llama-3\.1-8B\s+max_allocated\s+1\.00\s+1\.10\s+-9\.1$/);
   assert.match(lines[4], /^AA-001\s+C\s+Llama-3\.1-8B\s+max_allocated\s+1\.00\s+0\.90\s+\+11\.1$/);
-  assert.match(text, /skipped \(1\):\n {2}PM-001 {2}PEFT method other/);
+  assert.match(text, /skipped \(1\):\n {2}PM-001 {2}PEFT method not modelled/);
   assert.match(text, /errors \(1\):\n {2}TT-003 {2}unknown_preset {2}\/model\/preset {2}no \| such/);
   assert.match(text, /single GPU, grade A\/B: n=1  under >10% 0\.0% \(0\)  median .* NOT met/);
   assert.match(text, /skipped: 1 {2}errors: 1\n$/);
