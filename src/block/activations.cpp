@@ -69,6 +69,16 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
   // input side by side): its output needs a gradient even where the block's input does not.
   bool adapted_before = false, adapted_qkv = false;
   bool qkv_input_saved = false, gate_up_input_saved = false;  // BOFT, GLoRA: one saved x per shared input
+  // Whether an earlier linear already saved this one's input (q, k, v share one; gate, up another;
+  // o and down read their own), marking it saved.
+  auto input_saved_before = [&](const std::string& role) {
+    bool* shared = role == "q" || role == "k" || role == "v" ? &qkv_input_saved
+                   : role == "gate" || role == "up"          ? &gate_up_input_saved
+                                                              : nullptr;
+    const bool before = shared && *shared;
+    if (shared) *shared = true;
+    return before;
+  };
   for (const Linear& l : linears) {
     const std::string role = l.role;
     if (role == "o") adapted_before = adapted_qkv;
@@ -97,21 +107,11 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
         break;
       }
       case Method::kVera: s += n * ab * (t.lora_rank + l.out); break;
-      case Method::kMiss: {
-        const AdapterSaves m = miss_saves(t, l.in, l.out, ab);
-        s += n * m.per_token;
-        out.saved_per_layer += m.per_layer;
-        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += m.per_layer_for_input_grad;
-        break;
-      }
+      case Method::kMiss: add_adapted_linear_terms(miss_saves(t, l.in, l.out, ab), n, reads_block_input, s, out); break;
       case Method::kGlora: {
-        const AdapterSaves g = glora_saves(l.in, l.out, e);
-        bool* shared = role == "q" || role == "k" || role == "v" ? &qkv_input_saved
-                       : role == "gate" || role == "up"          ? &gate_up_input_saved
-                                                                  : nullptr;  // o, down read their own
-        if (!shared || !*shared) s += n * g.per_token;
-        if (shared) *shared = true;
-        (reads_block_input ? out.saved_per_layer_for_input_grad : out.saved_per_layer) += g.per_layer_for_input_grad;
+        AdaptedLinearTerms g = glora_saves(l.in, l.out, e);
+        if (input_saved_before(role)) g.saved_per_token = 0;  // x is saved once per shared input
+        add_adapted_linear_terms(g, n, reads_block_input, s, out);
         break;
       }
       case Method::kOft: {
@@ -121,11 +121,7 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
         break;
       }
       case Method::kBoft: {
-        bool* shared = role == "q" || role == "k" || role == "v" ? &qkv_input_saved
-                       : role == "gate" || role == "up"          ? &gate_up_input_saved
-                                                                  : nullptr;  // o, down read their own
-        if (!shared || !*shared) s += n * e * l.in;
-        if (shared) *shared = true;
+        if (!input_saved_before(role)) s += n * e * l.in;
         s += n * e * l.out;
         const std::int64_t square = checked_mul(e * l.in, l.in, "adapter bytes");
         out.saved_per_layer += 2 * square;

@@ -10,17 +10,17 @@ std::int64_t miss_params(const TrainingSetup& t, std::int64_t out) {
   return t.miss_shape == MissShape::kMini ? r * t.miss_mini_r : checked_mul(r, out, "parameter count");
 }
 
-AdapterSaves miss_saves(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
-  AdapterSaves s;
+AdaptedLinearTerms miss_saves(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  AdaptedLinearTerms s;
   if (t.miss_shape == MissShape::kBat) {
     const std::int64_t weight = checked_mul(ab * out, in, "adapter bytes");
-    s.per_token = ab * in;
-    s.per_layer = weight;
-    s.per_layer_for_input_grad = weight;
+    s.saved_per_token = ab * in;
+    s.saved_weight = weight;
+    s.saved_weight_for_input_grad = weight;
     return s;
   }
-  s.per_token = ab * t.lora_rank;
-  if (t.miss_shape == MissShape::kMini) s.per_layer_for_input_grad = checked_mul(ab * t.lora_rank, out, "adapter bytes");
+  s.saved_per_token = ab * t.lora_rank;
+  if (t.miss_shape == MissShape::kMini) s.saved_weight_for_input_grad = checked_mul(ab * t.lora_rank, out, "adapter bytes");
   return s;
 }
 
@@ -32,10 +32,10 @@ std::int64_t glora_params(const TrainingSetup& t, std::int64_t in, std::int64_t 
   }
 }
 
-AdapterSaves glora_saves(std::int64_t in, std::int64_t out, std::int64_t e) {
-  AdapterSaves s;
-  s.per_token = e * in;
-  s.per_layer_for_input_grad = checked_mul(e * out, in, "adapter bytes");
+AdaptedLinearTerms glora_saves(std::int64_t in, std::int64_t out, std::int64_t e) {
+  AdaptedLinearTerms s;
+  s.saved_per_token = e * in;
+  s.saved_weight_for_input_grad = checked_mul(e * out, in, "adapter bytes");
   return s;
 }
 

@@ -28,17 +28,17 @@ TEST_CASE("MiSS's shard: r x out, out/r blocks of r x r, or r x mini_r", "[train
 
 TEST_CASE("MiSS keeps the r-wide block sum; bat the fp32 input and two fp32 weights; mini the repeated shard",
           "[training][peft]") {
-  const AdapterSaves plain = miss_saves(miss(MissShape::kDefault), 16, 32, 4);
-  CHECK(plain.per_token == 4 * 4);
-  CHECK(plain.per_layer == 0);
-  CHECK(plain.per_layer_for_input_grad == 0);
-  const AdapterSaves mini = miss_saves(miss(MissShape::kMini, 4, 2), 16, 32, 4);
-  CHECK(mini.per_token == 4 * 4);
-  CHECK(mini.per_layer_for_input_grad == 4 * 4 * 32);  // the shard repeated to r x out
-  const AdapterSaves bat = miss_saves(miss(MissShape::kBat), 16, 32, 4);
-  CHECK(bat.per_token == 4 * 16);                       // the input cast to fp32, saved by F.linear
-  CHECK(bat.per_layer == 4 * 32 * 16);                  // the fp32 weight the blocks' matmul saves
-  CHECK(bat.per_layer_for_input_grad == 4 * 32 * 16);   // the merged weight, for the input's gradient
+  const AdaptedLinearTerms plain = miss_saves(miss(MissShape::kDefault), 16, 32, 4);
+  CHECK(plain.saved_per_token == 4 * 4);
+  CHECK(plain.saved_weight == 0);
+  CHECK(plain.saved_weight_for_input_grad == 0);
+  const AdaptedLinearTerms mini = miss_saves(miss(MissShape::kMini, 4, 2), 16, 32, 4);
+  CHECK(mini.saved_per_token == 4 * 4);
+  CHECK(mini.saved_weight_for_input_grad == 4 * 4 * 32);  // the shard repeated to r x out
+  const AdaptedLinearTerms bat = miss_saves(miss(MissShape::kBat), 16, 32, 4);
+  CHECK(bat.saved_per_token == 4 * 16);                       // the input cast to fp32, saved by F.linear
+  CHECK(bat.saved_weight == 4 * 32 * 16);                  // the fp32 weight the blocks' matmul saves
+  CHECK(bat.saved_weight_for_input_grad == 4 * 32 * 16);   // the merged weight, for the input's gradient
 }
 
 TEST_CASE("GLoRA trains two rank-r pairs, two columns or two scalars", "[training][peft]") {
@@ -53,8 +53,8 @@ TEST_CASE("GLoRA trains two rank-r pairs, two columns or two scalars", "[trainin
 }
 
 TEST_CASE("GLoRA keeps the 16-bit input and, for its gradient, the 16-bit effective weight", "[training][peft]") {
-  const AdapterSaves g = glora_saves(16, 32, 2);
-  CHECK(g.per_token == 2 * 16);
-  CHECK(g.per_layer == 0);
-  CHECK(g.per_layer_for_input_grad == 2 * 32 * 16);
+  const AdaptedLinearTerms g = glora_saves(16, 32, 2);
+  CHECK(g.saved_per_token == 2 * 16);
+  CHECK(g.saved_weight == 0);
+  CHECK(g.saved_weight_for_input_grad == 2 * 32 * 16);
 }
