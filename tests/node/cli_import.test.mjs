@@ -46,6 +46,12 @@ const CASES = [
   [['trl_sft_qlora.yaml'], []],
   [['training_args_full.json'], ['--gpus', '8']],
   [['megatron_llama3_8b_fp8.sh'], []],
+  [['peft_lora_rank32.json'], ['--model', 'meta-llama/Llama-3.2-3B']],
+  [['peft_oft_rank32.json'], ['--model', 'meta-llama/Llama-3.2-3B']],
+  [['peft_fourierft_5000.json'], ['--model', 'meta-llama/Llama-3.2-3B']],
+  [['peft_glora_vector.json'], ['--model', 'meta-llama/Llama-3.2-3B']],
+  [['peft_ptuning.json'], ['--model', 'meta-llama/Llama-3.2-3B']],
+  [['peft_boft.json'], ['--model', 'meta-llama/Llama-3.2-3B']],
 ];
 
 for (const [files, options] of CASES) {

@@ -324,7 +324,7 @@ test('bad input: 3,000 mutations of the example configs (values swapped for wron
     }
     return o;
   };
-  const formats = [undefined, 'axolotl', 'llamafactory', 'torchtune', 'deepspeed', 'accelerate', 'hf_args'];
+  const formats = [undefined, 'axolotl', 'llamafactory', 'torchtune', 'deepspeed', 'accelerate', 'hf_args', 'peft'];
   const bases = readdirSync(FIXTURES).filter((f) => /\.(ya?ml|json)$/.test(f)).map((f) => YAML.parse(readFileSync(FIXTURES + f, 'utf8'), { version: '1.1' }));
   let errors = 0;
   for (let i = 0; i < 3000; i += 1) {
@@ -338,4 +338,46 @@ test('bad input: 3,000 mutations of the example configs (values swapped for wron
     }
   }
   assert.ok(errors > 0 && errors < 3000, `${errors} errors`);
+});
+
+test('PEFT adapter_config.json: peft_type is the method, r the rank, each method\'s own shape keys; the adapter\'s scope keys are read or noted', () => {
+  const lora = fixture('peft_lora_rank32.json');
+  assert.equal(lora.format, 'peft');
+  assert.deepEqual(lora.request.training, { framework: 'hf_trainer', method: 'lora', lora: { rank: 32, dropout: 0 } });
+  assert.ok(lora.notes.some((n) => /target_modules is null/.test(n)), 'null targets: the method\'s default targets, said');
+  assert.ok(lora.notes.some((n) => /holds the adapter only/.test(n)));
+  assert.deepEqual(ignoredKeys(lora), ['/lora_alpha', '/task_type'], 'every other key is read (null scope keys, use_rslora, init)');
+  assert.deepEqual(fixture('peft_oft_rank32.json').request.training.lora, { rank: 32, targets: ['q', 'v'] }, 'oft_block_size 0: r blocks');
+  assert.deepEqual(fixture('peft_boft.json').request.training.lora, { block_size: 4 });
+  const fourier = fixture('peft_fourierft_5000.json').request.training;
+  assert.equal(fourier.method, 'fourierft');
+  assert.deepEqual(fourier.lora, { n_frequency: 5000, targets: ['v', 'q'] });
+  const glora = fixture('peft_glora_vector.json');
+  assert.deepEqual(glora.request.training.glora, { a_b: 'vector' });
+  assert.ok(glora.notes.some((n) => /config_C: GLoRA's bias paths are not counted/.test(n)));
+  const ptuning = fixture('peft_ptuning.json').request.training;
+  assert.deepEqual([ptuning.method, ptuning.virtual_tokens, ptuning.prompt_encoder, ptuning.lora], ['p_tuning', 20, 'mlp', undefined]);
+});
+
+test('PEFT adapter_config.json: DoRA, PiSSA, regular-expression targets, MiSS mini, a narrower scope noted, unmodelled methods refused', () => {
+  const read = (o) => importConfig(JSON.stringify({ task_type: 'CAUSAL_LM', ...o }), { yaml: YAML, presets: PRESETS });
+  const dora = read({ peft_type: 'LORA', r: 16, use_dora: true, init_lora_weights: 'pissa_niter_16', target_modules: '.*\\.(q_proj|v_proj|down_proj)$',
+    base_model_name_or_path: 'meta-llama/Llama-3.2-3B' }).result;
+  assert.equal(dora.request.training.method, 'dora');
+  assert.deepEqual(dora.request.training.lora, { rank: 16, init: 'pissa', targets: ['q', 'v', 'down'] });
+  assert.deepEqual(dora.request.model, { preset: 'meta-llama/Llama-3.2-3B' });
+  assert.ok(dora.notes.some((n) => /regular expression/.test(n)));
+  const mini = read({ peft_type: 'MISS', r: 64, init_weights: 'mini', mini_r: 4 }).result.request.training;
+  assert.deepEqual(mini.miss, { init: 'mini', mini_r: 4 });
+  const narrow = read({ peft_type: 'LORA', r: 8, target_modules: ['q_proj'], layers_to_transform: [0, 1], rank_pattern: { q_proj: 4 } }).result;
+  assert.ok(narrow.notes.some((n) => /layers_to_transform adapts only some layers/.test(n)));
+  assert.ok(narrow.notes.some((n) => /rank_pattern/.test(n)));
+  assert.ok(ignoredKeys(narrow).includes('/layers_to_transform'), 'a narrower scope is listed as ignored, not dropped');
+  const adalora = read({ peft_type: 'ADALORA', r: 8 });
+  assert.equal(adalora.ok, false);
+  assert.deepEqual([adalora.error.code, adalora.error.path], ['invalid_value', '/peft_type']);
+  const butterfly = read({ peft_type: 'BOFT', boft_block_size: 4, boft_n_butterfly_factor: 2 });
+  assert.deepEqual([butterfly.error.code, butterfly.error.path], ['invalid_value', '/boft_n_butterfly_factor']);
+  const regexNone = read({ peft_type: 'LORA', r: 8, target_modules: '.*mlp\\.fc[12]$' });
+  assert.deepEqual([regexNone.error.code, regexNone.error.path], ['invalid_value', '/target_modules']);
 });

@@ -1,5 +1,6 @@
 // Config import: a training framework's own config file (Axolotl, LLaMA-Factory, torchtune,
-// DeepSpeed, accelerate, HF TrainingArguments / TRL SFTConfig, a Megatron-LM argument list)
+// DeepSpeed, accelerate, HF TrainingArguments / TRL SFTConfig, a Megatron-LM argument list, PEFT's
+// adapter_config.json)
 // translated into memfit's request. Config translation only, no estimator math: every key read
 // names the request field it fills; every key not read is listed (never dropped silently).
 // Shared by the CLI (require) and the page (the lazily loaded memfit-import.js); the YAML parser
@@ -14,6 +15,7 @@
     axolotl: 'Axolotl YAML', llamafactory: 'LLaMA-Factory YAML', torchtune: 'torchtune recipe YAML',
     deepspeed: 'DeepSpeed JSON', accelerate: 'accelerate config YAML',
     hf_args: 'HF TrainingArguments / TRL SFTConfig', megatron: 'Megatron-LM argument list',
+    peft: 'PEFT adapter_config.json',
   };
   // Keys each format is recognised by (the format with most of them present wins).
   const SIGNATURES = {
@@ -30,6 +32,7 @@
     hf_args: ['per_device_train_batch_size', 'output_dir', 'gradient_checkpointing', 'optim', 'max_seq_length',
       'max_length', 'packing', 'dataset_text_field', 'use_peft', 'lora_r', 'model_name_or_path', 'torch_dtype',
       'use_liger_kernel', 'completion_only_loss', 'padding_free', 'num_train_epochs'],
+    peft: ['peft_type', 'task_type', 'base_model_name_or_path', 'inference_mode', 'auto_mapping', 'revision', 'target_modules'],
   };
   // Names of ignored keys that may change memory: flagged so that a user sees what memfit did not model.
   const MEMORY_HINT = /offload|quant|liger|unsloth|kernel|checkpoint|parallel|shard|fsdp|zero|batch|seq|len|dtype|precision|bf16|fp16|fp8|optim|lora|peft|dora|adapter|attn|attention|compile|pack|bucket|memory|cpu|flash|cross_entropy|galore|badam|apollo|8bit|4bit|modules_to_save|unfrozen|trainable|vocab|hidden|layers|heads|ffn|recompute|padding/i;
@@ -854,6 +857,127 @@
     if (m.has(['fsdp']) && m.take(['fsdp']) !== '' && m.doc.fsdp !== false) mapFsdpBlock(m, ['fsdp_config'], ['fsdp']);
   }
 
+  // PEFT's `peft_type` (peft v0.21.2 `utils/peft_types.py`) -> memfit's method; the adapter's own keys each
+  // method reads (tuners/<method>/config.py) are mapped in mapPeft.
+  const PEFT_METHODS = { LORA: 'lora', LOHA: 'loha', LOKR: 'lokr', VERA: 'vera', IA3: 'ia3', OFT: 'oft', BOFT: 'boft',
+    MISS: 'miss', GLORA: 'glora', LN_TUNING: 'ln_tuning', FOURIERFT: 'fourierft', WAVEFT: 'waveft', HIRA: 'hira',
+    SHIRA: 'shira', C3A: 'c3a', DELORA: 'delora', GRALORA: 'gralora', PEANUT: 'peanut', PROMPT_TUNING: 'prompt_tuning',
+    PREFIX_TUNING: 'prefix_tuning', P_TUNING: 'p_tuning', ADAPTION_PROMPT: 'adaption_prompt' };
+  // LoraConfig `init_lora_weights` values that change nothing but the start (same memory) -> lora.init.
+  const LORA_INITS = { true: 'default', false: 'default', gaussian: 'gaussian', pissa: 'pissa', olora: 'olora' };
+  // Module names of the attention and MLP linears, as PEFT's regular-expression targets spell them.
+  const MODULE_NAME = new RegExp(`\\b(${Object.keys(LORA_MODULES).join('|')})\\b`, 'g');
+
+  /// PEFT target_modules: a list, "all-linear", or one regular expression (its module names are read).
+  function setPeftTargets(m) {
+    const parts = ['target_modules'];
+    const v = m.take(parts);
+    if (v === undefined || v === null) {
+      m.note('target_modules is null: PEFT targets its default modules for the model type; memfit\'s default targets for the method apply');
+      return;
+    }
+    if (typeof v === 'string' && !['all-linear', 'all_linear'].includes(lower(v)) && !/^[\w.,\s-]+$/.test(v)) {
+      const names = [...new Set(v.match(MODULE_NAME) ?? [])];
+      if (!names.length) return m.fail('invalid_value', parts, `target_modules ${JSON.stringify(v)} names none of ${Object.keys(LORA_MODULES).join(', ')}`);
+      m.note(`target_modules is a regular expression: read as the modules it names (${names.join(', ')})`);
+      return setLoraTargets(m, parts, names);
+    }
+    setLoraTargets(m, parts, v);
+  }
+
+  /// A whole number > 0 at a PEFT key, into `field`; 0 or null is "not set".
+  function peftInt(m, key, field) {
+    if (m.has([key]) && m.doc[key] === 0) { m.take([key]); return; }
+    intField(m, [key], field);
+  }
+
+  function mapPeftMethod(m, method) {
+    if (['lora', 'loha', 'lokr', 'vera', 'hira', 'shira', 'gralora', 'peanut', 'delora', 'miss', 'glora'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
+    if (method === 'lora') {
+      const init = m.take(['init_lora_weights']);
+      const name = init === undefined || init === null ? undefined : LORA_INITS[lower(init).replace(/_niter_\d+$/, '')];
+      if (name && name !== 'default') m.set('/training/lora/init', name, ['init_lora_weights']);
+      else if (init !== undefined && init !== null && !name) { m.unread(['init_lora_weights']); m.note(`init_lora_weights ${JSON.stringify(init)} is not modelled: the default initialisation's memory is estimated`); }
+      m.take(['use_rslora']);
+    }
+    if (method === 'lora') {
+      const dropout = m.take(['lora_dropout']);
+      if (typeof dropout === 'number') m.set('/training/lora/dropout', dropout, ['lora_dropout']);
+    }
+    if (method === 'oft') {
+      const r = m.take(['r']);
+      const block = m.take(['oft_block_size']);
+      if (Number.isInteger(block) && block > 0) m.set('/training/lora/block_size', block, ['oft_block_size']);
+      else if (Number.isInteger(r) && r > 0) m.set('/training/lora/rank', r, ['r']);
+    }
+    if (method === 'boft') {
+      const factor = m.take(['boft_n_butterfly_factor']);
+      if (factor !== undefined && factor !== null && factor !== 1) m.fail('invalid_value', ['boft_n_butterfly_factor'], `memfit models BOFT with one butterfly factor; got ${JSON.stringify(factor)}`);
+      const blocks = m.take(['boft_block_num']);
+      if (Number.isInteger(blocks) && blocks > 0) m.fail('invalid_value', ['boft_block_num'], 'memfit models BOFT by boft_block_size; boft_block_num is not modelled');
+      peftInt(m, 'boft_block_size', '/training/lora/block_size');
+    }
+    if (method === 'c3a') peftInt(m, 'block_size', '/training/lora/block_size');
+    if (method === 'fourierft' || method === 'waveft') peftInt(m, 'n_frequency', '/training/lora/n_frequency');
+    if (method === 'miss') {
+      const init = m.take(['init_weights']);
+      if (init === 'bat' || init === 'mini') m.set('/training/miss/init', init, ['init_weights']);
+      if (init === 'mini') intField(m, ['mini_r'], '/training/miss/mini_r');
+      else m.take(['mini_r']);
+    }
+    if (method === 'glora') {
+      const path = m.take(['config_A_B']);
+      if (typeof path === 'string') m.set('/training/glora/a_b', lower(path), ['config_A_B']);
+      for (const k of ['config_C', 'config_D_E']) if (m.has([k])) { m.take([k]); m.note(`${k}: GLoRA's bias paths are not counted (at most r·(in + 1) + 2·out parameters a linear)`); }
+    }
+    if (['prompt_tuning', 'prefix_tuning', 'p_tuning'].includes(method)) intField(m, ['num_virtual_tokens'], '/training/virtual_tokens');
+    if (method === 'p_tuning') {
+      const kind = m.take(['encoder_reparameterization_type']);
+      if (typeof kind === 'string') m.set('/training/prompt_encoder', lower(kind), ['encoder_reparameterization_type']);
+    }
+    if (method === 'adaption_prompt') {
+      intField(m, ['adapter_len'], '/training/adapter/prompt_length');
+      intField(m, ['adapter_layers'], '/training/adapter/layers');
+    }
+    if (!['prompt_tuning', 'prefix_tuning', 'p_tuning', 'adaption_prompt'].includes(method)) {
+      setPeftTargets(m);
+      setModulesToSave(m, ['modules_to_save']);
+      peftScope(m);
+    }
+  }
+
+  /// Keys that narrow or widen the adapter where memfit adapts every layer's targets at one rank: null
+  /// or empty is read; a value is listed as ignored, with a note of which way the estimate errs.
+  function peftScope(m) {
+    const empty = (v) => v === null || v === undefined || (isObject(v) && !Object.keys(v).length) || (Array.isArray(v) && !v.length);
+    const unset = { layers_to_transform: 'adapts only some layers: memfit adapts every layer (an upper bound)',
+      layers_pattern: null, exclude_modules: 'excludes modules: memfit adapts every target (an upper bound)',
+      rank_pattern: 'sets other ranks for some modules: memfit uses r everywhere', alpha_pattern: null };
+    for (const [key, note] of Object.entries(unset)) {
+      if (!Object.hasOwn(m.doc, key)) continue;
+      if (empty(m.doc[key]) || note === null) { m.take([key]); continue; }
+      m.note(`${key} ${note}`);
+    }
+    const bias = m.take(['bias']);
+    if (bias !== undefined && bias !== null && lower(bias) !== 'none') { m.unread(['bias']); m.note(`bias ${bias}: the trained biases are not counted (a few parameters a linear)`); }
+    if (m.bool(['inference_mode'])) m.note('inference_mode is true: a saved adapter; estimated as if training it');
+  }
+
+  /// PEFT's adapter_config.json (what `save_pretrained` writes): the method and its shape. It holds no
+  /// batch, sequence, precision or quantisation: those stay memfit's defaults (the framework's).
+  function mapPeft(m, ctx) {
+    const type = m.take(['peft_type']);
+    if (typeof type !== 'string' || !type) return m.fail('invalid_value', ['peft_type'], 'an adapter_config.json names its method in peft_type');
+    const method = PEFT_METHODS[type.toUpperCase()];
+    if (!method) return m.fail('invalid_value', ['peft_type'], `PEFT method ${type} is not modelled by memfit (it models ${Object.keys(PEFT_METHODS).join(', ')})`);
+    m.set('/training/framework', 'hf_trainer', '', 'a PEFT adapter is usually trained by the HF Trainer (or TRL): its defaults apply');
+    setModel(m, ['base_model_name_or_path'], ctx.presets);
+    const dora = method === 'lora' && m.bool(['use_dora']);
+    m.set('/training/method', dora ? 'dora' : method, dora ? ['use_dora'] : ['peft_type']);
+    mapPeftMethod(m, method);
+    m.note('adapter_config.json holds the adapter only: batch, sequence length, precision and a 4/8-bit base (QLoRA: training.method qlora) are set in the request');
+  }
+
   const MEGATRON_PARALLEL = [['tensor-model-parallel-size', '/parallel/tp'], ['pipeline-model-parallel-size', '/parallel/pp'],
     ['context-parallel-size', '/parallel/cp'], ['expert-model-parallel-size', '/parallel/ep'],
     ['virtual-pipeline-model-parallel-size', '/parallel/vpp']];
@@ -938,7 +1062,7 @@
   }
 
   const MAPPERS = { axolotl: mapAxolotl, llamafactory: mapLlamaFactory, torchtune: mapTorchtune, deepspeed: mapDeepspeedFile,
-    accelerate: mapAccelerate, hf_args: mapHfArgs, megatron: mapMegatron };
+    accelerate: mapAccelerate, hf_args: mapHfArgs, megatron: mapMegatron, peft: mapPeft };
 
   /// The request filled from a config file. options: {yaml (the `yaml` package), fileName, format
   /// (skip detection), presets (model preset ids), frameworks (framework ids the core has), files
