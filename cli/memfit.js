@@ -42,7 +42,8 @@ const USAGE = `usage: memfit <command> [args]
   import <config>... [--format F] [--model M] [--gpu ID] [--gpus N] [--json]
                                                   a training config (Axolotl, LLaMA-Factory, torchtune,
                                                   DeepSpeed, accelerate, HF TrainingArguments / TRL
-                                                  SFTConfig, Megatron-LM args) as a request (stdout;
+                                                  SFTConfig, Megatron-LM args, PEFT adapter_config.json)
+                                                  as a request (stdout;
                                                   what was read and ignored on stderr; --json: all);
                                                   give the DeepSpeed JSON it names too, or beside it
   presets                                         model and GPU presets

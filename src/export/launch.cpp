@@ -1117,12 +1117,39 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
   return f;
 }
 
+// The framework each framework-specific format launches: a method outside that framework's
+// capabilities (capabilities.cpp, e.g. Axolotl's lora / qlora / dora and full) has no spelling in it.
+constexpr std::pair<std::string_view, Framework> kFormatFrameworks[] = {
+    {"axolotl_yaml", Framework::kAxolotl},       {"llamafactory_yaml", Framework::kLlamaFactory},
+    {"torchtune_command", Framework::kTorchtune}, {"unsloth_python", Framework::kUnsloth},
+    {"megatron_args", Framework::kMegatron},      {"torchtitan_toml", Framework::kTorchtitan},
+    {"fsdp_qlora_command", Framework::kFsdpQlora}};
+
+/// A format whose framework cannot train the method is unsupported, said, instead of a file that
+/// silently trains something else.
+void refuse_untrained_method(LaunchFormat& f, Method method) {
+  for (const auto& [format, framework] : kFormatFrameworks) {
+    if (format != f.format || !f.supported) continue;
+    const FrameworkCapabilities caps = framework_capabilities(framework);
+    if (caps.methods[static_cast<int>(method)]) return;
+    std::string trained;
+    for (const auto& [name, m] : kMethodNames) {
+      if (caps.methods[static_cast<int>(m)]) trained += (trained.empty() ? "" : ", ") + std::string(name);
+    }
+    f.supported = false;
+    f.text.clear();
+    f.notes.assign({f.file_name + " cannot train " + name_of(method, kMethodNames) + ": its framework trains " + trained});
+    return;
+  }
+}
+
 }  // namespace
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
   std::vector<LaunchFormat> all = {deepspeed(in),     accelerate(in),     megatron(in),        torchtitan(in),
                                    torchtune(in),     trl_sft(in),        unsloth_script(in),  python_script(in),
                                    fsdp_qlora(in),    axolotl_yaml(in),   llamafactory_yaml(in)};
+  for (LaunchFormat& f : all) refuse_untrained_method(f, in.setup.method);
   const std::vector<std::string> own = framework_capabilities(in.framework).launch_formats;
   // The framework's own formats first, in the order its capabilities list them (its main file first).
   std::vector<LaunchFormat> ordered;

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "export/launch.h"
+#include "training/capabilities.h"
+#include "training/setup_names.h"
 #include "../test_support.h"
 
 using nlohmann::json;
@@ -377,4 +379,40 @@ TEST_CASE("BAdam reaches the LLaMA-Factory file, and the other formats say they 
   }
   in.setup.badam_active_layer = -1;
   for (const LaunchFormat& f : launch_configs(in)) CHECK(f.text.find("use_badam") == std::string::npos);
+}
+
+TEST_CASE("a framework's own format refuses a method that framework cannot train, and says which it trains", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in;
+  in.arch = &a;
+  in.model_id = "meta-llama/Llama-3.1-8B";
+  in.setup = bf16(1, 2048, 1);
+  in.setup.method = Method::kLoha;
+  in.setup.lora_rank = 8;
+  for (const LaunchFormat& f : launch_configs(in)) {
+    INFO(f.format);
+    if (f.format == "axolotl_yaml") {
+      // Axolotl's adapter: lora / qlora (capabilities.cpp): no LoHa, so no file that trains something else.
+      CHECK_FALSE(f.supported);
+      CHECK(f.text.empty());
+      REQUIRE(f.notes.size() == 1);
+      CHECK(f.notes[0] == "axolotl.yaml cannot train loha: its framework trains full, lora, qlora, dora");
+    }
+    if (f.format == "python_script") CHECK(f.text.find("LoHaConfig(r=8") != std::string::npos);
+  }
+  // Every method: a supported framework-specific file belongs to a framework that trains it.
+  const std::pair<const char*, Framework> owned[] = {{"axolotl_yaml", Framework::kAxolotl}, {"llamafactory_yaml", Framework::kLlamaFactory},
+                                                     {"torchtune_command", Framework::kTorchtune}, {"unsloth_python", Framework::kUnsloth},
+                                                     {"megatron_args", Framework::kMegatron}, {"torchtitan_toml", Framework::kTorchtitan}};
+  for (const auto& [name, method] : kMethodNames) {
+    if (method == Method::kAdapter || method == Method::kAdapterV2) continue;  // LitGPT's own adapters
+    in.setup = bf16(1, 2048, 1);
+    in.setup.method = method;
+    for (const LaunchFormat& f : launch_configs(in)) {
+      for (const auto& [format, framework] : owned) {
+        INFO(name << " " << format);
+        if (f.format == format && f.supported) CHECK(framework_capabilities(framework).methods[static_cast<int>(method)]);
+      }
+    }
+  }
 }
