@@ -416,7 +416,25 @@ double matmul_efficiency_for(const GpuSpec& gpu) {
   // (60.4 %); its 60.1 % for the MI300X came from the earlier fastest-iteration table.
   else if (id == "MI325X") sweep_max = 0.604;
   else if (id.rfind("MI3", 0) == 0) sweep_max = 0.514;
+  // Blackwell, the same table @744d01e1 (2026-08): B200 SXM 1745.0 of 2250 (77.6 %, torch 2.7.1+cu128),
+  // GB200 1822.0 of 2500 (72.9 %, torch 2.10 dev).
+  else if (id == "B200") sweep_max = 0.776;
+  else if (id == "GB200") sweep_max = 0.729;
   return sweep_max * kTrainingShapeShareOfSweepMax;
+}
+
+double fp8_matmul_share_of_bf16(const GpuSpec& gpu) {
+  // FP8 (float8_e4m3fn) MAMF over the bf16 one, both of their own dense peaks (stas00/ml-engineering
+  // compute/accelerator/README.md @744d01e1, FP8 and BF16 tables): H100 SXM 70.9 / 80.3 %, H200 73.4 /
+  // 80.3 % (bf16 "H200 is the same"), GH200 77.6 / 83.8 %, B200 76.3 / 77.6 %, GB200 72.3 / 72.9 %.
+  // The H100 PCIe and H20 take the H100 SXM's, as their bf16 share does; other GPUs 1 (unmeasured).
+  const std::string& id = gpu.id;
+  if (id == "H200") return 0.734 / 0.803;
+  if (id == "GH200") return 0.776 / 0.838;
+  if (id.rfind("H100", 0) == 0 || id == "H20") return 0.709 / 0.803;
+  if (id == "B200") return 0.763 / 0.776;
+  if (id == "GB200") return 0.723 / 0.729;
+  return 1.0;
 }
 
 double attention_efficiency_for(const GpuSpec& gpu) {
@@ -436,7 +454,7 @@ GemmKernel gemm_kernel_for(const GpuSpec& gpu, Precision precision, const PerfCo
   const double training_shape_rate = k.matmul_efficiency > 0 ? k.matmul_efficiency : matmul_efficiency_for(gpu);
   GemmKernel g;
   g.mainloop_flops = peak_tflops(gpu, precision, true) * training_shape_rate / kTrainingShapeShareOfSweepMax *
-                     kGemmMainloopShareOfSweepMax;
+                     kGemmMainloopShareOfSweepMax * (precision == Precision::kFp8 ? fp8_matmul_share_of_bf16(gpu) : 1.0);
   g.sms = static_cast<double>(gpu.sm_count);
   g.hbm_bytes_per_s = std::max(gpu.memory_bandwidth_gb_per_s, 1e-3) * 1e9 * k.memory_efficiency;
   g.out_bytes = static_cast<double>(activation_bytes(precision));

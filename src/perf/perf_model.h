@@ -43,7 +43,7 @@ struct PerfConstants {
   /// Matmul throughput at training shapes as a fraction of the dense peak. 0: by GPU
   /// architecture (matmul_efficiency_for): 0.90 of the largest throughput measured over shapes
   /// ("MAMF", stas00/ml-engineering compute/accelerator/README.md, bf16 table: A100 SXM 86.9 %,
-  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 51.4 %, MI325X 60.4 %; 80 % for GPUs
+  /// H100 SXM 80.3 %, GH200 83.6 %, MI250X 76.7 %, MI300X 51.4 %, MI325X 60.4 %, B200 77.6 %, GB200 72.9 %; 80 % for GPUs
   /// without a measurement), the share transformer-layer GEMMs reach (perf_model.cpp). The block's
   /// and the output layer's GEMMs run by shape (gemm_time_s, gemm_kernel_for: this rate / 0.90 x
   /// kGemmMainloopShareOfSweepMax per full wave); this flat rate is for the matmuls without a
@@ -238,6 +238,10 @@ double ulysses_all_to_all_s(const RingAttentionShape& s, double link_bytes_per_s
 
 /// 0.90 of the MAMF table above for the GPU's architecture (of 0.80 where it has no measurement).
 double matmul_efficiency_for(const GpuSpec& gpu);
+/// An FP8 GEMM's achievable share of the FP8 peak over a bf16 GEMM's of the bf16 peak on the same
+/// GPU: the FP8 MAMF over the bf16 MAMF (perf_model.cpp; 1 where unmeasured). gemm_kernel_for's FP8
+/// mainloop runs at the FP8 peak x the bf16 share x this.
+double fp8_matmul_share_of_bf16(const GpuSpec& gpu);
 /// FlashAttention-2's fraction of the 16-bit peak: 0.35 on Hopper, 0.5 elsewhere (see above).
 double attention_efficiency_for(const GpuSpec& gpu);
 /// `k` with its by-GPU fields (0: matmul and attention efficiency) resolved for `gpu`.

@@ -331,6 +331,18 @@ TEST_CASE("the GEMM tile model reproduces the H200 sweep it was fitted to", "[pe
   CHECK(gemm_kernel_for(a100, Precision::kBf16, {}).mainloop_flops ==
         Approx(a100.dense_tflops_bf16 * 1e12 * 0.869 * kGemmMainloopShareOfSweepMax).epsilon(1e-9));
   CHECK(gemm_kernel_for(a100, Precision::kBf16, {}).sms == a100.sm_count);
+  // FP8 GEMMs reach a smaller share of their peak than bf16 ones: the MAMF tables' FP8 / bf16
+  // (H100 SXM 70.9 / 80.3 %), so an H100's FP8 mainloop is 1.77x its bf16 one, not 2x.
+  const GpuSpec& h100 = *presets::find_gpu("H100-80GB");
+  CHECK(gemm_kernel_for(h100, Precision::kFp8, {}).mainloop_flops ==
+        Approx(h100.dense_tflops_fp8 * 1e12 * 0.709 * kGemmMainloopShareOfSweepMax).epsilon(1e-9));
+  CHECK(gemm_kernel_for(h100, Precision::kFp8, {}).mainloop_flops / gemm_kernel_for(h100, Precision::kBf16, {}).mainloop_flops ==
+        Approx(2 * 0.709 / 0.803).epsilon(1e-9));
+  // Blackwell's bf16 MAMF is measured (B200 77.6 %, GB200 72.9 %), not the 80 % default; an
+  // unmeasured GPU's FP8 share is its bf16 one.
+  CHECK(matmul_efficiency_for(*presets::find_gpu("B200")) == Approx(0.776 * 0.90));
+  CHECK(matmul_efficiency_for(*presets::find_gpu("GB200")) == Approx(0.729 * 0.90));
+  CHECK(fp8_matmul_share_of_bf16(*presets::find_gpu("MI300X")) == 1.0);
 
   // In a step: Llama 3.1 8B split over TP 8 at micro-batch 1 (8192 tokens) and 2 on an H100;
   // GEMM time above the mainloop rate is charged, and per token micro-batch 2 loses less of it.
