@@ -155,6 +155,7 @@ std::string presets() {
                       {"memory_bandwidth_gb_per_s", g.memory_bandwidth_gb_per_s},
                       {"intra_node_bandwidth_gb_per_s", g.intra_node_bandwidth_gb_per_s},
                       {"host_memory_bytes_per_node", g.host_memory_bytes_per_node > 0 ? Json(g.host_memory_bytes_per_node) : Json(nullptr)},
+                      {"reference_network", g.reference_network.empty() ? Json(nullptr) : Json(g.reference_network)},
                       {"sources", g.sources}});
     }
     Json networks = Json::array();

@@ -450,6 +450,19 @@ GpuSpec read_gpu(const Json& j, const std::string& path) {
 
 // A node's CPU memory from the GPU presets' reference nodes: the least of a mix's kinds, 0 when
 // any kind has none.
+// The inter-node bandwidth per GPU of the GPU preset's reference node (a mix: its slowest kind's);
+// the default where a kind names none.
+double reference_network_bandwidth(const GpuSpec& gpu, const std::vector<GpuGroup>& mix) {
+  const auto of = [](const GpuSpec& g) {
+    const NetworkPreset* n = g.reference_network.empty() ? nullptr : find_network(g.reference_network);
+    return n ? n->gb_per_s_per_gpu() : kDefaultInterNodeBandwidthGbPerS;
+  };
+  if (mix.empty()) return of(gpu);
+  double least = of(mix.front().gpu);
+  for (const GpuGroup& g : mix) least = std::min(least, of(g.gpu));
+  return least;
+}
+
 std::int64_t host_memory_of(const GpuSpec& gpu, const std::vector<GpuGroup>& mix) {
   if (mix.empty()) return gpu.host_memory_bytes_per_node;
   std::int64_t least = mix.front().gpu.host_memory_bytes_per_node;
@@ -832,7 +845,7 @@ EstimateRequest read_estimate_request(const Json& req) {
                       std::to_string(r.gpus_per_node) + " GPUs (a node holds one kind of GPU)");
     }
   }
-  if (network) r.inter_node_bandwidth_gb_per_s = network->gb_per_s_per_gpu();
+  r.inter_node_bandwidth_gb_per_s = network ? network->gb_per_s_per_gpu() : reference_network_bandwidth(r.gpu, r.gpu_mix);
   r.inter_node_bandwidth_gb_per_s = bandwidth_or(c, "inter_node_bandwidth_gb_per_s", r.inter_node_bandwidth_gb_per_s);
   r.host_memory_bandwidth_gb_per_s = bandwidth_or(c, "host_memory_bandwidth_gb_per_s", r.host_memory_bandwidth_gb_per_s);
   r.host_memory_bytes_per_node = host_memory_of(r.gpu, r.gpu_mix);

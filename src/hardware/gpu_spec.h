@@ -27,6 +27,9 @@ struct GpuSpec {
   /// CPU memory of the node the preset names as its reference system (a DGX, a cloud instance of
   /// 8 GPUs); 0: none given. Requests override it (cluster.host_memory_gib_per_node).
   std::int64_t host_memory_bytes_per_node = 0;
+  /// The inter-node fabric of that reference system (a cluster.network preset id); "": none given.
+  /// A request without cluster.network or inter_node_bandwidth_gb_per_s runs over its bandwidth.
+  std::string reference_network;
   std::vector<std::string> sources;
 };
 

@@ -10,6 +10,8 @@ namespace {
 constexpr std::array kNetworks = {
     NetworkPreset{"dgx-a100", "NVIDIA DGX A100 / HGX A100 with HDR InfiniBand", 8 * 200.0, 8,
                   "DGX A100 datasheet: 8x single-port ConnectX-6 VPI, 200 Gb/s HDR InfiniBand"},
+    NetworkPreset{"dgx-1", "NVIDIA DGX-1 with V100 (EDR InfiniBand)", 4 * 100.0, 8,
+                  "DGX-1 with Tesla V100 datasheet: 4x InfiniBand EDR 100 Gb/s for 8 GPUs"},
     NetworkPreset{"dgx-h100", "NVIDIA DGX H100 / HGX H100 with NDR InfiniBand", 8 * 400.0, 8,
                   "DGX H100 datasheet: 8x single-port ConnectX-7 VPI, 400 Gb/s InfiniBand/Ethernet"},
     NetworkPreset{"dgx-b200", "NVIDIA DGX B200 / HGX B200", 8 * 400.0, 8,

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/units.h"
+#include "hardware/network.h"
 #include "presets/embedded.h"
 
 namespace memfit::presets {
@@ -63,7 +64,7 @@ GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
       "id", "name", "vendor", "architecture", "memory_nominal_gb", "memory_total_bytes",
       "memory_total_source", "memory_type", "memory_bandwidth_gb_per_s", "dense_tflops",
       "intra_node_bandwidth_gb_per_s", "intra_node_link", "pcie_bandwidth_gb_per_s", "tdp_w",
-      "sm_count", "host_memory_gib_per_node", "host_memory_source", "sources", "notes"};
+      "sm_count", "host_memory_gib_per_node", "host_memory_source", "reference_network", "sources", "notes"};
   const FieldReader f(j, base);
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!kKeys.count(it.key())) {
@@ -95,6 +96,10 @@ GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
   g.sm_count = f.int_or({"sm_count"}, 0, 100000, 0);
   if (const auto gib = f.get_number({"host_memory_gib_per_node"}, 1, 1 << 20)) {
     g.host_memory_bytes_per_node = static_cast<std::int64_t>(std::llround(*gib * static_cast<double>(kGiB)));
+  }
+  g.reference_network = f.get_string({"reference_network"}).value_or("");
+  if (!g.reference_network.empty() && !find_network(g.reference_network)) {
+    throw Error(ErrorCode::kInvalidValue, f.path("reference_network"), "reference_network " + g.reference_network + " is not a network preset");
   }
   if (const Json* s = f.find({"sources"}); s && s->is_array()) {
     for (const Json& e : *s) {

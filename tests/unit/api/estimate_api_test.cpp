@@ -406,6 +406,32 @@ TEST_CASE("cluster.network names a fabric preset: its bandwidth per GPU unless t
   CHECK(found);
 }
 
+TEST_CASE("without a network the GPU preset's reference node's fabric carries the inter-node traffic", "[api][estimate]") {
+  json request = base_request();
+  request["cluster"] = {{"gpu", {{"preset", "A100-80GB"}}}, {"gpus", 32}};
+  request["parallel"] = {{"dp", 32}};
+  const auto speed = [](const json& req) {
+    const json r = estimate(req);
+    REQUIRE(r["ok"] == true);
+    return r["result"]["perf"]["tokens_per_s_per_gpu"].get<double>();
+  };
+  // The A100 preset's reference node is a DGX A100 (reference_network dgx-a100: 25 GB/s per GPU).
+  const double by_default = speed(request);
+  request["cluster"]["network"] = "dgx-a100";
+  CHECK(speed(request) == by_default);
+  request["cluster"].erase("network");
+  request["cluster"]["inter_node_bandwidth_gb_per_s"] = 50;
+  CHECK(speed(request) > by_default);
+  // The presets name it; a GPU document naming a fabric that is no preset is refused at its pointer.
+  const json presets = json::parse(api::presets());
+  for (const json& g : presets["result"]["gpus"]) {
+    if (g["id"] == "A100-80GB") CHECK(g["reference_network"] == "dgx-a100");
+    if (g["id"] == "RTX-4090") CHECK(g["reference_network"].is_null());
+  }
+  request["cluster"] = {{"gpu", {{"spec", {{"id", "X"}, {"memory_total_bytes", 1LL << 36}, {"reference_network", "myrinet"}}}}}, {"gpus", 1}};
+  expect_error(request, "invalid_value", "/cluster/gpu/spec/reference_network");
+}
+
 TEST_CASE("cuda_launch_blocking slows the step and leaves every memory figure as it was", "[api][estimate]") {
   json queued = base_request();
   json blocking = queued;
