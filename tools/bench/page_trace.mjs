@@ -4,7 +4,9 @@
 // the core's wasm included, the wasm's lazy compilation, style, layout, paint), the CPU of the
 // wasm compile on other threads, and the page's marks (wasm compiled, instantiated, module ready,
 // the first update's estimate and render). Medians over the runs.
-// Usage: node tools/bench/page_trace.mjs [runs]; MEMFIT_SITE=<dir> (default build-wasm/site).
+// Usage: node tools/bench/page_trace.mjs [runs]; MEMFIT_SITE=<dir> (default build-wasm/site);
+// TRACE_CPU=1: each kind's own thread time (CPU) instead of its wall time, which a loaded host
+// stretches by the time the thread waits for a core; TRACE_OTHER=1: the unbucketed events by name.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadavg } from 'node:os';
@@ -46,11 +48,12 @@ async function traced(browser, base) {
   onMain.sort((a, b) => a.ts - b.ts || b.dur - a.dur);
   const stack = [];
   const self = new Map();
+  const length = (e) => (process.env.TRACE_CPU ? e.tdur ?? e.dur : e.dur);
   for (const e of onMain) {
     while (stack.length && stack.at(-1).ts + stack.at(-1).dur <= e.ts) stack.pop();
     const parent = stack.at(-1);
-    if (parent) self.set(parent, (self.get(parent) ?? parent.dur) - e.dur);
-    self.set(e, self.get(e) ?? e.dur);
+    if (parent) self.set(parent, (self.get(parent) ?? length(parent)) - length(e));
+    self.set(e, self.get(e) ?? length(e));
     stack.push(e);
   }
   const buckets = {};
@@ -58,13 +61,14 @@ async function traced(browser, base) {
     const bucket = BUCKETS[e.name] ?? (e.name.startsWith('wasm') ? 'wasm other' : process.env.TRACE_OTHER ? `other ${e.name}` : 'other');
     buckets[bucket] = (buckets[bucket] ?? 0) + self.get(e) / 1000;
   }
-  // Busy time: the union of the main thread's tasks, up to the first result's frame.
+  // Busy time: the union of the main thread's tasks, up to the first result's frame (with
+  // TRACE_CPU, their thread time, a task cut by the frame counted pro rata).
   let busy = 0;
   let end = nav.ts;
   for (const e of onMain.filter((x) => x.name === 'ThreadControllerImpl::RunTask')) {
     const from = Math.max(e.ts, end);
     const to = Math.min(e.ts + e.dur, until);
-    if (to > from) busy += to - from;
+    if (to > from) busy += process.env.TRACE_CPU ? (e.tdur ?? e.dur) * (to - from) / e.dur : to - from;
     end = Math.max(end, to);
   }
   // The module's compile and tier-up on other threads: the CPU of their wasm events.
