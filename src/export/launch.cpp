@@ -647,7 +647,7 @@ LaunchFormat trl_sft(const LaunchInput& in) {
   y << "model_name_or_path: " << in.model_id << "\n";
   // AMP: the float32 model under bf16/fp16 autocast; pure 16-bit: the model loaded in that dtype.
   y << "dtype: " << (dt == "fp32" || amp_like(t) ? "float32" : dt == "fp16" ? "float16" : "bfloat16") << "\n";
-  y << "attn_implementation: " << (t.attention == AttentionKernel::kFlash ? "flash_attention_2" : t.attention == AttentionKernel::kEager ? "eager" : "sdpa") << "\n";
+  y << "attn_implementation: " << (t.attention == AttentionKernel::kFlash || t.attention == AttentionKernel::kFlashTriton ? "flash_attention_2" : t.attention == AttentionKernel::kEager ? "eager" : "sdpa") << "\n";
   y << "bf16: " << (dt == "bf16" ? "true" : "false") << "\n";
   y << "fp16: " << (dt == "fp16" ? "true" : "false") << "\n";
   y << "per_device_train_batch_size: " << t.micro_batch << "\n";
@@ -974,7 +974,7 @@ LaunchFormat axolotl_yaml(const LaunchInput& in) {
   y << "fp16: " << (dt == "fp16" ? "true" : "false") << "\n";
   y << "gradient_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "false" : "true") << "\n";
   if (t.offload == Offload::kActivations) y << "activation_offloading: true\n";
-  y << "attn_implementation: " << (t.attention == AttentionKernel::kFlash ? "flash_attention_2" : t.attention == AttentionKernel::kEager ? "eager" : "sdpa") << "\n";
+  y << "attn_implementation: " << (t.attention == AttentionKernel::kFlash || t.attention == AttentionKernel::kFlashTriton ? "flash_attention_2" : t.attention == AttentionKernel::kEager ? "eager" : "sdpa") << "\n";
   if (t.compile) y << "torch_compile: true\n";
   if (t.liger_kernels || t.loss == LossKernel::kLigerFlce) {
     y << "plugins: [axolotl.integrations.liger.LigerPlugin]\n";
@@ -1045,7 +1045,7 @@ LaunchFormat llamafactory_yaml(const LaunchInput& in) {
   if (pure16) y << "pure_bf16: true\n";
   else y << "bf16: " << (dt == "bf16" ? "true" : "false") << "\nfp16: " << (dt == "fp16" ? "true" : "false") << "\n";
   y << "disable_gradient_checkpointing: " << (t.checkpointing == Checkpointing::kNone ? "true" : "false") << "\n";
-  y << "flash_attn: " << (t.attention == AttentionKernel::kFlash ? "fa2" : t.attention == AttentionKernel::kEager ? "disabled" : "sdpa") << "\n";
+  y << "flash_attn: " << (t.attention == AttentionKernel::kFlash || t.attention == AttentionKernel::kFlashTriton ? "fa2" : t.attention == AttentionKernel::kEager ? "disabled" : "sdpa") << "\n";
   if (t.liger_kernels || t.loss == LossKernel::kLigerFlce) y << "enable_liger_kernel: true\n";
   if (t.optimizer == Optimizer::kGaloreAdamW) {
     y << "use_galore: true\ngalore_target: all\ngalore_rank: " << t.projection_rank << "\ngalore_update_interval: " << t.projection_update_gap << "\n";

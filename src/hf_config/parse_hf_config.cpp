@@ -17,7 +17,7 @@ const std::vector<std::string> kSupported = {
     "mistral", "mixtral", "qwen",     "qwen2",    "qwen2_moe",   "qwen3",      "qwen3_moe",
     "gemma",  "gemma2",  "gemma3_text", "phi",    "phi3",        "stablelm",   "starcoder2",
     "deepseek_v2", "deepseek_v3", "t5", "mt5",    "bert",        "gpt_neo",    "codegen",
-    "gpt_bigcode", "biogpt",      "llama4_text"};
+    "gpt_bigcode", "biogpt",      "llama4_text", "mpt"};
 
 std::string joined_supported() {
   std::string s;
@@ -276,6 +276,93 @@ void parse_llama4_text(const FieldReader& f, ModelArchitecture& a) {
       if (!moe) a.moe.dense_layers.push_back(i);
     }
   }
+}
+
+// MosaicML MPT (config.json as on the Hub, model_type "mpt"; transformers models/mpt/configuration_mpt.py
+// for the defaults of absent keys; module layout of llm-foundry llmfoundry/models/mpt/modeling_mpt.py,
+// layers/attention.py, layers/blocks.py, layers/ffn.py): transformer.wte, blocks of norm_1, attn.Wqkv
+// (d_model + 2 kv_n_heads x head_dim wide) and attn.out_proj, norm_2, ffn.up_proj / ffn.down_proj
+// (GELU, d_model x expansion_ratio wide), norm_f; no_bias drops every bias, norms' included. The
+// output layer is wte (tie_word_embeddings, true by default). A learned position table
+// (transformer.wpe, max_seq_len rows) exists only without ALiBi: the Hub's MPT code builds it when
+// `not alibi` (mosaicml/mpt-7b, 6,649,286,656 parameters, has none).
+void parse_mpt(const FieldReader& f, ModelArchitecture& a) {
+  a.vocab_size = f.require_int({"vocab_size"}, 1, L::kMaxVocab);
+  a.hidden_size = f.require_int({"d_model"}, 1, L::kMaxHidden);
+  a.num_layers = f.require_int({"n_layers"}, 1, L::kMaxLayers);
+  read_heads(f, a, {"n_heads"}, {});
+  a.max_position_embeddings = f.int_or({"max_seq_len"}, 1, L::kMaxPositions, 2048);
+
+  static const Json kEmpty = Json::object();
+  const Json* attn = f.find({"attn_config"});
+  if (attn && !attn->is_object()) throw Error(ErrorCode::kInvalidType, f.path("attn_config"), "attn_config must be an object");
+  const FieldReader at(attn ? *attn : kEmpty, f.path("attn_config"));
+  const std::string attn_type = at.get_string({"attn_type"}).value_or("multihead_attention");
+  if (attn_type == "multihead_attention") {
+    a.attention.num_kv_heads = a.attention.num_heads;
+  } else if (attn_type == "multiquery_attention") {
+    a.attention.num_kv_heads = 1;
+  } else if (attn_type == "grouped_query_attention") {
+    if (!at.has({"kv_n_heads"})) {
+      throw Error(ErrorCode::kMissingField, at.path("kv_n_heads"), "grouped_query_attention needs kv_n_heads");
+    }
+    read_kv_heads(at, a, {"kv_n_heads"});
+  } else {
+    throw invalid(at.path("attn_type"), "attn_type '" + attn_type.substr(0, 64) +
+                                            "' is not one of multihead_attention, multiquery_attention, grouped_query_attention");
+  }
+  if (at.bool_or({"qk_ln"}, false)) {
+    throw Error(ErrorCode::kUnsupported, at.path("qk_ln"),
+                "qk_ln (LayerNorms over the whole query and key widths) is not modelled for mpt");
+  }
+  a.attention.layout = QkvLayout::kFused;
+  const bool alibi = at.bool_or({"alibi"}, true);  // MptAttentionConfig: alibi=True
+  if (alibi) {
+    a.position = PositionKind::kAlibi;
+  } else if (at.bool_or({"rope"}, false)) {
+    a.position = PositionKind::kRotary;
+    a.attention.rotary_dim = a.attention.head_dim;
+  } else if (f.bool_or({"learned_pos_emb"}, true)) {
+    a.position = PositionKind::kLearned;
+    a.learned_position_rows = a.max_position_embeddings;
+  } else {
+    a.position = PositionKind::kRotary;  // no position signal at all: nothing rotated, no table
+    a.attention.rotary_dim = 0;
+  }
+  a.attention_dropout = at.get_number({"attn_pdrop"}, 0.0, 1.0).value_or(0.0);
+
+  const std::string norm = f.get_string({"norm_type"}).value_or("low_precision_layernorm");
+  if (norm == "low_precision_layernorm" || norm == "layernorm") {
+    a.norm = NormKind::kLayerNorm;
+  } else if (norm == "rmsnorm" || norm == "low_precision_rmsnorm") {
+    a.norm = NormKind::kRmsNorm;
+  } else {
+    throw invalid(f.path("norm_type"), "norm_type '" + norm.substr(0, 64) +
+                                           "' is not one of low_precision_layernorm, layernorm, rmsnorm, low_precision_rmsnorm");
+  }
+  const bool bias = !f.bool_or({"no_bias"}, true);  // MptConfig: no_bias=True
+  a.norm_bias = bias && a.norm == NormKind::kLayerNorm;
+  a.attention.qkv_bias = a.attention.o_bias = a.mlp.bias = bias;
+
+  const Json* ffn = f.find({"ffn_config"});
+  if (ffn && !ffn->is_object()) throw Error(ErrorCode::kInvalidType, f.path("ffn_config"), "ffn_config must be an object");
+  const FieldReader fc(ffn ? *ffn : kEmpty, f.path("ffn_config"));
+  const std::string ffn_type = fc.get_string({"ffn_type"}).value_or("mptmlp");
+  if (ffn_type != "mptmlp" && ffn_type != "mptglu") {
+    throw Error(ErrorCode::kUnsupported, fc.path("ffn_type"),
+                "ffn_type '" + ffn_type.substr(0, 64) + "' is not modelled for mpt (mptmlp and mptglu are)");
+  }
+  a.mlp.gated = ffn_type == "mptglu";
+  a.mlp.activation = "gelu";  // layers/ffn.py: nn.GELU(approximate='none')
+  const double ratio = f.get_number({"expansion_ratio"}, 1e-3, 1e3).value_or(4.0);
+  // layers/ffn.py resolve_ffn_hidden_size: ffn_hidden_size if given, else int(d_model * expansion_ratio).
+  const auto width = fc.get_int({"ffn_hidden_size"}, 1, L::kMaxIntermediate);
+  const double derived = static_cast<double>(a.hidden_size) * ratio;
+  if (!width && (derived < 1 || derived > static_cast<double>(L::kMaxIntermediate))) {
+    throw Error(ErrorCode::kOutOfRange, f.path("expansion_ratio"), "d_model x expansion_ratio is out of range");
+  }
+  a.mlp.intermediate_size = width ? *width : static_cast<std::int64_t>(derived);
+  a.tie_word_embeddings = f.bool_or({"tie_word_embeddings"}, true);
 }
 
 void parse_falcon(const FieldReader& f, ModelArchitecture& a, const std::string& original_type) {
@@ -537,6 +624,7 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
   else if (type == "gpt_bigcode") parse_gpt_bigcode(f, a);
   else if (type == "biogpt") parse_biogpt(f, a);
   else if (type == "llama4_text") parse_llama4_text(f, a);
+  else if (type == "mpt") parse_mpt(f, a);
   else if (type == "falcon") parse_falcon(f, a, original_type);
   else if (type == "qwen") parse_qwen1(f, a);
   else if (type == "phi") parse_phi(f, a);
@@ -598,11 +686,13 @@ ModelArchitecture parse_config(const Json& config, const std::string& base, bool
 
   // Dropout as each family names it (gpt2 *_pdrop, bert *_dropout_prob, t5 dropout_rate, opt
   // dropout, llama/bloom attention_dropout / hidden_dropout).
-  a.attention_dropout = f.get_number({"attn_pdrop", "attention_probs_dropout_prob", "attention_dropout", "dropout_rate"}, 0.0, 1.0)
-                            .value_or(0.0);
+  if (type != "mpt") {  // mpt reads attn_config.attn_pdrop
+    a.attention_dropout = f.get_number({"attn_pdrop", "attention_probs_dropout_prob", "attention_dropout", "dropout_rate"}, 0.0, 1.0)
+                              .value_or(0.0);
+  }
   a.hidden_dropout = f.get_number({"resid_pdrop", "resid_dropout", "hidden_dropout_prob", "hidden_dropout", "dropout", "dropout_rate"}, 0.0, 1.0)
                          .value_or(0.0);
-  a.embedding_dropout = f.get_number({"embd_pdrop", "hidden_dropout_prob", "embed_dropout"}, 0.0, 1.0).value_or(0.0);
+  a.embedding_dropout = f.get_number({"embd_pdrop", "emb_pdrop", "hidden_dropout_prob", "embed_dropout"}, 0.0, 1.0).value_or(0.0);
   if (a.is_moe() && a.model_type != "deepseek_v2" && a.model_type != "deepseek_v3") {
     a.moe.moe_layer_frequency = f.int_or({"decoder_sparse_step", "interleave_moe_layer_step"}, 1, L::kMaxLayers, 1);
     read_dense_layer_list(f, a, "mlp_only_layers");

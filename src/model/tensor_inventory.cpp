@@ -139,6 +139,10 @@ Naming naming_for(const std::string& model_type) {
     n.embed = "transformer.wte"; n.final_norm = "transformer.ln_f"; n.layer = "transformer.h.{i}.";
     n.norms = {"ln_1", "ln_2"}; n.attn = "attn."; n.qkv = "c_attn"; n.o = "c_proj";
     n.gate = "w2"; n.up = "w1"; n.down = "c_proj";   // modeling_qwen.py: c_proj(w1(x) * silu(w2(x)))
+  } else if (model_type == "mpt") {  // llm-foundry modeling_mpt.py / blocks.py / attention.py / ffn.py
+    n.embed = "transformer.wte"; n.position = "transformer.wpe"; n.final_norm = "transformer.norm_f";
+    n.layer = "transformer.blocks.{i}."; n.norms = {"norm_1", "norm_2"}; n.attn = "attn.";
+    n.qkv = "Wqkv"; n.o = "out_proj"; n.mlp = "ffn."; n.up = "up_proj"; n.down = "down_proj"; n.gate = "gate_proj";
   } else if (model_type == "phi") {
     n.final_norm = "model.final_layernorm"; n.norms = {"input_layernorm"}; n.o = "dense";
     n.up = "fc1"; n.down = "fc2";

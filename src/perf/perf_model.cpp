@@ -53,6 +53,12 @@ constexpr double kFlashBackwardRatio = 2.5;
 // sequence figures: a kernel whose queries see L keys on average runs at
 // (L / (L + 240)) / (16k / (16k + 240)) of them, at most 1.
 constexpr double kFlashHalfRateKeys = 240, kFlashLongKeys = 16384;
+// FlashAttention's Triton kernel (flash_attn_triton.py, the "FlashAttention in Triton" of Dao 2023,
+// "FlashAttention-2", §4.1): FlashAttention-2 is "around 1.3-1.5x faster than FlashAttention in
+// Triton in the forward pass and around 2x faster in the backward pass" (A100, head dims 64 and
+// 128, causal and not, 512 to 16k tokens). The kernel runs at the flash rates (attention_efficiency_for,
+// FlashAttention-2's) divided by the middle of the forward range and by the backward's 2.
+constexpr double kTritonFlashForwardSlowdown = 1.4, kTritonFlashBackwardSlowdown = 2.0;
 // Kernels an eager PyTorch block launches in its forward (transformers modeling_llama.py, counted
 // from the code): an RMSNorm 8 (to fp32, pow, mean, + eps, rsqrt, x, to dtype, x weight); rotary
 // 5 each for q and k (x cos, rotate_half's neg and cat, x sin, +); the attention kernel and the
@@ -481,6 +487,10 @@ AttentionRates attention_rates_for(const GpuSpec& gpu, AttentionKernel kernel, c
   }
   r.fwd_efficiency = r.bwd_efficiency = k.flash_attention_efficiency > 0 ? k.flash_attention_efficiency : attention_efficiency_for(gpu);
   r.half_rate_keys = kFlashHalfRateKeys;
+  if (kernel == AttentionKernel::kFlashTriton) {
+    r.fwd_efficiency /= kTritonFlashForwardSlowdown;
+    r.bwd_efficiency /= kTritonFlashBackwardSlowdown;
+  }
   return r;
 }
 

@@ -651,17 +651,18 @@ FrameworkProfile other() {
 // transformers v4.44.2, by model type. *ForCausalLM.forward: `logits = logits.float()` (or
 // `.to(torch.float32)`) before the loss, returned as fp32 (llama ... codegen); an upcast for the
 // loss only, the returned logits cast back (gpt_neo); none, the loss in the logits dtype (gpt2 ...
-// biogpt). *RotaryEmbedding with cos_cached/sin_cached buffers per attention layer (qwen2 ...
-// stablelm). Model types that arrived later are left as the current code has them.
+// biogpt; mpt: MptForCausalLM shifts lm_logits and calls CrossEntropyLoss on them as bloom does).
+// *RotaryEmbedding with cos_cached/sin_cached buffers per attention layer (qwen2 ... stablelm).
+// Model types that arrived later are left as the current code has them.
 void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
   static const char* const kUpcastInModel[] = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "gemma2",
                                                "phi",   "phi3",    "starcoder2", "gptj", "codegen"};
-  static const char* const kNoUpcast[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "stablelm", "gpt_bigcode", "biogpt"};
+  static const char* const kNoUpcast[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "stablelm", "gpt_bigcode", "biogpt", "mpt"};
   static const char* const kRotaryCache[] = {"qwen2", "qwen2_moe", "mixtral", "phi", "starcoder2", "falcon", "gpt_neox", "stablelm"};
   auto listed = [&](const auto& types) {
     return std::any_of(std::begin(types), std::end(types), [&](const char* m) { return a.model_type == m; });
   };
-  static const char* const kLossFunctionLate[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "gpt_bigcode", "biogpt"};
+  static const char* const kLossFunctionLate[] = {"gpt2", "opt", "bloom", "gpt_neox", "falcon", "gpt_bigcode", "biogpt", "mpt"};
   if (t.rotary_cache_per_layer) t.rotary_cache_per_layer = listed(kRotaryCache);
   // torchtune's Qwen2RotaryPositionalEmbeddings caches cos and sin over the whole head dimension;
   // lora_qwen2_self_attention builds one per layer (torchtune v0.6.1 models/qwen2/_component_builders.py).

@@ -56,7 +56,8 @@ inline constexpr EnumName<Offload> kOffloadNames[] = {{"none", Offload::kNone}, 
                                                       {"params_optimizer", Offload::kParamsOptimizer},
                                                       {"activations", Offload::kActivations}};
 inline constexpr EnumName<AttentionKernel> kAttentionNames[] = {
-    {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}, {"flash", AttentionKernel::kFlash}};
+    {"eager", AttentionKernel::kEager}, {"sdpa", AttentionKernel::kSdpa}, {"flash", AttentionKernel::kFlash},
+    {"flash_triton", AttentionKernel::kFlashTriton}};
 inline constexpr EnumName<LossKernel> kLossNames[] = {
     {"standard", LossKernel::kStandard}, {"chunked", LossKernel::kChunked}, {"fused", LossKernel::kFused},
     {"chunked_nll", LossKernel::kChunkedNll}, {"trl_fused_head", LossKernel::kTrlFusedHead}, {"liger_flce", LossKernel::kLigerFlce}, {"cut_ce", LossKernel::kCutCe},

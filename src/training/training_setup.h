@@ -49,7 +49,9 @@ enum class OptimizerImpl { kForeach, kFused, kForLoop };
 /// full: every block recomputed from its input; selective: the attention core recomputed
 /// (Megatron `--recompute-activations`, core_attn).
 enum class Checkpointing { kNone, kFull, kSelective };
-enum class AttentionKernel { kEager, kSdpa, kFlash };
+/// flash_triton: FlashAttention's Triton kernel (flash_attn/flash_attn_triton.py of 2022-2023, run by
+/// llm-foundry's attn_impl "triton"): the flash kernel's memory, at its own rates (perf_model.cpp).
+enum class AttentionKernel { kEager, kSdpa, kFlash, kFlashTriton };
 /// chunked: torchtune / litgpt (every chunk's logits kept until backward); fused: a generic fused
 /// linear + CE (RuntimeProfile::fused_loss_chunk_tokens at a time); the logits-free kernels
 /// (block/loss_kernels.h): TRL chunked_nll and fused LM head, Liger fused linear CE, Cut Cross-Entropy, Unsloth's.

@@ -371,3 +371,90 @@ TEST_CASE("multi-query falcon hands SDPA its one K/V head; the new decoder archi
           "new_decoder_architecture":true,"num_kv_heads":1})");
   CHECK_FALSE(gqa.attention.sdpa_unexpanded_kv);
 }
+
+namespace {
+
+// mosaicml/mpt-7b config.json as on the Hub (the keys that shape the model).
+const char* kMpt7b = R"({"model_type":"mpt","architectures":["MPTForCausalLM"],"d_model":4096,"n_heads":32,
+  "n_layers":32,"expansion_ratio":4,"max_seq_len":2048,"vocab_size":50432,"no_bias":true,"learned_pos_emb":true,
+  "norm_type":"low_precision_layernorm","emb_pdrop":0,"resid_pdrop":0,
+  "attn_config":{"alibi":true,"alibi_bias_max":8,"attn_impl":"torch","attn_pdrop":0,"attn_type":"multihead_attention",
+  "attn_uses_sequence_id":false,"clip_qkv":null,"prefix_lm":false,"qk_ln":false,"softmax_scale":null}})";
+
+ErrorCode code_of(const std::string& text, std::string* path = nullptr) {
+  try {
+    parse_hf_config_text(text);
+  } catch (const Error& e) {
+    if (path) *path = e.path();
+    return e.code();
+  }
+  return ErrorCode::kInternal;
+}
+
+}  // namespace
+
+TEST_CASE("mpt: fused Wqkv, GELU MLP, no biases, ALiBi without a position table, wte as the output", "[hf_config][mpt]") {
+  const ModelArchitecture a = parse_hf_config_text(kMpt7b);
+  CHECK(a.position == PositionKind::kAlibi);
+  CHECK(a.attention.layout == QkvLayout::kFused);
+  CHECK(a.attention.num_kv_heads == 32);
+  CHECK(a.mlp.intermediate_size == 16384);
+  CHECK_FALSE(a.mlp.gated);
+  CHECK(a.tie_word_embeddings);
+  const TensorInventory inv = build_tensor_inventory(a);
+  // Per block: Wqkv 3 h^2, out_proj h^2, up/down 2 x 4 h^2, norm_1/norm_2 weights 2 h; then wte, norm_f.
+  const std::int64_t h = 4096;
+  CHECK(inv.total_params == 32 * (12 * h * h + 2 * h) + 50432 * h + h);
+  CHECK(inv.total_params == 6649286656LL);  // the Hub card of mosaicml/mpt-7b: 6,649,286,656
+  std::vector<std::string> names;
+  for (const TensorSpec& t : inv.globals) names.push_back(t.name);
+  for (const TensorSpec& t : inv.groups.front().tensors) names.push_back(expand_name(t.name, 0, 0));
+  for (const char* n : {"transformer.wte.weight", "transformer.norm_f.weight", "transformer.blocks.0.norm_1.weight",
+                        "transformer.blocks.0.attn.Wqkv.weight", "transformer.blocks.0.attn.out_proj.weight",
+                        "transformer.blocks.0.norm_2.weight", "transformer.blocks.0.ffn.up_proj.weight",
+                        "transformer.blocks.0.ffn.down_proj.weight"}) {
+    INFO(n);
+    CHECK(std::find(names.begin(), names.end(), n) != names.end());
+  }
+  CHECK(std::find(names.begin(), names.end(), "transformer.wpe.weight") == names.end());
+}
+
+TEST_CASE("mpt without ALiBi learns a max_seq_len position table; biases and GQA as configured", "[hf_config][mpt]") {
+  // llm-foundry's benchmark MPT-7B (scripts/train/yamls/pretrain/mpt-7b.yaml @b2a43a14 on MPTConfig's
+  // defaults: learned positions, biases, vocabulary 50368): 6,658,859,008 parameters as its table prints.
+  const std::string bench = R"({"model_type":"mpt","d_model":4096,"n_heads":32,"n_layers":32,"expansion_ratio":4,
+    "max_seq_len":2048,"vocab_size":50368,"no_bias":false,"learned_pos_emb":true,"attn_config":{"alibi":false}})";
+  const ModelArchitecture b = parse_hf_config_text(bench);
+  CHECK(b.position == PositionKind::kLearned);
+  CHECK(b.learned_position_rows == 2048);
+  CHECK(params(bench) == 6658859008LL);
+  // grouped-query attention: Wqkv is d_model + 2 kv_n_heads x head_dim wide.
+  const std::string gqa = R"({"model_type":"mpt","d_model":1024,"n_heads":16,"n_layers":2,"vocab_size":100,
+    "attn_config":{"attn_type":"grouped_query_attention","kv_n_heads":4},"ffn_config":{"ffn_type":"mptglu","ffn_hidden_size":2816}})";
+  const ModelArchitecture g = parse_hf_config_text(gqa);
+  CHECK(g.attention.num_kv_heads == 4);
+  CHECK(g.mlp.gated);
+  CHECK(params(gqa) == 2 * (1024LL * (1024 + 2 * 4 * 64) + 1024LL * 1024 + 3LL * 1024 * 2816 + 2 * 1024) + 100 * 1024 + 1024);
+}
+
+TEST_CASE("mpt: missing and unusable keys are coded errors at their JSON Pointer", "[hf_config][mpt]") {
+  std::string path;
+  CHECK(code_of(R"({"model_type":"mpt","n_heads":32,"n_layers":32,"vocab_size":50432})", &path) == ErrorCode::kMissingField);
+  CHECK(path == "/d_model");
+  CHECK(code_of(R"({"model_type":"mpt","d_model":4096,"n_layers":32,"vocab_size":50432})", &path) == ErrorCode::kMissingField);
+  CHECK(path == "/n_heads");
+  CHECK(code_of(R"({"model_type":"mpt","d_model":4096,"n_heads":32,"vocab_size":50432})", &path) == ErrorCode::kMissingField);
+  CHECK(path == "/n_layers");
+  CHECK(code_of(R"({"model_type":"mpt","d_model":64,"n_heads":4,"n_layers":1,"vocab_size":10,
+    "attn_config":{"attn_type":"grouped_query_attention"}})", &path) == ErrorCode::kMissingField);
+  CHECK(path == "/attn_config/kv_n_heads");
+  CHECK(code_of(R"({"model_type":"mpt","d_model":64,"n_heads":4,"n_layers":1,"vocab_size":10,"attn_config":[]})", &path) ==
+        ErrorCode::kInvalidType);
+  CHECK(path == "/attn_config");
+  CHECK(code_of(R"({"model_type":"mpt","d_model":64,"n_heads":4,"n_layers":1,"vocab_size":10,"norm_type":"batchnorm"})", &path) ==
+        ErrorCode::kInvalidValue);
+  CHECK(path == "/norm_type");
+  CHECK(code_of(R"({"model_type":"mpt","d_model":64,"n_heads":4,"n_layers":1,"vocab_size":10,
+    "ffn_config":{"ffn_type":"mb_moe"}})", &path) == ErrorCode::kUnsupported);
+  CHECK(path == "/ffn_config/ffn_type");
+}

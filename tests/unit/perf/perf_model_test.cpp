@@ -1011,6 +1011,37 @@ TEST_CASE("fused attention: FlashAttention-2 at 35 % / 50 %, AOTriton at 23.8 %;
   PerfConstants fa2;
   fa2.flash_attention_efficiency = 0.35;
   CHECK(attention_rates_for(h200, AttentionKernel::kSdpa, fa2, true).normalised);
+  // FlashAttention's Triton kernel: FlashAttention-2 is 1.3-1.5x faster forward and 2x faster
+  // backward (Dao 2023 §4.1), on every GPU and whatever efficiency is given.
+  for (const char* gpu : {"A100-80GB", "H100-80GB"}) {
+    const GpuSpec& g = *presets::find_gpu(gpu);
+    const AttentionRates flash = attention_rates_for(g, AttentionKernel::kFlash, {});
+    const AttentionRates triton = attention_rates_for(g, AttentionKernel::kFlashTriton, {});
+    CHECK(triton.fwd_efficiency == Approx(flash.fwd_efficiency / 1.4));
+    CHECK(triton.bwd_efficiency == Approx(flash.bwd_efficiency / 2.0));
+    CHECK(triton.half_rate_keys == flash.half_rate_keys);
+  }
+  CHECK(attention_rates_for(h200, AttentionKernel::kFlashTriton, fa2).bwd_efficiency == Approx(0.175));
+}
+
+TEST_CASE("FlashAttention's Triton kernel costs more time, the more so at long sequences", "[perf]") {
+  // An MPT-7B-shaped decoder (llm-foundry's benchmark model) at 2k and 32k tokens on one A100.
+  const ModelArchitecture a = parse_hf_config_text(R"({"model_type":"mpt","d_model":4096,"n_heads":32,"n_layers":32,
+    "expansion_ratio":4,"max_seq_len":32768,"vocab_size":50368,"no_bias":false,"attn_config":{"alibi":false}})");
+  const ClusterSpec c = cluster("A100-80GB", 1);
+  double extra_short = 0, extra_long = 0;
+  for (const std::int64_t seq : {2048, 32768}) {
+    TrainingSetup t = bf16(1, seq);
+    t.attention = AttentionKernel::kFlash;
+    const ParallelLayout l;
+    const double flash_s = estimate_step_time(basis_of(a, t), t, l, c).compute_s;
+    t.attention = AttentionKernel::kFlashTriton;
+    const double triton_s = estimate_step_time(basis_of(a, t), t, l, c).compute_s;
+    CHECK(triton_s > flash_s);
+    (seq == 2048 ? extra_short : extra_long) = triton_s / flash_s - 1;
+  }
+  // Attention's share of the step grows with the sequence: so does the Triton kernel's cost.
+  CHECK(extra_long > 5 * extra_short);
 }
 
 TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys each query sees", "[perf][cp]") {
