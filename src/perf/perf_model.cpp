@@ -790,6 +790,10 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       attn_fwd = attn_flops / (attn_peak * attn_rates.fwd_efficiency * share * fill.forward);
       attn_bwd = kFlashBackwardRatio * attn_flops /
                  (attn_peak * attn_rates.bwd_efficiency * (attn_rates.normalised ? share : 1.0) * fill.backward);
+      // Time above whole waves: a larger micro-batch fills them better (not monotone in the
+      // tokens, so the search's speed bound leaves it out, as the GEMMs' wave excess).
+      attn_fwd_excess = attn_fwd * (1 - fill.forward);
+      attn_bwd_excess = attn_bwd * (1 - fill.backward);
     } else {
       const EagerAttentionGemms e = eager_attention_gemms(pl, t.micro_batch, ulysses ? seq : static_cast<double>(plan.positions),
                                                           seq, act_tp * (ulysses ? cp : 1.0), attn_gemm);

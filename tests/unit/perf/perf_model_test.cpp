@@ -575,6 +575,13 @@ TEST_CASE("context parallelism costs more per step at short sequences: grid fill
   const double whole_flops = 32 * 3.5 * 8192.0 * (2.0 * 8 * 256) * 4096;
   CHECK(attention_part(layout(4, 1, false)) == Approx(whole_flops * seconds_per_flop / flash_length_factor(4096)).epsilon(1e-9));
 
+  // A larger micro-batch fills the waves better, so the search's speed bound at micro-batch 1
+  // leaves the fill's excess out (as the GEMMs' wave excess) and still bounds micro-batch 2.
+  TrainingSetup t2 = t;
+  t2.micro_batch = 2;
+  const ParallelLayout l44 = layout(4, 4, false);
+  CHECK(tokens_per_s_upper_bound(b, t, l44, c, {}, nullptr, nullptr) >= estimate_step_time(basis_of(a, t2), t2, l44, c).tokens_per_s);
+
   // Each ring step launches its kernels: the host's launch time grows with cp, PyTorch's ring
   // (12 + 11 a step, eager merges) more than Transformer Engine's (6 + 9).
   const double k = PerfConstants{}.host_launch_s;
