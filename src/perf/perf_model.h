@@ -410,7 +410,7 @@ struct StageCost {
   double tp_total_s = 0;    // the tensor-parallel collectives before overlap (tp_s: exposed)
   double block_params = 0;  // part of `params` in transformer blocks (a QLoRA base's NF4 weights)
   double sp_gather_copy_s = 0;  // part of compute_s: copies after sequence-parallel all-gathers
-  double wave_excess_s = 0;     // part of compute_s: GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline)
+  double wave_excess_s = 0;     // part of compute_s: GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline), and a ring's flash time above whole waves
   double launch_s = 0;          // host time to issue the micro-batch's kernels (PerfConstants::host_launch_s)
   double launch_gap_s = 0;      // GPU idle between synchronous launches (TrainingSetup::cuda_launch_blocking)
 };
