@@ -370,6 +370,8 @@ RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_f
     const double steps_bytes = 2 * e + later * 3 * e;
     r.forward_merge_s = out * steps_bytes / hbm;
     r.backward_merge_s = (q + kv) * steps_bytes / hbm;
+    r.forward_kernels = cp * kTeRingForwardKernelsPerStep;
+    r.backward_kernels = cp * kTeRingBackwardKernelsPerStep;
     return r;
   }
   // PyTorch: _AllGatherRotater gathers every rank's K/V once and next_buffer() waits for it
@@ -397,7 +399,46 @@ RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_f
                            kv * (4 + accum + later * (accum / 2 + 8) + cp * 8 + later * 2 * e + cast_out);
   r.forward_merge_s = fwd_bytes / hbm;
   r.backward_merge_s = bwd_bytes / hbm;
+  r.forward_kernels = cp * kTorchRingForwardKernelsPerStep;
+  r.backward_kernels = cp * kTorchRingBackwardKernelsPerStep;
   return r;
+}
+
+double wave_fill(double ctas, double slots) {
+  if (slots <= 0 || ctas <= 0) return 1;
+  return ctas / (std::ceil(ctas / slots) * slots);
+}
+
+FlashFill flash_call_fill(double batch, double heads, double queries, double keys, double sms, double forward_calls) {
+  FlashFill f;
+  if (sms <= 0) return f;
+  const double bh = std::max(batch, 1.0) * std::max(heads, 1.0);
+  f.forward = wave_fill(forward_calls * bh * std::ceil(queries / kFlashForwardBlockQueries), sms * kFlashForwardCtasPerSm);
+  f.backward = wave_fill(bh * std::ceil(keys / kFlashBackwardBlockKeys), sms * kFlashBackwardCtasPerSm);
+  return f;
+}
+
+FlashFill ring_flash_fill(double batch, double heads, double local, std::int64_t cp, bool causal, double sms,
+                          bool two_streams) {
+  if (cp <= 1 || sms <= 0) return {};
+  const double later = static_cast<double>(cp - 1), steps = static_cast<double>(cp);
+  const double pair = two_streams ? 2.0 : 1.0;
+  // The first step's causal block: its CTAs carry unequal work (query block j computes j + 1 key
+  // blocks), so it is taken at the kernel's measured causal rate, as a whole-sequence call is.
+  const FlashFill first = causal ? FlashFill{} : flash_call_fill(batch, heads, local, local, sms);
+  // Time over fill, summed over the steps (each 1/cp of the FLOPs), gives the harmonic mean.
+  double fwd = 1 / first.forward, bwd = 1 / first.backward;
+  if (!causal) {
+    const FlashFill whole = flash_call_fill(batch, heads, local, local, sms, pair);
+    fwd += later / whole.forward;
+    bwd += later / whole.backward;
+  } else {
+    const FlashFill half_keys = flash_call_fill(batch, heads, local, local / 2, sms, pair);
+    const FlashFill half_queries = flash_call_fill(batch, heads, local / 2, local, sms, pair);
+    fwd += later / 2 * (1 / half_keys.forward + 1 / half_queries.forward);
+    bwd += later / 2 * (1 / half_keys.backward + 1 / half_queries.backward);
+  }
+  return {steps / fwd, steps / bwd};
 }
 
 double ulysses_all_to_all_s(const RingAttentionShape& s, double link_bytes_per_s, double link_latency_s) {
@@ -766,9 +807,21 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
       // Each kernel call sees ctx / cp keys per query on average (a context-parallel ring splits
       // the keys over its cp steps; Ulysses attends over the whole sequence with heads / cp).
       const double share = attn_rates.forward_share(ulysses ? ctx : ctx / cp);
-      attn_fwd = attn_flops / (attn_peak * attn_rates.fwd_efficiency * share);
+      // A ring's later steps run equal-work half-blocks whose grids fill the SMs in whole waves
+      // (ring_flash_fill; FlashAttention-2's sm80/sm90 grids, A100 and Hopper). A whole-sequence
+      // call keeps the kernel's measured rate.
+      const bool fa2_grid = g.id.rfind("A100", 0) == 0 || is_hopper(g);
+      const double sms = fa2_grid ? static_cast<double>(g.sm_count) : 0.0;
+      const FlashFill fill = plan.cp > 1 && !ulysses ? ring_flash_fill(static_cast<double>(t.micro_batch), pl.heads / act_tp, seq / cp, plan.cp,
+                                                                       b.causal, sms, !l.behaviour.cp_gather_kv)
+                                                     : FlashFill{};
+      attn_fwd = attn_flops / (attn_peak * attn_rates.fwd_efficiency * share * fill.forward);
       attn_bwd = kFlashBackwardRatio * attn_flops /
-                 (attn_peak * attn_rates.bwd_efficiency * (attn_rates.normalised ? share : 1.0));
+                 (attn_peak * attn_rates.bwd_efficiency * (attn_rates.normalised ? share : 1.0) * fill.backward);
+      // Time above whole waves: a larger micro-batch fills them better (not monotone in the
+      // tokens, so the search's speed bound leaves it out, as the GEMMs' wave excess).
+      attn_fwd_excess = attn_fwd * (1 - fill.forward);
+      attn_bwd_excess = attn_bwd * (1 - fill.backward);
     } else {
       const EagerAttentionGemms e = eager_attention_gemms(pl, t.micro_batch, ulysses ? seq : static_cast<double>(plan.positions),
                                                           seq, act_tp * (ulysses ? cp : 1.0), attn_gemm);
@@ -874,7 +927,12 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     lc.wave_excess_s = (1 + recompute_all + mm_policy) * (mm_fwd - ideal_fwd) + (mm_bwd - ideal_bwd) +
                        (1 + recompute_all + recompute_attention) * attn_fwd_excess + attn_bwd_excess;
     const double kernels_fwd = t.compile ? pl.kernels_fwd_compiled : t.fused_elementwise ? pl.kernels_fwd_fused : pl.kernels_fwd_eager;
-    const double kernels = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward);
+    // A ring launches its steps' kernels in place of the one attention kernel, in every forward
+    // pass (recomputations included) and in the backward.
+    const double ring_kernels = ring.forward_kernels > 0 ? (ring.forward_kernels - 1) * (1 + recompute_all + recompute_attention) +
+                                                               ring.backward_kernels - kBackwardKernelsPerForward
+                                                         : 0.0;
+    const double kernels = kernels_fwd * (1 + recompute_all + kBackwardKernelsPerForward) + ring_kernels;
     lc.launch_s = kernels * k.host_launch_s;
     lc.launch_gap_s = t.cuda_launch_blocking ? kernels * kBlockingLaunchGapS : 0.0;
     // Tensor parallel: two collectives of the block's activations in the forward (attention and
@@ -1334,7 +1392,7 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);
   out.emplace_back(buf);
   out.emplace_back("tensor-parallel collectives of the forward are not overlapped (no async TP); the backward's run beside their GEMMs where the framework launches them asynchronously (Megatron-LM, Transformer Engine); pipeline bubble (p-1)/v micro-batch slots");
-  out.emplace_back("context-parallel ring: each step's transfer overlaps that step's attention (PyTorch's all-gather rotation: the first step's only; its fp32 merges as eager kernels)");
+  out.emplace_back("context-parallel ring: each step's transfer overlaps that step's attention (PyTorch's all-gather rotation: the first step's only; its fp32 merges as eager kernels); its half-block steps fill the SMs in whole waves of FlashAttention-2's grid, and each step launches its own kernels");
   out.emplace_back("load-balanced experts and stages; no data-loading overhead");
   return out;
 }

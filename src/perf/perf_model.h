@@ -224,10 +224,60 @@ struct RingAttentionCost {
   double backward_exposed_s = 0;
   double forward_merge_s = 0;
   double backward_merge_s = 0;
+  /// Kernels the ring launches per pass in place of the one attention kernel (ring_kernels_per_step).
+  double forward_kernels = 0, backward_kernels = 0;
 };
 RingAttentionCost ring_attention_cost(const RingAttentionShape& s, double attn_fwd_s, double attn_bwd_s,
                                       double link_bytes_per_s, double link_latency_s, double hbm_bytes_per_s,
                                       double slowdown);
+
+/// Kernels one ring step launches, counted from the code. PyTorch's ring
+/// (torch/distributed/tensor/experimental/_attention.py @ 0123248a, _templated_ring_attention
+/// and its backward): forward, the K/V
+/// torch.cat before a send, the SDPA kernel, the out and lse casts to fp32, and _SDPAMerger's
+/// eight elementwise ops (out: lse difference, sigmoid, out - block_out, x, -; lse: difference,
+/// logsigmoid, -) = 12; backward, the K/V cat, the flash backward's three kernels
+/// (flash_bwd_launch_template.h: dot_do_o, dq_dk_dv, convert_dq), the dK/dV update (a chunk add
+/// and the _partial_update cat, for each), the dK/dV cat and its permute, the dQ add = 11.
+/// Transformer Engine (attention.py FlashAttnUnpaddedFuncWithCP / AttnFuncWithCPAndKVP2P, the
+/// 1.x releases NeMo 24.03-24.07 ship, and context_parallel.py @ d0067d0d): forward, the send
+/// and the receive (isend and irecv apart unless cp is 2, flash_attn_p2p_communicate), the
+/// half-block .contiguous() copy, the flash kernel, the TorchScript-fused lse and out
+/// corrections = 6; backward, the send and the receive, the half-block copies (of K/V, or of q,
+/// out and dout: 2 on average), the flash backward's three kernels, the dq and dkv adds = 9.
+inline constexpr double kTorchRingForwardKernelsPerStep = 12, kTorchRingBackwardKernelsPerStep = 11;
+inline constexpr double kTeRingForwardKernelsPerStep = 6, kTeRingBackwardKernelsPerStep = 9;
+
+/// FlashAttention-2's grids at head dim 128 on sm80/sm90 (Dao-AILab/flash-attention
+/// csrc/flash_attn/src/flash_fwd_launch_template.h @ c1f0be2f run_mha_fwd_hdim128:
+/// Flash_fwd_kernel_traits<128, 128, 64, 4>, grid (ceil(seqlen_q / 128), b, h);
+/// flash_bwd_launch_template.h @ 073afd59 run_mha_bwd_hdim128 with >= 144 KB of shared memory:
+/// Flash_bwd_kernel_traits<128, 64, 128, 8, ...>, grid (ceil(seqlen_k / 128), b, h)). The forward
+/// CTA holds a 128 x 128 query tile and two 64 x 128 K/V tiles, 64 KB of shared memory, so two run
+/// on an A100 SM (164 KB); the backward's takes 144 KB or more, one per SM.
+inline constexpr double kFlashForwardBlockQueries = 128, kFlashForwardCtasPerSm = 2;
+inline constexpr double kFlashBackwardBlockKeys = 128, kFlashBackwardCtasPerSm = 1;
+/// The share of `slots` a grid of `ctas` equal CTAs keeps busy over its waves:
+/// ctas / (ceil(ctas / slots) x slots); 1 where slots is 0 (SM count unknown).
+double wave_fill(double ctas, double slots);
+/// A flash-attention call's forward and backward wave fill (the share of the kernel's rate it
+/// keeps): batch x heads x ceil(queries / 128) forward CTAs over 2 per SM, batch x heads x
+/// ceil(keys / 128) backward CTAs over 1 per SM. `forward_calls` concurrent calls share the
+/// forward's waves (Transformer Engine runs consecutive ring steps on two streams).
+struct FlashFill {
+  double forward = 1, backward = 1;
+};
+FlashFill flash_call_fill(double batch, double heads, double queries, double keys, double sms,
+                          double forward_calls = 1);
+/// The fill of a context-parallel ring's cp kernel calls on a rank holding `local` positions of
+/// each sequence, time-weighted (every step carries the same FLOPs): causal and load-balanced,
+/// the first step runs the local block causally (taken unquantized: its CTAs carry unequal work,
+/// as a whole-sequence causal call's do), the later ones a half-block, queries local x keys
+/// local / 2 where the K/V chunk comes from an earlier rank and local / 2 x local from a later
+/// one, half of the later steps each over the ring's ranks; non-causal, every step local x local. `two_streams`: Transformer Engine's forward (flash_attn_streams, "to resolve
+/// wave quantization issue of Flash Attn in each step"), whose later steps overlap in pairs.
+FlashFill ring_flash_fill(double batch, double heads, double local, std::int64_t cp, bool causal, double sms,
+                          bool two_streams);
 
 /// Ulysses' all-to-alls per pass, forward or backward alike: q, k and v scattered over heads
 /// and the output gathered back (their gradients the other way), each sending (cp - 1) / cp of
@@ -364,7 +414,7 @@ struct StageCost {
   double tp_total_s = 0;    // the tensor-parallel collectives before overlap (tp_s: exposed)
   double block_params = 0;  // part of `params` in transformer blocks (a QLoRA base's NF4 weights)
   double sp_gather_copy_s = 0;  // part of compute_s: copies after sequence-parallel all-gathers
-  double wave_excess_s = 0;     // part of compute_s: GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline)
+  double wave_excess_s = 0;     // part of compute_s: GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline), and a ring's flash time above whole waves
   double launch_s = 0;          // host time to issue the micro-batch's kernels (PerfConstants::host_launch_s)
   double launch_gap_s = 0;      // GPU idle between synchronous launches (TrainingSetup::cuda_launch_blocking)
 };

@@ -63,8 +63,9 @@ double tokens_per_s_upper_bound(const PerfBasis& basis, const TrainingSetup& t, 
   const double tokens_per_mb = static_cast<double>(l.dp) * static_cast<double>(t.micro_batch) * static_cast<double>(t.seq_len);
   // Sequence-parallel all-gathers that are views at micro-batch 1 only: micro-batch 1 skips
   // their copies, so the bound leaves them out at every micro-batch (at most what any stage
-  // spends on them); GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline) is not
-  // monotone in the tokens and is left out too; the host's launch time is a floor per micro-batch.
+  // spends on them); GEMM time above FLOPs at the mainloop rate (tiles, waves, roofline) and a
+  // context-parallel ring's flash time above whole waves are not monotone in the tokens and are
+  // left out too; the host's launch time is a floor per micro-batch.
   double spare = std::max(costs.first.wave_excess_s, costs.last.wave_excess_s);
   if (t.micro_batch > 1 && l.behaviour.sp_gather_view_at_batch_1) {
     spare += std::max(costs.first.sp_gather_copy_s, costs.last.sp_gather_copy_s);

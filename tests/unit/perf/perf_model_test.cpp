@@ -516,6 +516,98 @@ TEST_CASE("context-parallel rings: what each implementation leaves exposed and w
   CHECK(none.forward_exposed_s + none.backward_exposed_s + none.forward_merge_s + none.backward_merge_s == 0);
 }
 
+TEST_CASE("a flash kernel's grid fills the SMs in whole waves: small ring blocks leave SMs idle", "[perf][cp]") {
+  // 132 SMs (H100 SXM): two forward CTAs per SM, one backward CTA.
+  CHECK(wave_fill(264, 264) == 1);
+  CHECK(wave_fill(265, 264) == Approx(265.0 / 528).epsilon(1e-12));
+  CHECK(wave_fill(64, 0) == 1);  // SM count unknown: no quantization
+  // 8k tokens, 32 heads, batch 1: 64 query tiles x 32 heads, 7.76 forward waves.
+  const FlashFill whole = flash_call_fill(1, 32, 8192, 8192, 132);
+  CHECK(whole.forward == Approx(2048.0 / (8 * 264)).epsilon(1e-12));
+  CHECK(whole.backward == Approx(2048.0 / (16 * 132)).epsilon(1e-12));
+  // A ring step of TP 8 x CP 8 at 8k: 1024 local positions of 4 heads, 32 forward CTAs.
+  const FlashFill step = flash_call_fill(1, 4, 1024, 1024, 132);
+  CHECK(step.forward == Approx(32.0 / 264).epsilon(1e-12));
+  CHECK(step.backward == Approx(32.0 / 132).epsilon(1e-12));
+  // The load-balanced ring's half-blocks fill less than its first, whole block, and the fill
+  // falls with the ring's degree at a fixed sequence (each step's block shrinks).
+  const FlashFill ring2 = ring_flash_fill(1, 8, 4096, 2, true, 132, false);
+  const FlashFill ring8 = ring_flash_fill(1, 8, 1024, 8, true, 132, false);
+  CHECK(ring8.forward < ring2.forward);
+  CHECK(ring8.backward < ring2.backward);
+  // Harmonic mean over the steps, cp / sum(1 / fill); the first, causal step unquantized.
+  const FlashFill hk = flash_call_fill(1, 8, 1024, 512, 132), hq = flash_call_fill(1, 8, 512, 1024, 132);
+  CHECK(hk.backward == Approx(32.0 / 132).epsilon(1e-12));
+  CHECK(ring8.forward == Approx(8 / (1 + 3.5 / hk.forward + 3.5 / hq.forward)).epsilon(1e-12));
+  CHECK(ring8.backward == Approx(8 / (1 + 3.5 / hk.backward + 3.5 / hq.backward)).epsilon(1e-12));
+  // Non-causal: every step a whole local block.
+  const FlashFill whole_block = flash_call_fill(1, 8, 1024, 1024, 132);
+  CHECK(ring_flash_fill(1, 8, 1024, 8, false, 132, false).forward == Approx(whole_block.forward).epsilon(1e-12));
+  CHECK(ring_flash_fill(1, 8, 1024, 1, true, 132, false).forward == 1);  // no ring
+  // Transformer Engine's two streams let a step's forward fill the waves its neighbour leaves.
+  CHECK(ring_flash_fill(1, 8, 1024, 8, true, 132, true).forward > ring8.forward);
+  CHECK(ring_flash_fill(1, 8, 1024, 8, true, 132, true).backward == Approx(ring8.backward).epsilon(1e-12));
+}
+
+TEST_CASE("context parallelism costs more per step at short sequences: grid fill and the ring's kernels", "[perf][cp]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  TrainingSetup t = bf16(1, 8192);
+  t.checkpointing = Checkpointing::kNone;
+  t.attention = AttentionKernel::kFlash;
+  const PerfBasis b = basis_of(a, t);
+  const ClusterSpec c = cluster("H100-80GB", 32);
+  auto layout = [](std::int64_t tp, std::int64_t cp, bool gather) {
+    ParallelLayout l;
+    l.tp = tp;
+    l.cp = cp;
+    l.dp = 32 / (tp * cp);
+    l.sequence_parallel = tp > 1;
+    l.behaviour.cp_gather_kv = gather;
+    return l;
+  };
+  // TP 4 x CP 4 (Transformer Engine's ring): the attention of a rank costs more than its FLOPs
+  // at the kernel's rate say, because 8 heads x 2k positions leave SMs idle in the half-block
+  // steps. Two attention efficiencies differ in compute by the attention's time alone.
+  PerfConstants slow, fast;
+  slow.overlap_compute_slowdown = fast.overlap_compute_slowdown = 0;
+  slow.flash_attention_efficiency = 0.35;
+  fast.flash_attention_efficiency = 0.7;
+  auto attention_part = [&](const ParallelLayout& l) {
+    return stage_costs(b, t, l, c, slow).last.compute_s - stage_costs(b, t, l, c, fast).last.compute_s;
+  };
+  const double seconds_per_flop = (1 / 0.35 - 1 / 0.7) / (c.gpu.dense_tflops_bf16 * 1e12);
+  // 32 layers, forward + backward (2.5x), the rank's queries over the causal context s/2.
+  const double ring_flops = 32 * 3.5 * 2048.0 * (2.0 * 8 * 256) * 4096;
+  const FlashFill fill = ring_flash_fill(1, 8, 2048, 4, true, 132, true);
+  const double over_fill = (1 / fill.forward + 2.5 / fill.backward) / 3.5;
+  CHECK(over_fill > 1.3);
+  CHECK(attention_part(layout(4, 4, false)) ==
+        Approx(ring_flops * seconds_per_flop / flash_length_factor(1024) * over_fill).epsilon(1e-9));
+  // Without CP the attention is one causal call over the whole sequence, at the kernel's rate.
+  const double whole_flops = 32 * 3.5 * 8192.0 * (2.0 * 8 * 256) * 4096;
+  CHECK(attention_part(layout(4, 1, false)) == Approx(whole_flops * seconds_per_flop / flash_length_factor(4096)).epsilon(1e-9));
+
+  // A larger micro-batch fills the waves better, so the search's speed bound at micro-batch 1
+  // leaves the fill's excess out (as the GEMMs' wave excess) and still bounds micro-batch 2.
+  TrainingSetup t2 = t;
+  t2.micro_batch = 2;
+  const ParallelLayout l44 = layout(4, 4, false);
+  CHECK(tokens_per_s_upper_bound(b, t, l44, c, {}, nullptr, nullptr) >= estimate_step_time(basis_of(a, t2), t2, l44, c).tokens_per_s);
+
+  // Each ring step launches its kernels: the host's launch time grows with cp, PyTorch's ring
+  // (12 + 11 a step, eager merges) more than Transformer Engine's (6 + 9).
+  const double k = PerfConstants{}.host_launch_s;
+  const double te2 = stage_costs(b, t, layout(1, 2, false), c).last.launch_s;
+  const double te8 = stage_costs(b, t, layout(1, 8, false), c).last.launch_s;
+  CHECK(te8 - te2 == Approx(32 * 6 * (kTeRingForwardKernelsPerStep + kTeRingBackwardKernelsPerStep) * k).epsilon(1e-9));
+  const double pt2 = stage_costs(b, t, layout(1, 2, true), c).last.launch_s;
+  const double pt8 = stage_costs(b, t, layout(1, 8, true), c).last.launch_s;
+  CHECK(pt8 - pt2 == Approx(32 * 6 * (kTorchRingForwardKernelsPerStep + kTorchRingBackwardKernelsPerStep) * k).epsilon(1e-9));
+  CHECK(pt8 > te8);
+  const double none = stage_costs(b, t, layout(1, 1, false), c).last.launch_s;
+  CHECK(te2 > none);
+}
+
 TEST_CASE("torchtitan before 2026-01 repeats K/V for every query head: saved, and passed around the ring", "[perf][cp]") {
   const FrameworkProfile& titan = framework_profile(Framework::kTorchtitan);
   CHECK(framework_defaults(titan, 202412).attention_repeats_kv);
@@ -1072,7 +1164,11 @@ TEST_CASE("a flash-attention kernel amortises its per-tile cost over the keys ea
   // Forward + backward (2.5x), 32 layers, the rank's 2048 queries over the causal context s/2.
   const double flops = 32 * 3.5 * 2048.0 * (2.0 * 32 * 256) * 4096;
   const double rate = c.gpu.dense_tflops_bf16 * 1e12 * flash_length_factor(1024);
-  CHECK(diff == Approx(flops / rate * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
+  // Over the ring's wave fill, forward (1 part in 3.5) and backward (2.5).
+  const FlashFill fill = ring_flash_fill(1, 32, 2048, 4, true, static_cast<double>(c.gpu.sm_count), false);
+  REQUIRE(fill.forward < 1);
+  const double over_fill = (1 / fill.forward + 2.5 / fill.backward) / 3.5;
+  CHECK(diff == Approx(flops / rate * over_fill * (1 / 0.35 - 1 / 0.7)).epsilon(1e-9));
 }
 
 TEST_CASE("eager attention computes every score, as batched GEMMs at the head dim's shape", "[perf]") {
