@@ -22,7 +22,7 @@ def formula(model, method, world, sharded, offload):
         if offload:
             cached += seg(-(-root // world))
     else:
-        bucket = seg(min(head, fw.BUCKET)) if root - head >= fw.BUCKET else 0
+        bucket = seg(head) if root - head >= fw.BUCKET else 0
         cached = seg(root) + seg(layer) + bucket
     return cached
 
