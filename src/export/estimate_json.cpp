@@ -187,6 +187,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"gather_copy_out", b.gather_copy_out},
            {"sharded_grads_on_reduce_stream", b.sharded_grads_on_reduce_stream},
            {"fsdp2_wraps_loaded_4bit_model", b.fsdp2_wraps_loaded_4bit_model},
+           {"fsdp1_wrap_from_host", b.fsdp1_wrap_from_host},
            {"sp_saves_gathered_inputs", b.sp_saves_gathered_inputs},
            {"sp_collective_copies", b.sp_collective_copies},
            {"sp_gather_view_at_batch_1", b.sp_gather_view_at_batch_1},

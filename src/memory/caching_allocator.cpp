@@ -30,4 +30,22 @@ std::int64_t first_step_loss_segment_bytes(std::int64_t logits_bytes, std::int64
   return logits_apart ? checked_add(buffers, large_segment_bytes(logits_bytes), "segment bytes") : buffers;
 }
 
+std::int64_t fsdp1_wrap_cached_bytes(std::int64_t root_bytes, std::int64_t head_bytes, std::int64_t layer_bytes,
+                                     std::int64_t shard_ranks, bool sharded, bool offloaded) {
+  if (root_bytes <= 0 && layer_bytes <= 0) return 0;
+  const std::int64_t root = large_segment_bytes(root_bytes), layer = large_segment_bytes(layer_bytes);
+  std::int64_t cached = 0;
+  if (sharded) {
+    cached = checked_mul(2, checked_add(root, layer, "segment bytes"), "segment bytes");
+  } else {
+    // The embedding fills a bucket of its own (a view); the final norm and the head make the next,
+    // flattened into a buffer of their size (a bucket closes once it reaches the limit). A smaller
+    // embedding shares the root's one bucket, which the flat parameter of the same size reuses.
+    const std::int64_t bucket = root_bytes - head_bytes >= kFsdp1BroadcastBucketBytes ? large_segment_bytes(head_bytes) : 0;
+    cached = checked_add(checked_add(root, layer, "segment bytes"), bucket, "segment bytes");
+  }
+  if (offloaded && sharded) cached = checked_add(cached, large_segment_bytes(ceil_div(root_bytes, std::max<std::int64_t>(1, shard_ranks))), "segment bytes");
+  return cached;
+}
+
 }  // namespace memfit

@@ -35,4 +35,23 @@ std::int64_t second_step_loss_segment_bytes(std::int64_t loss_buffer_bytes, std:
 std::int64_t first_step_loss_segment_bytes(std::int64_t logits_bytes, std::int64_t loss_buffer_bytes,
                                            std::int64_t loss_segments, bool logits_held, bool expandable_segments);
 
+/// torch FSDP1's broadcast bucket when it syncs module states (torch/distributed/fsdp/_init_utils.py
+/// PARAM_BROADCAST_BUCKET_SIZE, 250 MiB).
+inline constexpr std::int64_t kFsdp1BroadcastBucketBytes = 250LL << 20;
+
+/// The segments FSDP1's wrap of a model held in host memory leaves cached on the rank that loaded
+/// it (DistributedBehaviour::fsdp1_wrap_from_host; tools/oracle/fsdp1_wrap.py replays the requests).
+/// Each unit's parameters are copied to the device (a block each), concatenated into the unsharded
+/// flat parameter, and the rank's chunk is cloned before the rest is freed. The root unit
+/// (embeddings, final norm, head: `root_bytes`, `head_bytes` of it) is wrapped last and is larger than
+/// any block (`layer_bytes`), so its copies and flat buffer find no cached block that holds them and
+/// map their own segments; a block's leave theirs for the next block. Sharded (`sharded`): both units'
+/// copies and flat buffers stay cached (2 x (root + block)); the shard's clone takes the broadcast
+/// bucket's freed block. Unsharded (NO_SHARD): the flat parameter is kept, so the copies of both
+/// units and the root's head bucket (the final norm and output layer flattened, the embedding a bucket
+/// of its own) stay cached. `offloaded`: the root's shard goes to the host after it is made, its
+/// block cached too.
+std::int64_t fsdp1_wrap_cached_bytes(std::int64_t root_bytes, std::int64_t head_bytes, std::int64_t layer_bytes,
+                                     std::int64_t shard_ranks, bool sharded, bool offloaded);
+
 }  // namespace memfit

@@ -200,6 +200,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   std::int64_t largest_trainable = 0;
   std::int64_t adafactor_state = 0;
   std::int64_t large_states = 0;  // of large_pool_state_bytes, before sharding
+  // bitsandbytes' quant states (absmax and its double-quantised scales) are attributes of each
+  // Params4bit, not parameters: FSDP and ZeRO-3 shard and offload the packed weights only, and every
+  // rank keeps every quant state on its GPU (fsdp_qlora train.py @ 4cd6923 load_and_quantize: "FSDP
+  // only syncs parameters and buffers, so the quant_state isn't copied"; bitsandbytes 0.43
+  // Params4bit.to moves quant_state beside the data). By class, before sharding.
+  std::int64_t quant_state_bytes[2] = {};
   // transformers' Adafactor.step, one tensor at a time (v5.24.0 optimization.py): a 16-bit
   // parameter's grad.float() and p.float() copies, `grad**2 + eps` and the factored product
   // r_factor * c_factor, all fp32 and live together; fp32 parameters make no copies.
@@ -261,6 +267,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
                                           ceil_div((n % 1'000'000) * micro, 1'000'000), "weight bytes");
       cls[c].weights = checked_add(cls[c].weights, qb, "weight bytes");
       gather_bytes = qb / std::max<std::int64_t>(1, layers_in_group);
+      // torchtune's NF4 is torchao's NF4Tensor, whose scalers are inner tensors that FSDP2 shards with
+      // the data (torchao dtypes/nf4tensor.py fsdp_pre_all_gather); its profile is the one whose
+      // dequantisation runs torchao's eager path (nf4_dequant_bytes_per_param above bitsandbytes' 2).
+      const bool bnb_quant_state = t.nf4_dequant_bytes_per_param <= 2;
+      if (quant == BaseQuant::kNf4 && bnb_quant_state) quant_state_bytes[c] += qb - std::min(qb, ceil_div(n, 2));
       // The kernel dequantises one weight at a time to the compute dtype (freed after the matmul,
       // and again in backward), with the library's eager intermediates (TrainingSetup::
       // nf4_dequant_bytes_per_param), which torch.compile fuses away.
@@ -461,7 +472,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     stepped_params += z != Sharding::kNone ? ceil_div(elems, div[c]) : elems;
   }
   for (int c = 0; c < 2; ++c) {
-    m.weights_bytes += z == Sharding::kZero3 ? ceil_div(cls[c].weights, div[c]) : cls[c].weights;
+    const std::int64_t qs = z == Sharding::kZero3 && div[c] > 1 ? quant_state_bytes[c] : 0;  // kept whole
+    m.weights_bytes += z == Sharding::kZero3 ? ceil_div(cls[c].weights - qs, div[c]) + qs : cls[c].weights;
     m.gradients_bytes += z == Sharding::kZero2 || z == Sharding::kZero3 ? ceil_div(cls[c].gradients, div[c]) : cls[c].gradients;
     m.optimizer_states_bytes += z != Sharding::kNone ? ceil_div(cls[c].states, div[c]) : cls[c].states;
   }
@@ -494,6 +506,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.head_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.head_gradient_bytes) * ratio);
     m.root_sharded_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.root_unsharded_gradient_bytes) * ratio);
   }
+  m.unit_layer_bytes = m.gather_layer_bytes;
+  m.unit_root_bytes = m.gather_root_bytes;
+  m.unit_head_bytes = m.gather_head_bytes;
   if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = m.reduce_layer_input_bytes = 0;
   m.live_kept_layers = z == Sharding::kZero3 ? live_kept_layers(arch, shard, m.gather_layer_bytes, held_layers) : 0;
   if (z == Sharding::kZero3 && shard.behaviour.gather_replaces_shard && div[0] > 1) {
@@ -584,8 +599,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   if (t.offload == Offload::kParamsOptimizer) {
     // ZeRO-Infinity / FSDP CPUOffload(offload_params=True): parameter and gradient shards live
     // on the host; the GPU holds only what is gathered for compute and reduced from it.
-    m.host_bytes += m.weights_bytes + m.gradients_bytes;
-    m.weights_bytes = 0;
+    // The quant states stay on the GPU (not parameters: not offloaded either).
+    const std::int64_t quant_states = quant_state_bytes[0] + quant_state_bytes[1];
+    const std::int64_t kept = std::min(m.weights_bytes, quant_states);
+    m.host_bytes += m.weights_bytes - kept + m.gradients_bytes;
+    m.weights_bytes = kept;
     m.master_weights_bytes = 0;
     m.gradients_bytes = 0;
     m.layer_gradient_bytes = 0;

@@ -56,6 +56,11 @@ struct ModelStates {
   /// ZeRO-3: embeddings, final norm and head as gathered (the root unit).
   std::int64_t gather_root_bytes = 0;
   std::int64_t gather_head_bytes = 0;     // ... of which the final norm and output layer
+  /// One block's and the root unit's parameters as stored unsharded (what FSDP1's wrap moves to
+  /// the device and flattens, DistributedBehaviour::fsdp1_wrap_from_host), whatever the sharding.
+  std::int64_t unit_layer_bytes = 0;
+  std::int64_t unit_root_bytes = 0;
+  std::int64_t unit_head_bytes = 0;  // ... of which the final norm and output layer
   /// DeepSpeed ZeRO-3: top blocks that stay gathered from their forward to their backward
   /// (DistributedBehaviour::zero3_max_live_elements).
   std::int64_t live_kept_layers = 0;

@@ -217,6 +217,20 @@ class Replay {
     return layers * per_layer * std::max(chunks, rank_.kind.chunks_in_flight) / chunks;
   }
 
+  // What the compute stream's pool holds when FSDP1's wrap from host memory returns (torch FSDP1,
+  // DistributedBehaviour::fsdp1_wrap_from_host): the rank's weights and the segments the wrap's
+  // transients left cached (memory/caching_allocator.h fsdp1_wrap_cached_bytes; with expandable
+  // segments the freed pages stay mapped too, and the same bytes bound them). 0 otherwise.
+  std::int64_t wrap_reserved_bytes() const {
+    const RankShard& sh = rank_.shard;
+    if (!sh.behaviour.fsdp1_wrap_from_host || !(sh.embedding && sh.head)) return 0;
+    const bool sharded = sh.sharding == Sharding::kZero2 || sh.sharding == Sharding::kZero3;
+    const std::int64_t cached =
+        fsdp1_wrap_cached_bytes(states_.unit_root_bytes, states_.unit_head_bytes, states_.unit_layer_bytes, sh.dense_shard,
+                                sharded, t_.offload == Offload::kParamsOptimizer);
+    return cached > 0 ? checked_add(states_.weights_bytes, cached, "reserved bytes") : 0;
+  }
+
   // Logits and cross-entropy, per token of the micro-batch (v = vocabulary, e = logit dtype):
   //  standard, upcast (HF ForCausalLMLoss, torchtitan, Megatron: logits.float()):
   //    forward e·v logits + 4v fp32 copy + 4v log-probs saved; backward 4v saved + 4v nll grad
@@ -479,12 +493,33 @@ class Replay {
     const std::int64_t first_step_reserved = std::max(first_step_peak_, first_step_loss_reserved_);
     const std::int64_t history = checked_add(first_step_reserved, remapped_bytes_, "reserved bytes");
     std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
+    // FSDP1's wrap from host memory leaves large segments cached on the compute stream
+    // (wrap_reserved_bytes). The step's large compute-stream blocks reuse them; the pools that cannot
+    // add to them: the unshard stream's (the gathered blocks and the root unit, whose unsharded flat
+    // parameter FSDP1 allocates there: _runtime_utils.py _unshard), the reduce-scatter stream's
+    // gradients, and the small pool, where the optimizer states of tensors up to 1 MiB and their
+    // step's temporaries live (CUDACachingAllocator.cpp: requests <= kSmallSize take small blocks only).
+    const std::int64_t wrapped = wrap_reserved_bytes();
+    std::int64_t wrap_floor = 0;
+    if (wrapped > 0) {
+      const std::int64_t root = states_.gather_root_bytes;
+      const std::int64_t small_states = states_.optimizer_states_bytes - std::min(states_.optimizer_states_bytes, states_.large_pool_state_bytes);
+      const std::int64_t small_temp = states_.optimizer_states_bytes > 0
+                                          ? static_cast<std::int64_t>(static_cast<double>(states_.optimizer_step_temp_bytes) *
+                                                                      static_cast<double>(small_states) /
+                                                                      static_cast<double>(states_.optimizer_states_bytes))
+                                          : 0;
+      const std::int64_t large_compute = std::max<std::int64_t>(0, grads_apart_compute_peak_ - root - small_states);
+      wrap_floor = checked_add(std::max(wrapped, large_compute), grads_apart_side_peak_ + root + small_states + small_temp,
+                               "reserved bytes");
+    }
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
     const std::int64_t beside_reserved = rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
     const std::int64_t beside_pools = rt_.cublas_workspace_bytes + slack + beside_reserved;
     // torch FSDP's gradients in the reduce-scatter stream's pool: their segments stay cached while
     // the compute stream peaks, up to the GPU's memory (released and retried before an OOM).
-    const std::int64_t grads_apart = grads_apart_compute_peak_ + grads_apart_side_peak_;
+    // So do the segments FSDP1's wrap left cached.
+    const std::int64_t grads_apart = std::max(grads_apart_compute_peak_ + grads_apart_side_peak_, wrap_floor);
     if (grads_apart > pooled) {
       const std::int64_t room = rt_.gpu_memory_bytes > 0 ? rt_.gpu_memory_bytes - beside_pools : grads_apart;
       pooled = std::max(pooled, std::min(grads_apart, room));

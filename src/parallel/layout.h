@@ -173,6 +173,17 @@ struct DistributedBehaviour {
   /// v1.7.0, 2025-05, utils/fsdp_utils.py fsdp2_prepare_model; axolotl @ 904c6051e
   /// monkeypatch/accelerate/fsdp2.py, the same).
   bool fsdp2_wraps_loaded_4bit_model = false;
+  /// torch FSDP1 builds each unit's flat parameter on the GPU from a copy in host memory (device_id
+  /// given, the model loaded on rank 0's CPU, sync_module_states): per unit, in the auto-wrap's
+  /// post-order, its parameters are copied to the device one by one, broadcast in 250 MiB buckets
+  /// (a bucket of several tensors flattened into a new buffer), concatenated into the unsharded
+  /// flat parameter and the rank's chunk cloned; then the flat storage and the copies are freed
+  /// (torch/distributed/fsdp/_init_utils.py _init_param_handle_from_module, the same from 2.2 to
+  /// 2.7; flat_param.py FlatParamHandle.shard). Nothing empties the cache after the wrap, so those
+  /// segments stay reserved into training on the compute stream, where the step reuses them
+  /// (memory/caching_allocator.h fsdp1_wrap_cached_bytes; Answer.AI fsdp_qlora train.py @ 4cd6923:
+  /// low_memory=True, reset_peak_memory_stats before the first step).
+  bool fsdp1_wrap_from_host = false;
   /// Megatron-Core MoE parallel folding: expert layers form their own etp x ep x edp grid over a
   /// stage's tp x cp x dp ranks (parallel_state.py expert rank generator), so ep need not divide
   /// dp x cp and the experts' tensor parallelism (etp) may differ from tp. Without it experts take

@@ -432,7 +432,12 @@ FrameworkProfile fsdp_qlora() {
   p.dist.ddp_bucket_copy = false;
   p.dist.reduce_in_fp32 = false;
   p.dist.sharded_grads_on_reduce_stream = true;  // torch FSDP1
+  // low_memory=True: rank 0 loads the model on the CPU, FSDP1 (device_id, sync_module_states)
+  // builds each unit on the GPU; no empty_cache after the wrap (train.py @ 4cd6923, 05ed9f2).
+  p.dist.fsdp1_wrap_from_host = true;
   p.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments, memory report)",
+               "AnswerDotAI/fsdp_qlora @ 4cd6923: train.py (low_memory loading, FSDP(sync_module_states, param_init_fn), "
+               "reset_peak_memory_stats before the first step), benchmarks_03_2024.md (reserved_after_model_wrap)",
                "AnswerDotAI/fsdp_qlora @ 02586ac: train.py (output = model(...) held through loss.backward())",
                "huggingface/transformers v4.38: models/llama/modeling_llama.py (logits.float(), shift_logits contiguous)"};
   return p;
