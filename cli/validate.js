@@ -299,6 +299,9 @@ function rowToRequest(row, config) {
   if (badam) training.badam = { active_block: badam[2] };
   const peftKwargs = peftKwargsOf(row);
   if (peftKwargs) applyPeftKwargs(training, peftKwargs);
+  // `optimizer_impl=foreach` (or fused, forloop) in the notes: the optimizer implementation the run's config picked.
+  const impl = /(^|[\s;,(])optimizer_impl=(foreach|fused|forloop)\b/.exec(row.notes || '');
+  if (impl) training.optimizer_impl = impl[2];
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.
