@@ -479,6 +479,11 @@ class Replay {
     const std::int64_t first_step_reserved = std::max(first_step_peak_, first_step_loss_reserved_);
     const std::int64_t history = checked_add(first_step_reserved, remapped_bytes_, "reserved bytes");
     std::int64_t pooled = std::max({allocated, compute_pool_peak_ + side_pool_peak_, cached_peak_, history});
+    // What building the model on the GPU reserved stays cached into the step (a QLoRA base
+    // quantised there: ModelStates::init_quantize_workspace_bytes beside the built weights).
+    if (states_.init_quantize_workspace_bytes > 0) {
+      pooled = std::max(pooled, checked_add(states_.weights_bytes, states_.init_quantize_workspace_bytes, "reserved bytes"));
+    }
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
     const std::int64_t beside_reserved = rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
     const std::int64_t beside_pools = rt_.cublas_workspace_bytes + slack + beside_reserved;

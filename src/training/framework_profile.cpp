@@ -188,6 +188,15 @@ FrameworkProfile torchtune() {
                   d.gather_copy_out = false;
                   d.root_unit_gathered = true;
                 }},
+               {202406, "QLoRA quantises each base weight on the GPU whole while the model is built and loaded "
+                "(torchao 0.1's quantize_tensor_nearest: 68 bytes per parameter of the largest weight), and those "
+                "segments stay reserved",
+                "pytorch/torchtune torchtune/modules/peft/lora.py @fef3ed10d (_create_weight_and_bias: "
+                "to_nf4(nn.Linear(...).weight) on the device), utils/_register_nf4_dispatch_ops.py (inplace_copy: "
+                "to_nf4(incoming.to(device))); pyproject torchao==0.1 from 2ab2721e6 (2024-04-04, a nightly before) "
+                "to c1c9f308a (2024-06-26, torchao 0.3: 2^20-element chunks); executed: "
+                "tools/oracle/torchtune_qlora_init_probe.py (68.08 bytes per parameter)",
+                [](TrainingSetup& s) { s.nf4_quantize_at_init_bytes_per_param = 68; }, nullptr, 202403},
                sp_batch1_gather_copied()};
   // Since PR #1512 (2024-09-07) only lora_finetune_single_device assigns training.compile_loss's
   // result; full_finetune_single_device and the distributed recipes discard it, so a loss other
