@@ -299,6 +299,9 @@ function rowToRequest(row, config) {
   if (badam) training.badam = { active_block: badam[2] };
   const peftKwargs = peftKwargsOf(row);
   if (peftKwargs) applyPeftKwargs(training, peftKwargs);
+  // `optimizer_impl=foreach` (or fused, forloop) in the notes: the optimizer implementation the run's config picked.
+  const impl = /(^|[\s;,(])optimizer_impl=(foreach|fused|forloop)\b/.exec(row.notes || '');
+  if (impl) training.optimizer_impl = impl[2];
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.
@@ -385,17 +388,43 @@ function sourceOf(id) {
   return dash < 0 ? id : id.slice(0, dash);
 }
 
-/// The compared row for one estimate result.
+/// The counters an `unknown` measurement may be: every counter the framework's memory log prints
+/// (result.framework.logged_counters), else its default one. [{kind, field}], at least one.
+function unknownCounters(result) {
+  const logged = result && result.framework && Array.isArray(result.framework.logged_counters)
+    ? result.framework.logged_counters.filter((kind) => LOGGED_COUNTERS.has(kind)) : [];
+  if (logged.length < 2) return [counterFor('unknown', result)];
+  const seen = new Set();
+  return logged.map((kind) => ({ kind, field: COUNTER_FIELDS[kind] }))
+    .filter(({ field }) => !seen.has(field) && seen.add(field));
+}
+
+/// The compared row for one estimate result. A setting the row leaves unknown — the counter (a
+/// framework that logs several), or one the estimate spans with `ranges` — makes the estimate a
+/// range: the row is compared on its high end, as the verdict is judged (issue 32), and carries the
+/// low end and what drives the range.
 function compareRow(row, result) {
   const measured_gib = measuredGib(row);
   const factor = scopeFactor(row);
-  const { field } = counterFor(row.measured_kind, result);
-  const bytes = result[field];
-  if (typeof bytes !== 'number' || !Number.isFinite(bytes)) {
-    throw new RowError(`/${field}`, `the estimate has no numeric '${field}'`, 'bad_result');
+  const counters = row.measured_kind === 'unknown' ? unknownCounters(result) : [counterFor(row.measured_kind, result)];
+  const ranges = result.ranges && typeof result.ranges === 'object' ? result.ranges : null;
+  let low = Infinity;
+  let high = -Infinity;
+  let highField = counters[0].field;
+  for (const { field } of counters) {
+    const bytes = result[field];
+    if (typeof bytes !== 'number' || !Number.isFinite(bytes)) {
+      throw new RowError(`/${field}`, `the estimate has no numeric '${field}'`, 'bad_result');
+    }
+    const span = ranges && ranges[field] && Number.isFinite(ranges[field].low) ? ranges[field] : { low: bytes, high: bytes };
+    low = Math.min(low, span.low, bytes);
+    if (Math.max(span.high, bytes) > high) {
+      high = Math.max(span.high, bytes);
+      highField = field;
+    }
   }
-  const estimate_gib = (bytes * factor) / BYTES_PER_GIB;
-  return {
+  const estimate_gib = (high * factor) / BYTES_PER_GIB;
+  const compared = {
     id: row.id,
     grade: row.grade,
     source: sourceOf(row.id),
@@ -403,11 +432,23 @@ function compareRow(row, result) {
     n_gpus: readCell(row, 'n_gpus', 'int') || 1,
     measured_kind: row.measured_kind,
     measured_scope: row.measured_scope,
-    counter: field,
+    counter: highField,
     estimate_gib,
     measured_gib,
     error_pct: ((estimate_gib - measured_gib) / measured_gib) * 100,
   };
+  const unknown = [];
+  if (counters.length > 1) unknown.push('counter');
+  if (ranges && Array.isArray(ranges.unknown)) unknown.push(...ranges.unknown);
+  if (unknown.length > 0) {
+    compared.range = {
+      unknown,
+      counters: counters.map(({ field }) => field),
+      low_gib: (low * factor) / BYTES_PER_GIB,
+      low_error_pct: (((low * factor) / BYTES_PER_GIB - measured_gib) / measured_gib) * 100,
+    };
+  }
+  return compared;
 }
 
 /// Runs every row through the estimator. Options: `estimate(requestText) -> envelopeText`,

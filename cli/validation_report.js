@@ -148,7 +148,10 @@ function preamble(files, info) {
     + 'published for a real training run, with the setup needed to reproduce it (format: '
     + '`tests/validation/FORMAT.md`). memfit estimates each setup and the estimate is compared with '
     + `the counter the source read: ${counters}; \`unknown\` uses the counter the run's framework `
-    + 'logs by default (`framework.logged_counter` in the result). A measurement summed over all '
+    + 'logs by default (`framework.logged_counter` in the result), or, where its memory log prints several '
+    + '(`framework.logged_counters`), spans them. A row whose estimate is a range (an unknown counter, or a '
+    + 'setting the row gives as `unknown`, `ranges` in the result) is compared on the range\'s high end, as '
+    + 'the verdict is judged; its table cell shows low–high. A measurement summed over all '
     + 'GPUs (`measured_scope` = `total`) is compared with the per-GPU estimate times the GPU count. '
     + 'GiB = 2^30 bytes; error = (estimate − measured) / measured, signed, so positive means memfit '
     + 'overestimates. The same model runs on every row: there is no per-row tuning'
@@ -288,11 +291,22 @@ function shapedOnSection(file) {
     'lllrllrrr',
     [...file.report.rows].sort(byId).map((r) => [
       r.id, r.grade, r.model, r.n_gpus, r.measured_kind + (r.measured_scope === 'total' ? ' (total)' : ''),
-      `\`${r.counter}\``, fixed(r.estimate_gib, 2), fixed(r.measured_gib, 2), signed(r.error_pct, 1),
+      comparedWith(r), estimateCell(r), fixed(r.measured_gib, 2), signed(r.error_pct, 1),
     ]),
   ));
   out.push(...skippedAndErrors(file.report, '###'));
   return out;
+}
+
+/// The counter a row is compared with; a range's high end says so, with what the row leaves unknown.
+function comparedWith(r) {
+  if (!r.range) return `\`${r.counter}\``;
+  return `\`${r.counter}\` (high end; unknown: ${r.range.unknown.map((u) => `\`${u}\``).join(', ')})`;
+}
+
+/// The estimate: the compared value, and a range's low end before it.
+function estimateCell(r) {
+  return r.range ? `${fixed(r.range.low_gib, 2)}–${fixed(r.estimate_gib, 2)}` : fixed(r.estimate_gib, 2);
 }
 
 /// The section of a blind file: its record, blind and current per group, every row side by side.

@@ -17,6 +17,7 @@
 #include "model/tensor_inventory.h"
 #include "pipeline/evaluate.h"
 #include "presets/registry.h"
+#include "training/setup_names.h"
 
 namespace memfit::api {
 
@@ -279,29 +280,71 @@ std::vector<DatedSetup> dated_setups(const Json& request, const FrameworkProfile
   return dated;
 }
 
-// A setting the request leaves unknown that moves memory (issue 32): a framework named without
-// framework_version runs the current code, but its dated behaviours are as plausible. The range
-// spans the estimate under each; the verdict is judged by the high end.
-void add_unknown_ranges(const Json& request, const EstimateRequest& r, const Evaluation& ev, Json& result) {
+// activation_checkpointing "unknown": whether the run checkpointed is not known, and every
+// framework offers both without and with every block checkpointed, so the range spans the two.
+constexpr const char* kUnknownCheckpointingValues[] = {"none", "full"};
+
+// Takes `training.activation_checkpointing: "unknown"` out of the request (the point estimate then
+// uses the framework's default) and says whether it was there.
+bool take_unknown_checkpointing(Json& request) {
+  if (!request.is_object() || !request.contains("training") || !request["training"].is_object()) return false;
+  Json& training = request["training"];
+  const auto it = training.find("activation_checkpointing");
+  if (it == training.end() || !it->is_string() || it->get<std::string>() != "unknown") return false;
+  training.erase(it);
+  return true;
+}
+
+// Settings the request leaves unknown that move memory (issue 32): a framework named without
+// framework_version runs the current code, but its dated behaviours are as plausible; an unknown
+// activation checkpointing may be either setting. The range spans the estimate under every
+// combination; the verdict is judged by the high end.
+void add_unknown_ranges(const Json& request, const EstimateRequest& r, const Evaluation& ev, Json& result,
+                        bool checkpointing_unknown) {
   const Json* training = request.contains("training") ? &request["training"] : nullptr;
-  if (!training || !training->contains("framework") || training->contains("framework_version")) return;
-  const std::vector<std::int64_t> months = dated_variants(*r.framework);
-  if (months.empty()) return;
+  const bool version_unknown = training && training->contains("framework") && !training->contains("framework_version");
+  const std::vector<std::int64_t> months = version_unknown ? dated_variants(*r.framework) : std::vector<std::int64_t>{};
+  if (months.empty() && !checkpointing_unknown) return;
+  Json unknown = Json::array();
+  if (!months.empty()) unknown.push_back("/training/framework_version");
+  if (checkpointing_unknown) unknown.push_back("/training/activation_checkpointing");
+  Json point = {{"device_total_bytes", ev.peak().device_total_bytes}};
+  if (!months.empty()) point["framework_version"] = "current";
+  if (checkpointing_unknown) point["activation_checkpointing"] = name_of(r.training.checkpointing, kCheckpointingNames);
+  Json listed = Json::array({point});
+  std::vector<std::int64_t> month_choices = {0};  // 0: the current code
+  month_choices.insert(month_choices.end(), months.begin(), months.end());
+  std::vector<const char*> checkpointing_choices = {nullptr};  // nullptr: as the request says
+  if (checkpointing_unknown) checkpointing_choices.assign(std::begin(kUnknownCheckpointingValues), std::end(kUnknownCheckpointingValues));
   std::vector<Evaluation> variants;
-  Json listed = Json::array({{{"framework_version", "current"}, {"device_total_bytes", ev.peak().device_total_bytes}}});
-  for (const std::int64_t month : months) {
-    Json variant = request;
-    variant["training"]["framework_version"] = month_text(month);
-    const EstimateRequest variant_request = read_estimate_request(variant);
-    variants.push_back(evaluate(problem_of(variant_request), Detail::kMemory));
-    if (variants.back().beyond_exact) throw_beyond_exact(variants.back().beyond_exact);
-    listed.push_back({{"framework_version", month_text(month)}, {"device_total_bytes", variants.back().peak().device_total_bytes}});
+  for (const std::int64_t month : month_choices) {
+    for (const char* checkpointing : checkpointing_choices) {
+      if (month == 0 && checkpointing == nullptr) continue;  // the point estimate itself
+      Json variant = request;
+      Json entry = Json::object();
+      if (month != 0) {
+        variant["training"]["framework_version"] = month_text(month);
+        entry["framework_version"] = month_text(month);
+      } else if (!months.empty()) {
+        entry["framework_version"] = "current";
+      }
+      if (checkpointing) {
+        variant["training"]["activation_checkpointing"] = checkpointing;
+        entry["activation_checkpointing"] = checkpointing;
+      }
+      const EstimateRequest variant_request = read_estimate_request(variant);
+      variants.push_back(evaluate(problem_of(variant_request), Detail::kMemory));
+      if (variants.back().beyond_exact) throw_beyond_exact(variants.back().beyond_exact);
+      entry["device_total_bytes"] = variants.back().peak().device_total_bytes;
+      listed.push_back(entry);
+    }
   }
   const RangeJudgement range = judge_range(ev, variants);
   const auto to_json = [](const ByteRange& b) { return Json{{"low", b.low}, {"high", b.high}}; };
-  result["ranges"] = {{"unknown", Json::array({"/training/framework_version"})},
+  result["ranges"] = {{"unknown", unknown},
                       {"variants", listed},
                       {"peak_allocated_bytes", to_json(range.allocated)},
+                      {"peak_active_bytes", to_json(range.active)},
                       {"peak_reserved_bytes", to_json(range.reserved)},
                       {"device_total_bytes", to_json(range.device_total)}};
   if (!range.judged_on_high) return;
@@ -319,13 +362,18 @@ void add_unknown_ranges(const Json& request, const EstimateRequest& r, const Eva
 
 std::string estimate(std::string_view request_text) {
   return guarded([&] {
-    const Json request = parse_json_text(request_text);
+    Json request = parse_json_text(request_text);
+    const bool checkpointing_unknown = take_unknown_checkpointing(request);
     const EstimateRequest r = read_estimate_request(request);
+    if (checkpointing_unknown && !r.gpu_mix.empty()) {
+      throw Error(ErrorCode::kInvalidValue, "/training/activation_checkpointing",
+                  "activation_checkpointing \"unknown\" needs a single-kind cluster (no gpu_mix)");
+    }
     return at_pointer("/training", [&] {
       const Evaluation ev = evaluate(problem_of(r));
       if (ev.beyond_exact) throw_beyond_exact(ev.beyond_exact);
       Json result = estimate_result(r, ev);
-      if (r.gpu_mix.empty()) add_unknown_ranges(request, r, ev, result);
+      if (r.gpu_mix.empty()) add_unknown_ranges(request, r, ev, result, checkpointing_unknown);
       return result;
     });
   });

@@ -83,9 +83,13 @@ Json training_to_json(const TrainingSetup& t) {
 }
 
 Json framework_to_json(const FrameworkProfile& p, const TrainingSetup& t) {
+  Json counters = Json::array();
+  if (p.logged_counters.empty()) counters.push_back(name_of(t.logged_counter, kMemoryCounterNames));
+  for (const MemoryCounter c : p.logged_counters) counters.push_back(name_of(c, kMemoryCounterNames));
   return Json{{"id", p.key},
               {"name", p.name},
               {"logged_counter", name_of(t.logged_counter, kMemoryCounterNames)},
+              {"logged_counters", counters},
               {"logits_upcast", t.logits_upcast},
               {"logits_upcast_in_model", t.logits_upcast_in_model},
               {"outputs_held_across_steps", t.outputs_held_across_steps},

@@ -277,6 +277,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       // nf4_dequant_bytes_per_param), which torch.compile fuses away.
       const std::int64_t dequant_bytes = quant == BaseQuant::kNf4 && !t.compile ? t.nf4_dequant_bytes_per_param : 2;
       m.dequant_workspace_bytes = std::max(m.dequant_workspace_bytes, checked_mul(per_copy, dequant_bytes, "workspace bytes"));
+      if (quant == BaseQuant::kNf4) {
+        m.init_quantize_workspace_bytes = std::max(
+            m.init_quantize_workspace_bytes, checked_mul(per_copy, t.nf4_quantize_at_init_bytes_per_param, "workspace bytes"));
+      }
       bytes_per = 0;
     } else if (quant != BaseQuant::kNone) {
       bytes_per = quant_other_bytes;
@@ -557,6 +561,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   } else if (t.optimizer_in_backward) {
     // One parameter stepped at a time inside backward: at most one tensor's temporaries.
     m.optimizer_step_temp_bytes = adam_like ? largest_trainable : 0;
+  } else if (t.optimizer == Optimizer::kPagedAdamW32bit) {
+    // bitsandbytes steps each parameter with one kernel in place (0.43.1 optim/optimizer.py Optimizer2State.
+    // update_step -> functional.optimizer_update_32bit): no torch foreach temporaries, whatever
+    // optimizer_impl the framework's torch AdamW would use.
+    m.optimizer_step_temp_bytes = 0;
   } else if (adam_like) {
     switch (t.optimizer_impl) {
       case OptimizerImpl::kForeach: m.optimizer_step_temp_bytes = stepped_states / (master_in_opt || badam ? 3 : 2); break;  // sqrt copy of exp_avg_sq

@@ -44,6 +44,9 @@ struct ModelStates {
   std::int64_t amp_uncached_layer_weight_cast_bytes = 0;
   std::int64_t amp_largest_layer_weight_cast_bytes = 0;
   std::int64_t dequant_workspace_bytes = 0;  // QLoRA: one layer weight dequantised at a time
+  /// QLoRA: the largest base weight's quantisation transient while the model was built on the GPU
+  /// (TrainingSetup::nf4_quantize_at_init_bytes_per_param); cached, so a floor under reserved.
+  std::int64_t init_quantize_workspace_bytes = 0;
   std::int64_t dora_norm_workspace_bytes = 0;  // DoRA: W + BA materialised for the column norm
   std::int64_t largest_layer_gradient_bytes = 0;  // optimizer in backward: one layer's grads live
   /// Per layer of the stack (uniform layers): gradient bytes produced by one layer's backward.

@@ -513,6 +513,11 @@ class Replay {
       wrap_floor = checked_add(std::max(wrapped, large_compute), grads_apart_side_peak_ + root + small_states + small_temp,
                                "reserved bytes");
     }
+    // What building the model on the GPU reserved stays cached into the step (a QLoRA base
+    // quantised there: ModelStates::init_quantize_workspace_bytes beside the built weights).
+    if (states_.init_quantize_workspace_bytes > 0) {
+      pooled = std::max(pooled, checked_add(states_.weights_bytes, states_.init_quantize_workspace_bytes, "reserved bytes"));
+    }
     p.nccl_bytes = nccl_device_bytes(rank_.nccl, rt_);
     const std::int64_t beside_reserved = rt_.cuda_context_bytes + states_.unmanaged_optimizer_states_bytes + p.nccl_bytes;
     const std::int64_t beside_pools = rt_.cublas_workspace_bytes + slack + beside_reserved;

@@ -146,6 +146,7 @@ RangeJudgement judge_range(const Evaluation& base, const std::vector<Evaluation>
   const Estimate& e = base.peak();
   RangeJudgement r;
   r.allocated = {e.peak_allocated_bytes, e.peak_allocated_bytes};
+  r.active = {e.peak_active_bytes, e.peak_active_bytes};
   r.reserved = {e.peak_reserved_bytes, e.peak_reserved_bytes};
   r.device_total = {e.device_total_bytes, e.device_total_bytes};
   const auto widen = [](ByteRange& range, std::int64_t bytes) {
@@ -154,6 +155,7 @@ RangeJudgement judge_range(const Evaluation& base, const std::vector<Evaluation>
   };
   for (const Evaluation& v : variants) {
     widen(r.allocated, v.peak().peak_allocated_bytes);
+    widen(r.active, v.peak().peak_active_bytes);
     widen(r.reserved, v.peak().peak_reserved_bytes);
     widen(r.device_total, v.peak().device_total_bytes);
   }

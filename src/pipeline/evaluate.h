@@ -116,7 +116,7 @@ struct ByteRange {
   std::int64_t high = 0;
 };
 struct RangeJudgement {
-  ByteRange allocated, reserved, device_total;
+  ByteRange allocated, active, reserved, device_total;
   /// The high end of the device total decides the verdict (it is above the estimate's own).
   bool judged_on_high = false;
   Verdict gpu_verdict = Verdict::kFits;  // of the high end when judged_on_high

@@ -153,6 +153,10 @@ FrameworkProfile torchtune() {
   t.lora_rank = 8;
   t.lora_targets = {"q", "v"};
   t.logged_counter = MemoryCounter::kPeakActive; // README tables: active_bytes.all.peak
+  // Its memory log prints the three side by side, each peak reset at every log (torchtune/utils/
+  // memory.py @a95c6b931 memory_stats_log; training/memory.py get_memory_stats @1814feb17): a
+  // published figure that does not name its counter may be any of them.
+  p.logged_counters = {MemoryCounter::kPeakActive, MemoryCounter::kMaxAllocated, MemoryCounter::kMaxReserved};
   t.model_rotary_cache_values_per_dim = 1;       // RotaryPositionalEmbeddings / Llama3ScaledRoPE: [max_seq_len, dim/2, 2] fp32
   p.history = {{202408, "single-device recipes keep the fp32 logits (shifted copy) alive through backward",
                 "pytorch/torchtune PR #1235 (merged 2024-07-27): del logits before backward (after PR #1046)",
@@ -165,6 +169,34 @@ FrameworkProfile torchtune() {
                 "pytorch/torchtune recipes/lora_finetune_single_device.py @0217d44c2 (utils.wrap_compile(model)); "
                 "PR #1296 (merged 2024-08-10) compiled model and loss together",
                 [](TrainingSetup& s) { s.compile_loss = false; }},
+               {202409, "optimizer: torch.optim.AdamW without flags: the foreach implementation on CUDA",
+                "pytorch/torchtune recipes/configs/llama2/7B_full.yaml, 7B_lora_single_device.yaml @0217d44c2 (AdamW with "
+                "lr and weight_decay only); cca50f02e (#1575, merged 2024-09-14) added fused: True to every AdamW config",
+                [](TrainingSetup& s) {
+                  if (s.optimizer_impl == OptimizerImpl::kFused) s.optimizer_impl = OptimizerImpl::kForeach;
+                }},
+               {202408, "the distributed recipes wrap the model in FSDP1 (FullyShardedDataParallel, FULL_SHARD, "
+                "no mixed precision): blocks compute on views of the gathered flat parameter, and the root unit "
+                "(embeddings, final norm, output) is not resharded after its forward",
+                "pytorch/torchtune recipes/full_finetune_distributed.py, lora_finetune_distributed.py @fef3ed10d "
+                "(FSDP(..., auto_wrap_policy=ModuleWrapPolicy({TransformerDecoderLayer}))); torch "
+                "distributed/fsdp/_runtime_utils.py _post_forward_reshard (the root keeps its parameters); FSDP2 "
+                "(fully_shard) from afd23fd0b (#1287, merged 2024-08-11) in the full recipe, 6deeda92c (#1517, "
+                "2024-09-10) in the LoRA one",
+                nullptr,
+                [](DistributedBehaviour& d) {
+                  d.gather_copy_out = false;
+                  d.root_unit_gathered = true;
+                }},
+               {202406, "QLoRA quantises each base weight on the GPU whole while the model is built and loaded "
+                "(torchao 0.1's quantize_tensor_nearest: 68 bytes per parameter of the largest weight), and those "
+                "segments stay reserved",
+                "pytorch/torchtune torchtune/modules/peft/lora.py @fef3ed10d (_create_weight_and_bias: "
+                "to_nf4(nn.Linear(...).weight) on the device), utils/_register_nf4_dispatch_ops.py (inplace_copy: "
+                "to_nf4(incoming.to(device))); pyproject torchao==0.1 from 2ab2721e6 (2024-04-04, a nightly before) "
+                "to c1c9f308a (2024-06-26, torchao 0.3: 2^20-element chunks); executed: "
+                "tools/oracle/torchtune_qlora_init_probe.py (68.08 bytes per parameter)",
+                [](TrainingSetup& s) { s.nf4_quantize_at_init_bytes_per_param = 68; }, nullptr, 202403},
                sp_batch1_gather_copied()};
   // Since PR #1512 (2024-09-07) only lora_finetune_single_device assigns training.compile_loss's
   // result; full_finetune_single_device and the distributed recipes discard it, so a loss other

@@ -209,6 +209,10 @@ struct TrainingSetup {
   /// QLoRA: peak bytes per parameter while one NF4 weight is dequantised for its matmul (16-bit
   /// base): bitsandbytes' dequantize_4bit writes the 16-bit weight (2).
   std::int64_t nf4_dequant_bytes_per_param = 2;
+  /// QLoRA: bytes per parameter that quantising one base weight on the GPU holds while the model
+  /// is built and loaded (0: the base arrives quantised, or is quantised off the GPU). The
+  /// allocator keeps those segments, so the reserved counter of every later window starts there.
+  std::int64_t nf4_quantize_at_init_bytes_per_param = 0;
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
   AmpWeights amp_weights = AmpWeights::kAutocast;

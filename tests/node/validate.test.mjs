@@ -191,6 +191,11 @@ test('a row run with Liger patched in (liger_kernels in its notes) asks for trai
   assert.equal(prose.training.liger_kernels, undefined);
 });
 
+test('optimizer_impl=foreach in the notes asks for training.optimizer_impl', () => {
+  assert.equal(v.rowToRequest(caseRow({ notes: 'oracle: ...; optimizer_impl=foreach' }), null).training.optimizer_impl, 'foreach');
+  assert.equal(v.rowToRequest(caseRow({ notes: 'AdamW foreach' }), null).training.optimizer_impl, undefined);
+});
+
 test('a PEFT adaption prompt row (adapter_len=N adapter_layers=N in its notes) asks for training.adapter', () => {
   const tagged = v.rowToRequest(caseRow({ method: 'adaption_prompt', notes: 'adapter_len 100; adapter_len=100 adapter_layers=28' }), null);
   assert.deepEqual(tagged.training.adapter, { prompt_length: 100, layers: 28 });
@@ -348,6 +353,35 @@ test('unknown uses the counter the framework logs', () => {
   delete noField.peak_allocated_bytes;
   const { report: missing } = run([caseRow({ measured_kind: 'unknown' })], () => ok(noField));
   assert.deepEqual([missing.errors[0].code, missing.errors[0].path], ['bad_result', '/peak_allocated_bytes']);
+});
+
+test('unknown over a framework that logs several counters spans them and compares the high end', () => {
+  const several = { ...resultOf('peak_active'), framework: { logged_counter: 'peak_active',
+    logged_counters: ['peak_active', 'max_allocated', 'max_reserved'] } };
+  const { report } = run([caseRow({ measured_kind: 'unknown', measured_gib: '2.5' })], () => ok(several));
+  const r = report.rows[0];
+  assert.equal(r.estimate_gib, 3);                  // peak_reserved_bytes, the highest of the three
+  assert.equal(r.counter, 'peak_reserved_bytes');
+  assert.equal(r.range.low_gib, 1);                 // peak_allocated_bytes, the lowest
+  assert.deepEqual(r.range.unknown, ['counter']);
+  assert.equal(r.error_pct, 20);
+  // A stated counter is compared as it is, whatever the framework logs.
+  const { report: stated } = run([caseRow({ measured_kind: 'peak_active' })], () => ok(several));
+  assert.equal(stated.rows[0].estimate_gib, 2);
+  assert.equal(stated.rows[0].range, undefined);
+});
+
+test('a setting the row gives as unknown: the range of the estimate is compared on its high end', () => {
+  const { report, requests } = run([caseRow({ activation_checkpointing: 'unknown' })], () => ok({
+    ...resultOf('max_allocated'),
+    ranges: { unknown: ['/training/activation_checkpointing'], peak_allocated_bytes: { low: 1 * GIB, high: 5 * GIB } },
+  }));
+  assert.equal(requests[0].training.activation_checkpointing, 'unknown');
+  const r = report.rows[0];
+  assert.equal(r.estimate_gib, 5);
+  assert.equal(r.range.low_gib, 1);
+  assert.deepEqual(r.range.unknown, ['/training/activation_checkpointing']);
+  assert.equal(r.error_pct, -50);
 });
 
 test('a total over all GPUs compares the per-GPU estimate times n_gpus', () => {

@@ -390,6 +390,18 @@ def torchtune_cases():
                              seq_len=s, layers=layers, optimizer_impl="fused")
                     c["id"] = case_id(c) + ("-ce" if loss == "standard" else "") + ("-oib" if in_backward else "")
                     out.append(c)
+    # torchtune's configs before cca50f02e (#1575, 2024-09-14) name torch.optim.AdamW without fused: True, which
+    # is foreach on CUDA: full fine-tuning and LoRA r64 on every linear, checkpointing none / full, at (1, 512).
+    for method, rank, targets in (("full", None, None), ("lora", 64, TORCHTUNE_ALL_LINEAR)):
+        for ac in ("none", "full"):
+            for family in TORCHTUNE_FAMILIES:
+                model_id, layers, _ = FAMILIES[family]
+                c = base_case("tt_2025_06", family, reduced_config(model_id, layers))
+                c.update(framework="torchtune", method=method, lora_rank=rank, lora_targets=targets, loss="chunked",
+                         optimizer_in_backward=0, activation_checkpointing=ac, micro_batch=1, seq_len=512,
+                         layers=layers, optimizer_impl="foreach")
+                c["id"] = case_id(c) + "-foreach"
+                out.append(c)
     full_depth = base_case("tt_2025_06", "llama32_tied", FAMILIES["llama32_tied"][0])
     full_depth.update(framework="torchtune", loss="chunked", optimizer_in_backward=0, layers=16,
                       optimizer_impl="fused")

@@ -144,6 +144,8 @@ def csv_row(c, r):
         notes += f"; badam_block={c['badam_block']}"
     if c.get("peft_kwargs"):  # PEFT config keywords as JSON (cli/validate.js reads them)
         notes += "; peft_kwargs=" + json.dumps(c["peft_kwargs"], separators=(",", ":"), sort_keys=True)
+    if c["framework"] == "torchtune" and c.get("optimizer_impl", "fused") != "fused":  # the profile's is fused
+        notes += f"; optimizer_impl={c['optimizer_impl']}"
     if c["precision"] == "amp_bf16":
         notes += "; fp32 weights under autocast bf16 with CUDA's policy (cuda_autocast.py)"
     row = {k: "" for k in COLUMNS}

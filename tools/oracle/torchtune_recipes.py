@@ -5,7 +5,8 @@ The model comes from torchtune's own component builders (`llama3_2`, `llama3_1`,
 the functions its named builders such as `llama3_2_1b` call) with the case config's sizes, built as the recipe's
 `_setup_model` does: under `training.set_default_dtype(dtype)` on the device, `set_trainable_params` to the adapters
 for LoRA, `training.set_activation_checkpointing(model, auto_wrap_policy={TransformerSelfAttentionLayer})`.
-The optimizer is the recipes' configs' `torch.optim.AdamW(fused=True)`, through the recipe's `_setup_optimizer`
+The optimizer is the recipes' configs' `torch.optim.AdamW(fused=True)` (the case's `optimizer_impl`: `foreach` for
+the configs before torchtune #1575, 2024-09, which name AdamW bare), through the recipe's `_setup_optimizer`
 (with `optimizer_in_bwd`: one optimizer per parameter stepped in its post-accumulate-grad hook,
 `training.register_optim_in_bwd_hooks`). The loss is `CEWithChunkedOutputLoss` (8 chunks, `model.set_num_output_chunks`)
 or `torch.nn.CrossEntropyLoss`. Each step runs the recipe's own `_loss_step` (forward, shifted labels, loss,
@@ -127,7 +128,10 @@ def recipe_object(case, model):
     if case["loss"] == "chunked":
         model.set_num_output_chunks(recipe._loss_fn.num_output_chunks)
     recipe.ignore_labels_cache = torch.full((case["micro_batch"], 1), IGNORE_INDEX, device="cpu")
-    optimizer = OmegaConf.create({"_component_": "torch.optim.AdamW", "lr": 2e-5, "fused": True})
+    # The configs' AdamW: fused: True since torchtune cca50f02e (#1575, 2024-09-14); bare before it, which
+    # torch resolves to foreach on CUDA (given explicitly here: the fake tensors would pick the for-loop).
+    impl = case.get("optimizer_impl", "fused")
+    optimizer = OmegaConf.create({"_component_": "torch.optim.AdamW", "lr": 2e-5, impl: True})
     if adapted:
         recipe._optimizer = recipe._setup_optimizer(optimizer)
     else:
@@ -200,6 +204,6 @@ def run_case(case, config_path, steps=None):
         hooks.remove()
     tracker.sdpa_calls = dict(SDPA_CALLS)
     tracker.trainer_settings = {"recipe": type(recipe).__name__, "loss": type(recipe._loss_fn).__name__,
-                                "optimizer": "torch.optim.AdamW(fused=True)",
+                                "optimizer": f"torch.optim.AdamW({case.get('optimizer_impl', 'fused')}=True)",
                                 "optimizer_in_bwd": recipe._optimizer is None}
     return tracker

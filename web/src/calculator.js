@@ -847,8 +847,14 @@
       if (!range) return;
       const [low, high] = [VERDICT_TEXT[range.lowVerdict], VERDICT_TEXT[range.highVerdict]];
       const ends = low === high ? `${low} at both ends` : `${low} at the low end, ${high} at the high end`;
-      const versions = range.variants.map((v) => `${format.memory(v.device_total_bytes)} ${v.framework_version === 'current' ? 'now' : `as of ${v.framework_version}`}`).join(', ');
-      this.$('range-text').textContent = `${e.framework.name}'s version is not set: ${format.memory(range.low)} to ${format.memory(range.high)} per GPU over its dated behaviours (${versions}). ` +
+      // Each variant names the unknown settings it takes: the version (current or a month), the checkpointing.
+      const described = (v) => [
+        v.framework_version === undefined ? null : v.framework_version === 'current' ? 'now' : `as of ${v.framework_version}`,
+        v.activation_checkpointing === undefined ? null : `checkpointing ${v.activation_checkpointing}`,
+      ].filter(Boolean).join(', ');
+      const versions = range.variants.map((v) => `${format.memory(v.device_total_bytes)} ${described(v)}`).join('; ');
+      const what = (e.ranges.unknown || []).map((u) => (u === '/training/framework_version' ? `${e.framework.name}'s version` : 'activation checkpointing'));
+      this.$('range-text').textContent = `${what.join(' and ')} ${what.length > 1 ? 'are' : 'is'} not set: ${format.memory(range.low)} to ${format.memory(range.high)} per GPU over the plausible values (${versions}). ` +
         `${ends[0].toUpperCase()}${ends.slice(1)}; judged by the high end.`;
     }
 

@@ -1,6 +1,7 @@
 // Ranges for settings a request leaves unknown (api.cpp add_unknown_ranges): a framework named
 // without framework_version spans its dated behaviours; the verdict is judged by the high end.
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 #include <string>
 #include <nlohmann/json.hpp>
@@ -148,4 +149,71 @@ TEST_CASE("an unstated framework_version: the search judges every layout by the 
   }
   // The search is never faster at the high end than on the current code.
   CHECK(unknown["recommended"]["perf"]["tokens_per_s"].get<double>() <= current["recommended"]["perf"]["tokens_per_s"].get<double>());
+}
+
+TEST_CASE("activation_checkpointing unknown: the range spans none and full, judged by the high end", "[api][ranges]") {
+  // torchtune full fine-tuning of an 8B model on one 48 GB card at 2,048 tokens: its default
+  // checkpoints every block; without checkpointing the activations are several times larger.
+  json req = {{"schema_version", 1},
+              {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+              {"training", {{"framework", "torchtune"}, {"framework_version", "2024-09"}, {"method", "lora"},
+                            {"micro_batch", 2}, {"seq_len", 2048}, {"activation_checkpointing", "unknown"}}},
+              {"cluster", {{"gpu", {{"preset", "RTX-A6000"}}}, {"gpus", 1}}}};
+  const json out = json::parse(api::estimate(req.dump()));
+  REQUIRE(out["ok"] == true);
+  const json& r = out["result"];
+  REQUIRE(r.contains("ranges"));
+  const json& ranges = r["ranges"];
+  CHECK(ranges["unknown"] == json::array({"/training/activation_checkpointing"}));  // the version is stated
+  // The point estimate is the framework's default (full); each alternative is asked for outright.
+  CHECK(r["training"]["activation_checkpointing"] == "full");
+  std::map<std::string, json> stated;
+  for (const char* ac : {"none", "full"}) {
+    json q = req;
+    q["training"]["activation_checkpointing"] = ac;
+    const json e = json::parse(api::estimate(q.dump()));
+    REQUIRE(e["ok"] == true);
+    CHECK_FALSE(e["result"].contains("ranges"));
+    stated[ac] = e["result"];
+  }
+  CHECK(bytes(r, "device_total_bytes") == bytes(stated["full"], "device_total_bytes"));
+  REQUIRE(bytes(stated["none"], "peak_allocated_bytes") > bytes(stated["full"], "peak_allocated_bytes"));
+  // The range covers both documented alternatives, end to end, on every counter it reports.
+  for (const char* counter : {"peak_allocated_bytes", "peak_active_bytes", "peak_reserved_bytes", "device_total_bytes"}) {
+    CHECK(bytes(ranges[counter], "low") == bytes(stated["full"], counter));
+    CHECK(bytes(ranges[counter], "high") == bytes(stated["none"], counter));
+  }
+  std::set<std::string> listed;
+  for (const json& v : ranges["variants"]) {
+    listed.insert(v["activation_checkpointing"].get<std::string>());
+    CHECK_FALSE(v.contains("framework_version"));
+  }
+  CHECK(listed == std::set<std::string>{"none", "full"});
+  CHECK(bytes(r["fit"], "compared_bytes") == bytes(stated["none"], "device_total_bytes"));
+  CHECK(r["fit"]["judged_on"] == "range_high");
+  // With the version unknown too, the variants cross both: the range still covers each alternative.
+  req["training"].erase("framework_version");
+  const json both = json::parse(api::estimate(req.dump()))["result"];
+  CHECK(both["ranges"]["unknown"] == json::array({"/training/framework_version", "/training/activation_checkpointing"}));
+  CHECK(bytes(both["ranges"]["device_total_bytes"], "high") >= bytes(stated["none"], "device_total_bytes"));
+  CHECK(both["ranges"]["variants"].size() > listed.size());
+}
+
+TEST_CASE("activation_checkpointing unknown is refused where no range can be judged", "[api][ranges]") {
+  json req = {{"schema_version", 1},
+              {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+              {"training", {{"framework", "torchtune"}, {"activation_checkpointing", "unknown"}, {"micro_batch", 1}}},
+              {"cluster", {{"gpu_mix", json::array({{{"gpu", {{"preset", "A100-40GB"}}}, {"count", 8}},
+                                                     {{"gpu", {{"preset", "A100-40GB"}}}, {"count", 8}}})}}}};
+  const json out = json::parse(api::estimate(req.dump()));
+  REQUIRE(out["ok"] == false);
+  CHECK(out["error"]["path"] == "/training/activation_checkpointing");
+  // A search has no "unknown" to span: it searches the setting instead.
+  json search = {{"schema_version", 1},
+                 {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                 {"training", {{"framework", "torchtune"}, {"activation_checkpointing", "unknown"}}},
+                 {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 1}}},
+                 {"search", {{"top", 1}}}};
+  const json s = json::parse(api::search(search.dump()));
+  CHECK(s["ok"] == false);
 }

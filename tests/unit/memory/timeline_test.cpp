@@ -170,6 +170,16 @@ TEST_CASE("paged optimizer states sit outside the allocator; offloaded ones on t
   const Estimate plain = run(a, t);
   CHECK(paged.device_total_bytes - paged.peak_reserved_bytes >=
         paged.states.unmanaged_optimizer_states_bytes);  // counted by nvidia-smi only
+  // bitsandbytes steps the paged states with its own in-place kernel: no foreach temporaries,
+  // whatever torch implementation the framework picks for its AdamW.
+  for (const OptimizerImpl impl : {OptimizerImpl::kForeach, OptimizerImpl::kFused, OptimizerImpl::kForLoop}) {
+    TrainingSetup q = t;
+    q.optimizer = Optimizer::kPagedAdamW32bit;
+    q.precision = Precision::kBf16;
+    q.offload = Offload::kNone;
+    q.optimizer_impl = impl;
+    CHECK(run(a, q).states.optimizer_step_temp_bytes == 0);
+  }
   t.offload = Offload::kOptimizer;
   const Estimate offloaded = run(a, t);
   CHECK(offloaded.states.optimizer_states_bytes == 0);

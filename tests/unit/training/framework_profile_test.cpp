@@ -1,5 +1,7 @@
 // Dated behaviours of the framework profiles (training/framework_profile.cpp): which knobs a
 // framework_version month switches, and which of them depend on the model type's code.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "hf_config/parse_hf_config.h"
@@ -92,4 +94,35 @@ TEST_CASE("PEFT before 0.12 keeps LoRA adapters in the model's dtype; transforme
   CHECK(framework_defaults(loop, 202407).adapters_fp32);        // v0.12.0 autocast_adapter_dtype
   CHECK(framework_defaults(loop, 202501).loss_shift_copy);      // v4.48.1 ForCausalLMLoss
   CHECK_FALSE(framework_defaults(loop, 202502).loss_shift_copy);  // v4.49.0 pads the labels
+}
+
+TEST_CASE("torchtune's AdamW configs are foreach before they said fused: True", "[framework][torchtune]") {
+  // cca50f02e (#1575, 2024-09-14) added fused: True; the configs before it name AdamW bare.
+  const FrameworkProfile& tt = framework_profile(Framework::kTorchtune);
+  CHECK(framework_defaults(tt, 0).optimizer_impl == OptimizerImpl::kFused);
+  CHECK(framework_defaults(tt, 202409).optimizer_impl == OptimizerImpl::kFused);
+  CHECK(framework_defaults(tt, 202408).optimizer_impl == OptimizerImpl::kForeach);
+  CHECK(framework_defaults(tt, 202404).optimizer_impl == OptimizerImpl::kForeach);
+}
+
+TEST_CASE("torchtune's distributed recipes ran FSDP1 before the FSDP2 migration", "[framework][torchtune]") {
+  // FSDP1: views of the gathered flat parameter (no copy-out), the root unit kept gathered after
+  // its forward; FSDP2 (#1287, 2024-08-11): copy-out, custom-sharded embeddings and output.
+  const FrameworkProfile& tt = framework_profile(Framework::kTorchtune);
+  const DistributedBehaviour fsdp1 = framework_behaviour(tt, 202407);
+  CHECK_FALSE(fsdp1.gather_copy_out);
+  CHECK(fsdp1.root_unit_gathered);
+  for (const std::int64_t month : {std::int64_t{0}, std::int64_t{202408}, std::int64_t{202411}}) {
+    const DistributedBehaviour fsdp2 = framework_behaviour(tt, month);
+    CHECK(fsdp2.gather_copy_out);
+    CHECK_FALSE(fsdp2.root_unit_gathered);
+  }
+}
+
+TEST_CASE("torchtune's memory log prints three counters; most frameworks name one", "[framework][torchtune]") {
+  const FrameworkProfile& tt = framework_profile(Framework::kTorchtune);
+  REQUIRE(tt.logged_counters.size() == 3);
+  CHECK(tt.logged_counters.front() == tt.defaults.logged_counter);  // the default is among them
+  CHECK(std::find(tt.logged_counters.begin(), tt.logged_counters.end(), MemoryCounter::kMaxReserved) != tt.logged_counters.end());
+  CHECK(framework_profile(Framework::kHfTrainer).logged_counters.empty());
 }
