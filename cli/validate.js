@@ -34,7 +34,17 @@ const PARALLEL_FIELDS = [
 // For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's, boft's or c3a's
 // block size, `n_frequency=N` fourierft's or waveft's trained spectrum entries.
 const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora',
-  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut']);
+  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut', 'lily', 'tinylora', 'vblora', 'frod',
+  'adamss']);
+/// PEFT config keywords of the shared-bank adapters -> their training.<method> settings (peft v0.21.2
+/// tuners/<method>/config.py keys; docs/api.md).
+const SHARED_ADAPTER_KWARGS = {
+  lily: { stride_A: 'stride_a', num_B: 'num_b' },
+  tinylora: { u: 'u', weight_tying: 'weight_tying' },
+  vblora: { num_vectors: 'num_vectors', vector_length: 'vector_length', topk: 'topk' },
+  frod: { sparse_rate: 'sparse_rate', runtime_offload_base_weight: 'offload_base_weight' },
+  adamss: { num_subspaces: 'subspaces', subspace_rank: 'subspace_rank' },
+};
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
@@ -205,8 +215,16 @@ function peftKwargsOf(row) {
 }
 
 /// The request fields a method's PEFT keywords set: MiSS's r, init_weights and mini_r (training.miss);
-/// GLoRA's r and config_A_B (training.glora.a_b).
+/// GLoRA's r and config_A_B (training.glora.a_b); the shared-bank adapters' r and shapes (SHARED_ADAPTER_KWARGS).
 function applyPeftKwargs(training, kwargs) {
+  const shared = SHARED_ADAPTER_KWARGS[training.method];
+  if (shared) {
+    if (kwargs.r !== undefined && training.method !== 'frod') training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
+    const settings = {};
+    for (const [key, field] of Object.entries(shared)) if (kwargs[key] !== undefined) settings[field] = kwargs[key];
+    if (Object.keys(settings).length > 0) training[training.method] = settings;
+    return;
+  }
   if (training.method !== 'miss' && training.method !== 'glora') return;
   if (kwargs.r !== undefined) training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
   if (training.method === 'glora') {

@@ -12,6 +12,7 @@
 #include "api/api.h"
 #include "block/activations.h"
 #include "training/peft_linear_adapters.h"
+#include "training/peft_shared_adapters.h"
 #include "common/units.h"
 #include "hardware/network.h"
 #include "hf_config/parse_hf_config.h"
@@ -97,6 +98,18 @@ void read_more_peft_adapter(const FieldReader& f, TrainingSetup& t) {
 void read_lora(const Json& j, const std::string& path, TrainingSetup& t) {
   const FieldReader f(j, path);
   reject_unknown_keys(f, {"rank", "targets", "dropout", "init", "block_size", "modules_to_save", "n_frequency"});
+  // The shared-bank adapters take rank (PEFT's r; FRoD has none) and targets; their shapes are in
+  // training.<method> (read_shared_adapter).
+  if (is_shared_peft_adapter(t.method)) {
+    for (const char* key : {"dropout", "init", "n_frequency", "block_size", "rank"}) {
+      if (f.has({key}) && (std::string(key) != "rank" || t.method == Method::kFrod)) {
+        throw Error(ErrorCode::kInvalidValue, f.path(key),
+                    std::string(key) + " does not apply to " + name_of(t.method, kMethodNames) +
+                        " (lily/tinylora/vblora/adamss take rank and targets, frod targets; their shapes: training." +
+                        name_of(t.method, kMethodNames) + ")");
+      }
+    }
+  }
   if (is_more_peft_adapter(t.method)) {
     read_more_peft_adapter(f, t);
   } else if (f.has({"n_frequency"})) {
@@ -173,6 +186,50 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kGlora) t.lora_rank = 8;  // tuners/glora/config.py GloraConfig r
   if (t.method == Method::kDelora) t.lora_rank = 8;  // PEFT's r; hira, shira, gralora, peanut: 32
   if (is_ranked_more_peft_adapter(t.method) && t.method != Method::kDelora) t.lora_rank = 32;
+  if (is_ranked_shared_peft_adapter(t.method)) t.lora_rank = shared_adapter_default_rank(t.method);
+}
+
+/// The shared-bank adapters' shapes, each in an object named after its method (PEFT's config keys,
+/// peft v0.21.2 tuners/<method>/config.py): lily {stride_a, num_b}, tinylora {u, weight_tying},
+/// vblora {num_vectors, vector_length, topk}, frod {sparse_rate, offload_base_weight}, adamss
+/// {subspaces, subspace_rank}. Another method's object is invalid_value at its pointer.
+void read_shared_adapter(const FieldReader& f, TrainingSetup& t) {
+  for (const char* name : {"lily", "tinylora", "vblora", "frod", "adamss"}) {
+    const Json* o = f.find({name});
+    if (!o) continue;
+    const std::string path = f.path(name);
+    if (!o->is_object()) throw Error(ErrorCode::kInvalidType, path, std::string(name) + " must be an object");
+    if (name_of(t.method, kMethodNames) != std::string(name)) {
+      throw Error(ErrorCode::kInvalidValue, path, std::string(name) + " settings need method " + name);
+    }
+    const FieldReader r(*o, path);
+    SharedAdapterShape& s = t.shared_adapter;
+    if (t.method == Method::kLily) {
+      reject_unknown_keys(r, {"stride_a", "num_b"});
+      s.lily_stride_a = r.int_or({"stride_a"}, 1, 4096, s.lily_stride_a);
+      s.lily_num_b = r.int_or({"num_b"}, 2, 4096, s.lily_num_b);  // LilyConfig refuses num_B < 2
+    } else if (t.method == Method::kTinyLora) {
+      reject_unknown_keys(r, {"u", "weight_tying"});
+      s.tinylora_u = r.int_or({"u"}, 1, kMaxLoraRank, s.tinylora_u);
+      if (auto w = r.get_number({"weight_tying"}, 0.0, 1.0)) s.tinylora_weight_tying = *w;
+    } else if (t.method == Method::kVblora) {
+      reject_unknown_keys(r, {"num_vectors", "vector_length", "topk"});
+      s.vblora_num_vectors = r.int_or({"num_vectors"}, 1, 1 << 20, s.vblora_num_vectors);
+      s.vblora_vector_length = r.int_or({"vector_length"}, 1, kMaxLoraRank, s.vblora_vector_length);
+      s.vblora_topk = r.int_or({"topk"}, 1, kMaxLoraRank, s.vblora_topk);
+      if (s.vblora_topk > s.vblora_num_vectors) {
+        throw Error(ErrorCode::kInvalidValue, r.path("topk"), "topk picks among num_vectors bank vectors: it cannot exceed them");
+      }
+    } else if (t.method == Method::kFrod) {
+      reject_unknown_keys(r, {"sparse_rate", "offload_base_weight"});
+      if (auto rate = r.get_number({"sparse_rate"}, 0.0, 1.0)) s.frod_sparse_rate = *rate;
+      s.frod_offload_base = r.bool_or({"offload_base_weight"}, s.frod_offload_base);
+    } else {
+      reject_unknown_keys(r, {"subspaces", "subspace_rank"});
+      s.adamss_subspaces = r.int_or({"subspaces"}, 1, 4096, s.adamss_subspaces);
+      s.adamss_subspace_rank = r.int_or({"subspace_rank"}, 1, kMaxLoraRank, s.adamss_subspace_rank);
+    }
+  }
 }
 
 /// MiSS's `miss` {init, mini_r}: PEFT MissConfig init_weights (true: "default", "bat", "mini") and
@@ -311,7 +368,8 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
-                          "expandable_segments", "cuda_launch_blocking", "projection", "badam", "miss", "glora"});
+                          "expandable_segments", "cuda_launch_blocking", "projection", "badam", "miss", "glora", "lily",
+                          "tinylora", "vblora", "frod", "adamss"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -340,7 +398,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
-      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora or peanut");
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora, peanut, lily, tinylora, vblora, frod or adamss");
     }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
     if (t.method == Method::kIa3 && l->contains("rank")) {
@@ -419,6 +477,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   read_badam(f, num_layers, t);
   read_miss(f, t);
   read_glora(f, t);
+  read_shared_adapter(f, t);
   return t;
 }
 

@@ -8,6 +8,7 @@
 #include "training/parameters.h"
 #include "training/peft_bench.h"
 #include "training/peft_linear_adapters.h"
+#include "training/peft_shared_adapters.h"
 
 namespace memfit {
 
@@ -42,7 +43,8 @@ namespace {
 //   the input dtype: bmm(P, ·) saves P's 16-bit copy, the rotation's product with eye(in) saves the
 //   eye, and x @ rotation saves x (shared by linears reading one input) and, for x's gradient, the
 //   rotation; the output scale's mul saves the base output (e·out).
-// - MiSS, GLoRA: training/peft_bench.h miss_saves, glora_saves.
+// - MiSS, GLoRA: training/peft_bench.h miss_saves, glora_saves; LiLy .. AdaMSS:
+//   training/peft_shared_adapters.h shared_adapter_terms.
 // PEFT's newer adapters on linears (training/peft_linear_adapters.h): per token what each adapted linear
 // saves, per layer the weight it builds and keeps; `n` copies of the linear per token (MoE top-k).
 void add_adapted_linear_terms(const AdaptedLinearTerms& w, std::int64_t n, bool reads_block_input, std::int64_t& s,
@@ -130,6 +132,7 @@ void add_peft_adapter_terms(const ModelArchitecture& a, const TrainingSetup& t, 
       }
       default:
         if (is_more_peft_adapter(t.method)) add_adapted_linear_terms(adapted_linear_terms(t, l.in, l.out, ab, e), n, reads_block_input, s, out);
+        if (is_shared_peft_adapter(t.method)) add_adapted_linear_terms(shared_adapter_terms(t, l.in, l.out, ab, e), n, reads_block_input, s, out);
         break;
     }
   }

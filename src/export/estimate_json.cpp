@@ -3,6 +3,7 @@
 
 #include "common/units.h"
 #include "training/peft_linear_adapters.h"
+#include "training/peft_shared_adapters.h"
 #include "training/setup_names.h"
 
 namespace memfit {
@@ -45,7 +46,10 @@ Json training_to_json(const TrainingSetup& t) {
   }
   if (t.liger_kernels) j["liger_kernels"] = true;
   if (is_adapter_method(t.method)) {
-    if (is_more_peft_adapter(t.method)) {
+    if (is_shared_peft_adapter(t.method)) {
+      j["lora"] = {{"targets", t.lora_targets}};
+      if (t.method != Method::kFrod) j["lora"]["rank"] = t.lora_rank;
+    } else if (is_more_peft_adapter(t.method)) {
       j["lora"] = {{"targets", t.lora_targets}};
       if (t.method == Method::kFourierFt || t.method == Method::kWaveFt) j["lora"]["n_frequency"] = spectral_frequencies(t);
       if (is_ranked_more_peft_adapter(t.method)) j["lora"]["rank"] = t.lora_rank;
@@ -68,6 +72,14 @@ Json training_to_json(const TrainingSetup& t) {
     if (t.miss_shape == MissShape::kMini) j["miss"]["mini_r"] = t.miss_mini_r;
   }
   if (t.method == Method::kGlora) j["glora"] = {{"a_b", name_of(t.glora_a_b, kGloraPathNames)}};
+  const SharedAdapterShape& sh = t.shared_adapter;
+  if (t.method == Method::kLily) j["lily"] = {{"stride_a", sh.lily_stride_a}, {"num_b", sh.lily_num_b}};
+  if (t.method == Method::kTinyLora) j["tinylora"] = {{"u", sh.tinylora_u}, {"weight_tying", sh.tinylora_weight_tying}};
+  if (t.method == Method::kVblora) {
+    j["vblora"] = {{"num_vectors", sh.vblora_num_vectors}, {"vector_length", sh.vblora_vector_length}, {"topk", sh.vblora_topk}};
+  }
+  if (t.method == Method::kFrod) j["frod"] = {{"sparse_rate", sh.frod_sparse_rate}, {"offload_base_weight", sh.frod_offload_base}};
+  if (t.method == Method::kAdamss) j["adamss"] = {{"subspaces", sh.adamss_subspaces}, {"subspace_rank", sh.adamss_subspace_rank}};
   if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
   if (t.method == Method::kPTuning) j["prompt_encoder"] = name_of(t.prompt_encoder, kPromptEncoderNames);
   if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};

@@ -63,6 +63,7 @@
 #include "hf_config/json_input.h"
 #include "training/capabilities.h"
 #include "training/peft_linear_adapters.h"
+#include "training/peft_shared_adapters.h"
 #include "training/setup_names.h"
 
 namespace memfit {
@@ -620,6 +621,11 @@ const char* peft_config_class(Method m) {
     case Method::kDelora: return "DeloraConfig";
     case Method::kGralora: return "GraloraConfig";
     case Method::kPeanut: return "PeanutConfig";
+    case Method::kLily: return "LilyConfig";
+    case Method::kTinyLora: return "TinyLoraConfig";
+    case Method::kVblora: return "VBLoRAConfig";
+    case Method::kFrod: return "FrodConfig";
+    case Method::kAdamss: return "AdamssConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -706,6 +712,7 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
   std::vector<std::string> targets = hf_modules(t.lora_targets);
   const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
+  const SharedAdapterShape& s = t.shared_adapter;
   p << "model = get_peft_model(model, ";
   switch (t.method) {
     case Method::kIa3: p << "IA3Config(target_modules=" << target_text << ", feedforward_modules=[\"down_proj\"]"; break;
@@ -746,6 +753,28 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
     case Method::kGralora:
     case Method::kPeanut: p << peft_config_class(t.method) << "(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kC3a: p << "C3AConfig(block_size=" << circulant_block(t) << ", target_modules=" << target_text; break;
+    // peft v0.21.2 tuners/{lily,tinylora,vblora,frod,adamss}/config.py: r, stride_A, num_B, u, weight_tying,
+    // num_vectors, vector_length, topk, sparse_rate, runtime_offload_base_weight, num_subspaces, subspace_rank.
+    case Method::kLily:
+      p << "LilyConfig(r=" << t.lora_rank << ", stride_A=" << s.lily_stride_a << ", num_B=" << s.lily_num_b
+        << ", target_modules=" << target_text;
+      break;
+    case Method::kTinyLora:
+      p << "TinyLoraConfig(r=" << t.lora_rank << ", u=" << s.tinylora_u << ", weight_tying=" << s.tinylora_weight_tying
+        << ", target_modules=" << target_text;
+      break;
+    case Method::kVblora:
+      p << "VBLoRAConfig(r=" << t.lora_rank << ", num_vectors=" << s.vblora_num_vectors << ", vector_length="
+        << s.vblora_vector_length << ", topk=" << s.vblora_topk << ", target_modules=" << target_text;
+      break;
+    case Method::kFrod:
+      p << "FrodConfig(sparse_rate=" << s.frod_sparse_rate << ", runtime_offload_base_weight="
+        << (s.frod_offload_base ? "True" : "False") << ", target_modules=" << target_text;
+      break;
+    case Method::kAdamss:
+      p << "AdamssConfig(r=" << t.lora_rank << ", num_subspaces=" << s.adamss_subspaces << ", subspace_rank="
+        << s.adamss_subspace_rank << ", target_modules=" << target_text;
+      break;
     default: p << "PrefixTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
   }
   p << ", task_type=\"CAUSAL_LM\"))\n";

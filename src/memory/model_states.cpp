@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "common/units.h"
 #include "memory/caching_allocator.h"
 #include "parallel/as_run.h"
 #include "training/peft_linear_adapters.h"
+#include "training/peft_shared_adapters.h"
 
 namespace memfit {
 
@@ -135,8 +137,20 @@ std::int64_t live_kept_layers(const ModelArchitecture& arch, const RankShard& sh
 }
 
 void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, const RankShard& shard, std::int64_t vera_max_in,
-                       std::int64_t vera_max_out, std::int64_t held_layers, ModelStates& m, ClassBytes& dense,
-                       std::int64_t (&dense_elems)[5]) {
+                       std::int64_t vera_max_out, std::int64_t held_layers, const std::vector<AdaptedRole>& shared_roles,
+                       ModelStates& m, ClassBytes& dense, std::int64_t (&dense_elems)[5]) {
+  if (is_shared_peft_adapter(t.method)) {
+    // LiLy's shared A and B, TinyLoRA's u-vectors, VB-LoRA's bank (training/peft_shared_adapters.h),
+    // trained in the adapter dtype. Their gradients are counted with the others' at the step, not as
+    // live from the top block's backward (a shared tensor's gradient is made at its first use there).
+    const std::int64_t n = shared_adapter_model_params(t, shared_roles);
+    const std::int64_t b = adapter_bytes(t);
+    m.adapter_params += n;
+    m.trainable_params += n;
+    dense_elems[b] += n;
+    dense.weights = checked_add(dense.weights, checked_mul(n, b, "weight bytes"), "weight bytes");
+    return;
+  }
   if (t.method == Method::kVera) {
     dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, vera_max_in + vera_max_out, "weight bytes"), "weight bytes");
     return;
@@ -190,6 +204,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   const bool lora = is_lora_like(t.method);
   const bool adapters = is_adapter_method(t.method);
   std::int64_t vera_max_in = 0, vera_max_out = 0;  // VeRA's shared projections span the largest adapted linear
+  std::vector<AdaptedRole> shared_roles;           // LiLy / TinyLoRA / VB-LoRA: the adapted roles and their layers
   const BaseQuant quant = lora ? effective_base_quant(t) : BaseQuant::kNone;
   const std::int64_t adapter_elem_bytes = adapter_bytes(t);
   // prepare_model_for_kbit_training casts the non-quantised parameters to fp32.
@@ -389,7 +404,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       add_adapter(per_adapter);
       const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
       for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
-        if (is_orthogonal(t.method) || is_more_peft_adapter(t.method)) break;
+        if (is_orthogonal(t.method) || is_more_peft_adapter(t.method) || is_shared_peft_adapter(t.method)) break;
         large_states += large_pool_states(t.optimizer, t.lora_rank * side, adapter_elem_bytes,
                                           checked_mul(t.lora_rank * side, adapted, "adapter size"));
       }
@@ -404,6 +419,15 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices (training/peft_linear_adapters.h)
         const std::int64_t buffer = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb).buffer_bytes;
         cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
+      }
+      if (is_shared_peft_adapter(t.method)) {
+        const std::int64_t buffer = shared_adapter_terms(t, in, out, adapter_elem_bytes, wb).buffer_bytes;
+        cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
+        auto role = std::find_if(shared_roles.begin(), shared_roles.end(), [&](const AdaptedRole& a) { return a.role == s.role; });
+        if (role == shared_roles.end()) role = shared_roles.insert(shared_roles.end(), AdaptedRole{s.role, in, out, 0});
+        role->layers += adapted;
+        // FRoD's runtime_offload_base_weight: the frozen weight leaves the device at the first forward.
+        if (offloads_adapted_base_weight(t)) cls[c].weights -= std::min(cls[c].weights, checked_mul(n, bytes_per, "weight bytes"));
       }
       if (t.method == Method::kDora) {
         // PEFT DoRA: lora_B.weight @ lora_A.weight and W + that product, both (out, in) in the
@@ -442,7 +466,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.reduce_layer_input_bytes = std::max(m.reduce_layer_input_bytes, layer_reduce_input);
     m.largest_layer_gradient_bytes = std::max(m.largest_layer_gradient_bytes, (layer_grad_sum - before) / count);
   }
-  add_method_extras(arch, t, shard, vera_max_in, vera_max_out, held_layers, m, cls[0], trainable_elems[0]);
+  add_method_extras(arch, t, shard, vera_max_in, vera_max_out, held_layers, shared_roles, m, cls[0], trainable_elems[0]);
   // A per-layer average for the backward timeline (layers of one model are near-uniform; the
   // totals below stay exact).
   m.layer_gradient_bytes = layer_grad_sum / std::max<std::int64_t>(1, held_layers);

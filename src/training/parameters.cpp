@@ -7,6 +7,7 @@
 #include <string>
 
 #include "training/peft_linear_adapters.h"
+#include "training/peft_shared_adapters.h"
 
 namespace memfit {
 
@@ -112,6 +113,8 @@ std::int64_t orthogonal_block_for(const TrainingSetup& t, std::int64_t in) {
 std::int64_t adapter_params(const TrainingSetup& t, const std::string& role, std::int64_t in, std::int64_t out) {
   const std::int64_t r = t.lora_rank;
   if (is_more_peft_adapter(t.method)) return adapted_linear_terms(t, in, out, 4, 2).trainable_params;  // dtype-free count
+  // Per linear only: the shared tensors are the model's (shared_adapter_model_params).
+  if (is_shared_peft_adapter(t.method)) return shared_adapter_terms(t, in, out, 4, 2).trainable_params;
   switch (t.method) {
     // OFT (peft v0.21.2 tuners/oft/layer.py OFTRotationModule): in / b blocks, each the b(b-1)/2
     // upper-triangle entries of a skew-symmetric matrix.

@@ -27,7 +27,10 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"fourierft", Method::kFourierFt}, {"waveft", Method::kWaveFt},
                                                     {"hira", Method::kHira}, {"shira", Method::kShira}, {"c3a", Method::kC3a},
                                                     {"delora", Method::kDelora}, {"gralora", Method::kGralora},
-                                                    {"peanut", Method::kPeanut}};
+                                                    {"peanut", Method::kPeanut},
+                                                    {"lily", Method::kLily}, {"tinylora", Method::kTinyLora},
+                                                    {"vblora", Method::kVblora}, {"frod", Method::kFrod},
+                                                    {"adamss", Method::kAdamss}};
 inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},
                                                           {"mini", MissShape::kMini}};
 inline constexpr EnumName<GloraPath> kGloraPathNames[] = {{"lora", GloraPath::kLora}, {"vector", GloraPath::kVector},

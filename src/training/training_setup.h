@@ -20,11 +20,32 @@ namespace memfit {
 /// paths, training/peft_bench.h).
 /// fourierft .. peanut: PEFT's newer adapters on linears (training/peft_linear_adapters.h): weight-space
 /// and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT) and low-rank variants (DeLoRA, GraLoRA).
+/// lily .. adamss: PEFT's shared-bank / shared-projection adapters (training/peft_shared_adapters.h):
+/// LiLy, TinyLoRA, VB-LoRA, FRoD, AdaMSS.
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
                     kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning,
                     kMiss, kGlora,
-                    kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut };
-inline constexpr int kMethodCount = 28;
+                    kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut,
+                    kLily, kTinyLora, kVblora, kFrod, kAdamss };
+inline constexpr int kMethodCount = 33;
+/// The shapes of PEFT's shared-bank adapters (peft v0.21.2 tuners/<method>/config.py defaults):
+/// LilyConfig stride_A / num_B, TinyLoraConfig u / weight_tying, VBLoRAConfig num_vectors /
+/// vector_length / topk, FrodConfig sparse_rate / runtime_offload_base_weight, AdamssConfig
+/// num_subspaces / subspace_rank. Their r is lora_rank.
+struct SharedAdapterShape {
+  std::int64_t lily_stride_a = 1;
+  std::int64_t lily_num_b = 2;
+  std::int64_t tinylora_u = 64;
+  double tinylora_weight_tying = 0.0;
+  std::int64_t vblora_num_vectors = 256;
+  std::int64_t vblora_vector_length = 256;
+  std::int64_t vblora_topk = 2;
+  double frod_sparse_rate = 0.01;
+  bool frod_offload_base = false;
+  std::int64_t adamss_subspaces = 5;
+  std::int64_t adamss_subspace_rank = 1;
+  friend bool operator==(const SharedAdapterShape&, const SharedAdapterShape&) = default;
+};
 /// MiSS's shard shape (peft v0.21.2 tuners/miss/config.py init_weights): default True (r x out),
 /// "bat" (out/r blocks of r x r, merged into the weight each forward), "mini" (r x mini_r, repeated).
 enum class MissShape { kDefault, kBat, kMini };
@@ -86,6 +107,7 @@ struct TrainingSetup {
   MissShape miss_shape = MissShape::kDefault;  // miss: init_weights
   std::int64_t miss_mini_r = 1;                // miss "mini": the shard's columns (PEFT mini_r)
   GloraPath glora_a_b = GloraPath::kLora;      // glora: config_A_B
+  SharedAdapterShape shared_adapter;           // lily .. adamss (training/peft_shared_adapters.h)
   /// fourierft / waveft: trained spectrum entries per linear (PEFT n_frequency); c3a: the circulant
   /// block size (PEFT block_size); 0: PEFT's default (training/peft_linear_adapters.h).
   std::int64_t spectral_frequencies = 0;
@@ -245,12 +267,14 @@ inline bool fp32_residual_stream(const TrainingSetup& t) {
 }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr,
-/// VeRA, OFT, BOFT, MiSS, GLoRA and PEFT's newer ones (FourierFT .. PEANUT: peft_linear_adapters.h).
+/// VeRA, OFT, BOFT, MiSS, GLoRA, PEFT's newer ones (FourierFT .. PEANUT: peft_linear_adapters.h) and
+/// the shared-bank ones (LiLy .. AdaMSS: peft_shared_adapters.h).
 inline bool is_adapter_method(Method m) {
   return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera ||
          m == Method::kOft || m == Method::kBoft || m == Method::kMiss || m == Method::kGlora ||
          m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
-         m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut;
+         m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
+         m == Method::kLily || m == Method::kTinyLora || m == Method::kVblora || m == Method::kFrod || m == Method::kAdamss;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.

@@ -359,6 +359,18 @@ test('PEFT adapter_config.json: peft_type is the method, r the rank, each method
   assert.deepEqual([ptuning.method, ptuning.virtual_tokens, ptuning.prompt_encoder, ptuning.lora], ['p_tuning', 20, 'mlp', undefined]);
 });
 
+test('PEFT adapter_config.json: the shared-bank adapters read their shape keys (LiLy stride_A / num_B, FRoD sparse_rate / offload)', () => {
+  const lily = fixture('peft_lily_rank896.json');
+  assert.equal(lily.request.training.method, 'lily');
+  assert.deepEqual(lily.request.training.lily, { stride_a: 14, num_b: 2 });
+  assert.deepEqual(lily.request.training.lora, { rank: 896, targets: ['q', 'v'] });
+  assert.ok(ignoredKeys(lily).includes('/scaling'));  // a multiplier: no memory
+  const frod = fixture('peft_frod_sparse002.json').request.training;
+  assert.equal(frod.method, 'frod');
+  assert.deepEqual(frod.frod, { sparse_rate: 0.02, offload_base_weight: true });
+  assert.equal(frod.lora?.rank, undefined);
+});
+
 test('PEFT adapter_config.json: DoRA, PiSSA, regular-expression targets, MiSS mini, a narrower scope noted, unmodelled methods refused', () => {
   const read = (o) => importConfig(JSON.stringify({ task_type: 'CAUSAL_LM', ...o }), { yaml: YAML, presets: PRESETS });
   const dora = read({ peft_type: 'LORA', r: 16, use_dora: true, init_lora_weights: 'pissa_niter_16', target_modules: '.*\\.(q_proj|v_proj|down_proj)$',

@@ -175,6 +175,19 @@ test('peft_kwargs in the notes set MiSS\'s and GLoRA\'s settings; malformed JSON
   assert.throws(() => v.rowToRequest(caseRow({ method: 'miss', notes: 'peft_kwargs={r:4}' }), null), /peft_kwargs is not JSON/);
 });
 
+test('peft_kwargs in the notes set the shared-bank adapters\' rank and shapes (FRoD has no rank)', () => {
+  const lily = v.rowToRequest(caseRow({ method: 'lily', notes: 'peft_kwargs={"r":896,"stride_A":14,"num_B":2}' }), null);
+  assert.deepEqual(lily.training.lily, { stride_a: 14, num_b: 2 });
+  assert.equal(lily.training.lora.rank, 896);
+  const frod = v.rowToRequest(caseRow({ method: 'frod', notes: 'peft_kwargs={"sparse_rate":0.02,"runtime_offload_base_weight":true}' }), null);
+  assert.deepEqual(frod.training.frod, { sparse_rate: 0.02, offload_base_weight: true });
+  assert.equal(frod.training.lora?.rank, undefined);
+  const adamss = v.rowToRequest(caseRow({ method: 'adamss', notes: 'peft_kwargs={"r":100,"num_subspaces":32,"subspace_rank":1}' }), null);
+  assert.deepEqual(adamss.training.adamss, { subspaces: 32, subspace_rank: 1 });
+  const tiny = v.rowToRequest(caseRow({ method: 'tinylora', notes: 'peft_kwargs={"r":2,"u":64,"weight_tying":1.0}' }), null);
+  assert.deepEqual(tiny.training.tinylora, { u: 64, weight_tying: 1 });
+});
+
 test('a row with PEFT modules_to_save in its notes asks for training.lora.modules_to_save, keeping rank and targets', () => {
   const tagged = v.rowToRequest(caseRow({ method: 'lora', lora_rank: '16', lora_targets: 'all-linear', notes: 'peft; modules_to_save=embedding,head' }), null);
   assert.deepEqual(tagged.training.lora.modules_to_save, ['embedding', 'head']);

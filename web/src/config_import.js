@@ -862,7 +862,13 @@
   const PEFT_METHODS = { LORA: 'lora', LOHA: 'loha', LOKR: 'lokr', VERA: 'vera', IA3: 'ia3', OFT: 'oft', BOFT: 'boft',
     MISS: 'miss', GLORA: 'glora', LN_TUNING: 'ln_tuning', FOURIERFT: 'fourierft', WAVEFT: 'waveft', HIRA: 'hira',
     SHIRA: 'shira', C3A: 'c3a', DELORA: 'delora', GRALORA: 'gralora', PEANUT: 'peanut', PROMPT_TUNING: 'prompt_tuning',
-    PREFIX_TUNING: 'prefix_tuning', P_TUNING: 'p_tuning', ADAPTION_PROMPT: 'adaption_prompt' };
+    PREFIX_TUNING: 'prefix_tuning', P_TUNING: 'p_tuning', ADAPTION_PROMPT: 'adaption_prompt', LILY: 'lily',
+    TINYLORA: 'tinylora', VBLORA: 'vblora', FROD: 'frod', ADAMSS: 'adamss' };
+  // The shared-bank adapters' shape keys (peft v0.21.2 tuners/<method>/config.py) -> training.<method>.<field>.
+  const SHARED_ADAPTER_KEYS = { lily: { stride_A: 'stride_a', num_B: 'num_b' }, tinylora: { u: 'u', weight_tying: 'weight_tying' },
+    vblora: { num_vectors: 'num_vectors', vector_length: 'vector_length', topk: 'topk' },
+    frod: { sparse_rate: 'sparse_rate', runtime_offload_base_weight: 'offload_base_weight' },
+    adamss: { num_subspaces: 'subspaces', subspace_rank: 'subspace_rank' } };
   // LoraConfig `init_lora_weights` values that change nothing but the start (same memory) -> lora.init.
   const LORA_INITS = { true: 'default', false: 'default', gaussian: 'gaussian', pissa: 'pissa', olora: 'olora' };
   // Module names of the attention and MLP linears, as PEFT's regular-expression targets spell them.
@@ -892,7 +898,12 @@
   }
 
   function mapPeftMethod(m, method) {
-    if (['lora', 'loha', 'lokr', 'vera', 'hira', 'shira', 'gralora', 'peanut', 'delora', 'miss', 'glora'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
+    if (['lora', 'loha', 'lokr', 'vera', 'hira', 'shira', 'gralora', 'peanut', 'delora', 'miss', 'glora', 'lily', 'tinylora', 'vblora',
+      'adamss'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
+    for (const [key, field] of Object.entries(SHARED_ADAPTER_KEYS[method] ?? {})) {
+      const v = m.take([key]);
+      if (typeof v === 'number' || typeof v === 'boolean') m.set(`/training/${method}/${field}`, v, [key]);
+    }
     if (method === 'lora') {
       const init = m.take(['init_lora_weights']);
       const name = init === undefined || init === null ? undefined : LORA_INITS[lower(init).replace(/_niter_\d+$/, '')];

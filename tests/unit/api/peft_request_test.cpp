@@ -154,3 +154,20 @@ TEST_CASE("GLoRA estimates with PEFT's r 8 and its weight path; misplaced settin
   expect_error({{"method", "glora"}, {"glora", {{"a_b", "none"}}}}, "/training/glora/a_b");
   expect_error({{"method", "glora"}, {"glora", {{"c", "none"}}}}, "/training/glora/c", "unknown_field");
 }
+
+TEST_CASE("PEFT's shared-bank adapters read their shapes and refuse others' with pointers", "[api][peft]") {
+  const json lily = run(request({{"method", "lily"}, {"lily", {{"stride_a", 4}, {"num_b", 3}}}}));
+  REQUIRE(lily["ok"] == true);
+  CHECK(lily["result"]["training"]["lora"]["rank"] == 32);  // LilyConfig r
+  CHECK(lily["result"]["training"]["lily"]["stride_a"] == 4);
+  const json frod = run(request({{"method", "frod"}, {"frod", {{"sparse_rate", 0.02}, {"offload_base_weight", true}}}}));
+  REQUIRE(frod["ok"] == true);
+  CHECK(frod["result"]["training"]["frod"]["offload_base_weight"] == true);
+  for (const char* m : {"tinylora", "vblora", "adamss"}) CHECK(run(request({{"method", m}}))["ok"] == true);
+  expect_error({{"method", "lora"}, {"lily", {{"num_b", 2}}}}, "/training/lily");
+  expect_error({{"method", "lily"}, {"lily", {{"num_b", 1}}}}, "/training/lily/num_b", "out_of_range");
+  expect_error({{"method", "vblora"}, {"vblora", {{"topk", 300}}}}, "/training/vblora/topk");
+  expect_error({{"method", "tinylora"}, {"tinylora", {{"weight_tying", 1.5}}}}, "/training/tinylora/weight_tying", "out_of_range");
+  expect_error({{"method", "frod"}, {"lora", {{"rank", 8}}}}, "/training/lora/rank");
+  expect_error({{"method", "adamss"}, {"adamss", {{"clusters", 3}}}}, "/training/adamss/clusters", "unknown_field");
+}
