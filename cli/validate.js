@@ -34,7 +34,7 @@ const PARALLEL_FIELDS = [
 // For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's, boft's or c3a's
 // block size, `n_frequency=N` fourierft's or waveft's trained spectrum entries.
 const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora',
-  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut']);
+  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut', 'road', 'osf', 'deft', 'beft']);
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {
@@ -205,8 +205,15 @@ function peftKwargsOf(row) {
 }
 
 /// The request fields a method's PEFT keywords set: MiSS's r, init_weights and mini_r (training.miss);
-/// GLoRA's r and config_A_B (training.glora.a_b).
+/// GLoRA's r and config_A_B (training.glora.a_b); RoAd's variant (training.road); DEFT's r and para
+/// (training.deft); trainable tokens' token_indices, counted (training.trainable_tokens).
 function applyPeftKwargs(training, kwargs) {
+  if (training.method === 'road' && kwargs.variant !== undefined) training.road = { variant: kwargs.variant };
+  if (training.method === 'deft' && kwargs.para !== undefined) training.deft = { para: kwargs.para };
+  if (training.method === 'trainable_tokens' && Array.isArray(kwargs.token_indices)) {
+    training.trainable_tokens = { count: kwargs.token_indices.length };
+  }
+  if (training.method === 'deft' && kwargs.r !== undefined) training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
   if (training.method !== 'miss' && training.method !== 'glora') return;
   if (kwargs.r !== undefined) training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
   if (training.method === 'glora') {

@@ -145,6 +145,22 @@ void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, co
     add_llama_adapter_prompt(arch, t, shard, m, dense, dense_elems);
     return;
   }
+  if (t.method == Method::kTrainableTokens) {
+    // PEFT's trainable tokens (peft v0.21.2 tuners/trainable_tokens/layer.py): the chosen rows
+    // (n x h) train beside an equal frozen copy of their originals (a BufferDict, upcast with them
+    // by cast_adapter_dtype), on the embedding's stage; each forward index_copies them into a copy
+    // of the whole table (token_table_copy_bytes, in the embedding's dtype).
+    if (!shard.embedding) return;
+    const std::int64_t n = checked_mul(t.trainable_token_count, arch.hidden_size, "parameter count");
+    const std::int64_t b = adapter_bytes(t);
+    m.adapter_params += n;
+    m.trainable_params += n;
+    dense_elems[b] += n;
+    dense.weights = checked_add(dense.weights, checked_mul(2 * n, b, "weight bytes"), "weight bytes");
+    m.token_table_copy_bytes = checked_mul(checked_mul(arch.vocab_size, arch.hidden_size, "parameter count"),
+                                           stored_weight_bytes(t), "weight bytes");
+    return;
+  }
   if (!is_prompt_method(t.method)) return;
   const std::int64_t kv_width = arch.attention.num_kv_heads * arch.attention.head_dim;
   std::int64_t n = 0;
@@ -386,9 +402,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         const std::int64_t buffer = t.method == Method::kBoft ? checked_mul(4 * in, in, "buffer bytes") : 8 * b * (b - 1);
         cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
       }
-      if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices (training/peft_linear_adapters.h)
-        const std::int64_t buffer = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb).buffer_bytes;
-        cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
+      if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices, OSF's frozen SVD parts and its V_low gradient's storage
+        const AdaptedLinearTerms terms = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb);
+        cls[c].weights = checked_add(cls[c].weights, checked_mul(terms.buffer_bytes, adapted, "buffer bytes"), "weight bytes");
+        const std::int64_t extra = checked_mul(terms.gradient_extra_bytes, adapted, "gradient bytes");
+        cls[c].gradients = checked_add(cls[c].gradients, extra, "gradient bytes");
+        m.unsharded_accumulated_gradient_bytes += extra;
+        if (in_stack) layer_grad_sum += extra;
       }
       if (t.method == Method::kDora) {
         // PEFT DoRA: lora_B.weight @ lora_A.weight and W + that product, both (out, in) in the

@@ -46,7 +46,8 @@ struct FrameworkCapabilities {
   /// Methods by Method value (full, lora, qlora, dora, freeze, then PEFT's others: setup_names.h).
   bool methods[kMethodCount] = {true, true, true, true, true, true, true, true, true,
                                 true, true, true, true, true, true, true, true, true,
-                                true, true, true, true, true, true, true, true, true, true};
+                                true, true, true, true, true, true, true, true, true, true,
+                                true, true, true, true, true};
   /// QLoRA's 4-bit base sharded by ZeRO-3 / FSDP.
   bool qlora_with_zero3 = true;
   bool multi_node = true;

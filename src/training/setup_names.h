@@ -27,7 +27,11 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"fourierft", Method::kFourierFt}, {"waveft", Method::kWaveFt},
                                                     {"hira", Method::kHira}, {"shira", Method::kShira}, {"c3a", Method::kC3a},
                                                     {"delora", Method::kDelora}, {"gralora", Method::kGralora},
-                                                    {"peanut", Method::kPeanut}};
+                                                    {"peanut", Method::kPeanut}, {"road", Method::kRoad},
+                                                    {"osf", Method::kOsf}, {"deft", Method::kDeft}, {"beft", Method::kBeft},
+                                                    {"trainable_tokens", Method::kTrainableTokens}};
+inline constexpr EnumName<RoadVariant> kRoadVariantNames[] = {{"road_1", RoadVariant::kRoad1}, {"road_2", RoadVariant::kRoad2},
+                                                              {"road_4", RoadVariant::kRoad4}};
 inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},
                                                           {"mini", MissShape::kMini}};
 inline constexpr EnumName<GloraPath> kGloraPathNames[] = {{"lora", GloraPath::kLora}, {"vector", GloraPath::kVector},
