@@ -34,7 +34,8 @@ const PARALLEL_FIELDS = [
 // For oft the rank is PEFT's r (blocks per linear); `block_size=N` in the notes gives oft's, boft's or c3a's
 // block size, `n_frequency=N` fourierft's or waveft's trained spectrum entries.
 const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora',
-  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut', 'road', 'osf', 'deft', 'beft']);
+  'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut', 'road', 'osf', 'deft', 'beft',
+  'pvera', 'unilora']);
 
 /// measured_kind -> the estimate result field holding the same counter.
 const COUNTER_FIELDS = {

@@ -625,6 +625,8 @@ const char* peft_config_class(Method m) {
     case Method::kDeft: return "DeftConfig";
     case Method::kBeft: return "BeftConfig";
     case Method::kTrainableTokens: return "TrainableTokensConfig";
+    case Method::kPvera: return "PveraConfig";
+    case Method::kUnilora: return "UniLoraConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -751,6 +753,8 @@ void python_other_peft(Text& p, const TrainingSetup& t, const ModelArchitecture&
     case Method::kShira:
     case Method::kDelora:
     case Method::kGralora:
+    case Method::kPvera:
+    case Method::kUnilora:
     case Method::kPeanut: p << peft_config_class(t.method) << "(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kC3a: p << "C3AConfig(block_size=" << circulant_block(t) << ", target_modules=" << target_text; break;
     case Method::kRoad:

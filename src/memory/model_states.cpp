@@ -137,8 +137,17 @@ std::int64_t live_kept_layers(const ModelArchitecture& arch, const RankShard& sh
 void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, const RankShard& shard, std::int64_t vera_max_in,
                        std::int64_t vera_max_out, std::int64_t held_layers, ModelStates& m, ClassBytes& dense,
                        std::int64_t (&dense_elems)[5]) {
-  if (t.method == Method::kVera) {
-    dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, vera_max_in + vera_max_out, "weight bytes"), "weight bytes");
+  if (t.method == Method::kVera || t.method == Method::kPvera) {  // PVeRA's A has 2r rows (tuners/pvera/model.py)
+    const std::int64_t rows_in = t.method == Method::kPvera ? 2 * vera_max_in : vera_max_in;
+    dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, rows_in + vera_max_out, "weight bytes"), "weight bytes");
+    return;
+  }
+  if (t.method == Method::kUnilora) {  // the shared theta_d (tuners/unilora/model.py), trained in the adapter dtype
+    const std::int64_t b = adapter_bytes(t);
+    m.adapter_params += kUniloraThetaLength;
+    m.trainable_params += kUniloraThetaLength;
+    dense_elems[b] += kUniloraThetaLength;
+    dense.weights = checked_add(dense.weights, kUniloraThetaLength * b, "weight bytes");
     return;
   }
   if (is_llama_adapter(t.method)) {

@@ -161,6 +161,33 @@ AdaptedLinearTerms osf(const TrainingSetup& t, std::int64_t in, std::int64_t out
   return l;
 }
 
+// PVeRA (tuners/pvera/layer.py Linear.forward, _reparametrize): VeRA's frozen shared projections, A
+// of 2r rows (model.py _init_pvera_A_pvera_B; counted once per model, memory/model_states.cpp);
+// lambda_d (2r) and lambda_b (out) train. The 2r-wide A·x is saved by lambda_d's mul, exp(logvar/2)
+// by exp and the sampled eps by its mul (r each), and B's out-wide output by lambda_b's mul; the
+// input's fp32 copy meets only frozen A and is not saved.
+AdaptedLinearTerms pvera(const TrainingSetup& t, std::int64_t out, std::int64_t ab) {
+  AdaptedLinearTerms l;
+  l.trainable_params = out + 2 * t.lora_rank;
+  l.saved_per_token = ab * (4 * t.lora_rank + out);
+  return l;
+}
+
+// UniLoRA (tuners/unilora/layer.py _get_lora_matrices, Linear.forward): A (r x in) and B (out x r)
+// gathered each forward from the shared trained vector theta_d by int64 indices and scaled by
+// fixed per-entry scales (buffers: 8 + ab bytes per entry; cast_adapter_dtype upcasts the scales
+// with theta_d: executed, 12 bytes per entry under autocast); F.linear(x.to(fp32), A) saves the input's copy and, for its
+// gradient, A; F.linear(h, B) saves the r-wide h and B.
+AdaptedLinearTerms unilora(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = t.lora_rank;
+  AdaptedLinearTerms l;
+  l.buffer_bytes = checked_mul(8 + ab, r * (in + out), "buffer bytes");
+  l.saved_per_token = ab * (in + r);
+  l.saved_weight = checked_mul(ab * out, r, "adapter bytes");
+  l.saved_weight_for_input_grad = checked_mul(ab * in, r, "adapter bytes");
+  return l;
+}
+
 // BEFT (tuners/beft/layer.py Linear.forward): an out-wide bias added to the frozen output; the add
 // (promoted to the bias's dtype, cast back) saves nothing.
 AdaptedLinearTerms beft(std::int64_t out) {
@@ -186,6 +213,8 @@ AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in,
     case Method::kRoad: return road(t, out, ab);
     case Method::kOsf: return osf(t, in, out, ab);
     case Method::kBeft: return beft(out);
+    case Method::kPvera: return pvera(t, out, ab);
+    case Method::kUnilora: return unilora(t, in, out, ab);
     default: return {};
   }
 }

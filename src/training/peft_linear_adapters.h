@@ -12,13 +12,16 @@ namespace memfit {
 inline bool is_more_peft_adapter(Method m) {
   return m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
          m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
-         m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft;
+         m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft || m == Method::kPvera ||
+         m == Method::kUnilora;
 }
 /// The methods whose size is lora.rank (PEFT's r; OSF's trainable rank, min(in, out) - effective_rank).
 inline bool is_ranked_more_peft_adapter(Method m) {
   return m == Method::kHira || m == Method::kShira || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
-         m == Method::kOsf || m == Method::kDeft;
+         m == Method::kOsf || m == Method::kDeft || m == Method::kPvera || m == Method::kUnilora;
 }
+/// UniLoRA's shared trained vector (peft v0.21.2 tuners/unilora/config.py theta_d_length 256), once per model.
+inline constexpr std::int64_t kUniloraThetaLength = 256;
 /// GraLoRA's blocks per side (peft v0.21.2 tuners/gralora/config.py gralora_k 2; hybrid_r 0).
 inline constexpr std::int64_t kGraloraBlocks = 2;
 

@@ -29,7 +29,8 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"delora", Method::kDelora}, {"gralora", Method::kGralora},
                                                     {"peanut", Method::kPeanut}, {"road", Method::kRoad},
                                                     {"osf", Method::kOsf}, {"deft", Method::kDeft}, {"beft", Method::kBeft},
-                                                    {"trainable_tokens", Method::kTrainableTokens}};
+                                                    {"trainable_tokens", Method::kTrainableTokens},
+                                                    {"pvera", Method::kPvera}, {"unilora", Method::kUnilora}};
 inline constexpr EnumName<RoadVariant> kRoadVariantNames[] = {{"road_1", RoadVariant::kRoad1}, {"road_2", RoadVariant::kRoad2},
                                                               {"road_4", RoadVariant::kRoad4}};
 inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},

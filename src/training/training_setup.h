@@ -20,14 +20,15 @@ namespace memfit {
 /// paths, training/peft_bench.h).
 /// fourierft .. peanut, road .. beft: PEFT's newer adapters on linears (training/peft_linear_adapters.h):
 /// weight-space and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT), low-rank variants (DeLoRA,
-/// GraLoRA, DEFT), an SVD split (OSF) and output-side ones (RoAd's rotation, BEFT's bias);
+/// GraLoRA, DEFT, UniLoRA), an SVD split (OSF), output-side ones (RoAd's rotation, BEFT's bias) and
+/// PVeRA (VeRA's frozen projections with a sampled middle);
 /// trainable_tokens: PEFT's trainable rows of the frozen token embedding.
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
                     kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning,
                     kMiss, kGlora,
                     kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut,
-                    kRoad, kOsf, kDeft, kBeft, kTrainableTokens };
-inline constexpr int kMethodCount = 33;
+                    kRoad, kOsf, kDeft, kBeft, kTrainableTokens, kPvera, kUnilora };
+inline constexpr int kMethodCount = 35;
 /// RoAd's variant (peft v0.21.2 tuners/road/config.py variant, default road_1): angles and scales
 /// per output pair (out/2 each), per output (out), or two per output (2 out).
 enum class RoadVariant { kRoad1, kRoad2, kRoad4 };
@@ -255,7 +256,8 @@ inline bool is_adapter_method(Method m) {
          m == Method::kOft || m == Method::kBoft || m == Method::kMiss || m == Method::kGlora ||
          m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
          m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
-         m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft;
+         m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft || m == Method::kPvera ||
+         m == Method::kUnilora;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.

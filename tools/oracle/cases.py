@@ -648,12 +648,12 @@ NEWER_PEFT = {
     "osf": {"lora_targets": "all-linear"},
     # token_indices [0, 1] on the embedding; the tied family's run fails (PEFT's tied-adapter swap on meta tensors)
     "trainable_tokens": {"peft_kwargs": {"token_indices": [0, 1]}, "families": ("llama3_gqa",)},
+    "pvera": {"lora_rank": 256, "lora_targets": "q,v"},  # d_initial 0.1, save_projection
+    "unilora": {"lora_rank": 32, "lora_targets": "q,v"},  # theta_d_length 256, proj_seed 42
 }
 # Not modelled by memfit yet, so outside the committed grid (the oracle test wants every committed case estimated);
 # records.jsonl keeps their first records: newer_peft_cases(NEWER_PEFT_UNMODELLED) runs them again.
 NEWER_PEFT_UNMODELLED = {
-    "pvera": {"lora_rank": 256, "lora_targets": "q,v"},  # d_initial 0.1, save_projection
-    "unilora": {"lora_rank": 32, "lora_targets": "q,v"},  # theta_d_length 256, proj_seed 42
     "frod": {"lora_targets": "q,v"},
     "adamss": {"lora_targets": "q,v"},
 }

@@ -52,3 +52,14 @@ TEST_CASE("RoAd, DEFT and trainable tokens settings that do not fit are refused 
   expect({{"method", "trainable_tokens"}, {"trainable_tokens", {{"count", 0}}}}, "/training/trainable_tokens/count", "out_of_range");
   expect({{"method", "trainable_tokens"}, {"trainable_tokens", {{"count", 2}}}, {"lora", {{"targets", {"q"}}}}}, "/training/lora");
 }
+
+TEST_CASE("PVeRA and UniLoRA estimate with PEFT's ranks; UniLoRA's theta_d counts once", "[api][peft]") {
+  const json pvera = run(request({{"method", "pvera"}}));
+  REQUIRE(pvera["ok"] == true);
+  CHECK(pvera["result"]["training"]["lora"]["rank"] == 256);
+  const json unilora = run(request({{"method", "unilora"}}));
+  REQUIRE(unilora["ok"] == true);
+  CHECK(unilora["result"]["training"]["lora"]["rank"] == 4);
+  CHECK(unilora["result"]["states"]["trainable_params"] == 256);
+  request_support::expect_error(request({{"method", "pvera"}, {"lora", {{"dropout", 0.1}}}}), "/training/lora/dropout");
+}

@@ -67,3 +67,17 @@ TEST_CASE("BEFT trains one bias per output and saves nothing", "[training][peft]
   CHECK(beft.trainable_params == 1024);
   CHECK(beft.saved_per_token + beft.saved_weight + beft.saved_weight_for_input_grad + beft.buffer_bytes == 0);
 }
+
+TEST_CASE("PVeRA saves VeRA's outputs with its sampled middle; UniLoRA LoRA's with gathered factors", "[training][peft]") {
+  const std::int64_t in = 3072, out = 1024;
+  const AdaptedLinearTerms pvera = adapted_linear_terms(setup(Method::kPvera, 256), in, out, 4, 2);
+  CHECK(pvera.trainable_params == out + 2 * 256);           // lambda_b, lambda_d
+  CHECK(pvera.saved_per_token == 4 * (2 * 256 + 256 + 256 + out));  // A·x, exp(logvar/2), eps, B's output
+  CHECK(pvera.saved_weight + pvera.saved_weight_for_input_grad + pvera.buffer_bytes == 0);
+  const AdaptedLinearTerms unilora = adapted_linear_terms(setup(Method::kUnilora, 32), in, out, 4, 2);
+  CHECK(unilora.trainable_params == 0);  // theta_d is shared, counted once per model
+  CHECK(unilora.buffer_bytes == (8 + 4) * 32 * (in + out));  // int64 indices and fp32 scales
+  CHECK(unilora.saved_per_token == 4 * (in + 32));
+  CHECK(unilora.saved_weight == 4 * out * 32);                 // B
+  CHECK(unilora.saved_weight_for_input_grad == 4 * 32 * in);  // A
+}
