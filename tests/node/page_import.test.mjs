@@ -26,8 +26,9 @@ const fixture = (name) => readFileSync(join(FIXTURES, name), 'utf8');
 // 381.9 KiB with OFT, BOFT, LN tuning, P-tuning's LSTM encoder, LoRA's init, modules_to_save, BAdam
 // and the block's op program; 372.7 KiB with WebAssembly's own exceptions instead of JS
 // trampolines; 376.2 KiB with PEFT's MiSS, GLoRA, FourierFT, WaveFT, HiRA, SHiRA, C3A, DeLoRA, GraLoRA and
-// PEANUT, the BAdam and prompt-encoder fields and CUDA_LAUNCH_BLOCKING, +3.5 KiB): a ratchet, so that the page may not grow back.
-const PAGE_BUDGET_BYTES = 377 * 1024;
+// PEANUT, the BAdam and prompt-encoder fields and CUDA_LAUNCH_BLOCKING, +3.5 KiB; 380.1 KiB with PEFT's RoAd, OSF,
+// DEFT, BEFT, trainable tokens, PVeRA and UniLoRA, +3.9 KiB): a ratchet, so that the page may not grow back.
+const PAGE_BUDGET_BYTES = 380.5 * 1024;
 
 test('the single file stays under its gzip ratchet and holds neither the importer nor the YAML parser', { skip: !built }, () => {
   const html = readFileSync(`${site}index.html`);
