@@ -78,7 +78,8 @@ void read_modules_to_save(const FieldReader& f, TrainingSetup& t) {
 }
 
 // PEFT's newer adapters: fourierft / waveft take n_frequency, c3a block_size, hira / shira / delora /
-// gralora / peanut rank (peft v0.21.2 tuners/<method>/config.py); none models a dropout.
+// gralora / peanut / deft rank, osf rank as its trainable rank (peft v0.21.2 tuners/<method>/config.py;
+// road and beft take targets only); none models a dropout.
 void read_more_peft_adapter(const FieldReader& f, TrainingSetup& t) {
   const bool spectral = t.method == Method::kFourierFt || t.method == Method::kWaveFt;
   const bool ranked = is_ranked_more_peft_adapter(t.method);
@@ -88,7 +89,7 @@ void read_more_peft_adapter(const FieldReader& f, TrainingSetup& t) {
     if (f.has({key}) && !takes) {
       throw Error(ErrorCode::kInvalidValue, f.path(k),
                   k + " does not apply to " + name_of(t.method, kMethodNames) +
-                      " (fourierft/waveft: n_frequency; c3a: block_size; hira/shira/delora/gralora/peanut: rank; none has dropout or init)");
+                      " (fourierft/waveft: n_frequency; c3a: block_size; hira/shira/delora/gralora/peanut/deft/osf/pvera/unilora: rank; none has dropout or init)");
     }
   }
   t.spectral_frequencies = f.int_or({"n_frequency"}, 1, std::int64_t{1} << 30, t.spectral_frequencies);
@@ -187,6 +188,10 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kDelora) t.lora_rank = 8;  // PEFT's r; hira, shira, gralora, peanut: 32
   if (is_ranked_more_peft_adapter(t.method) && t.method != Method::kDelora) t.lora_rank = 32;
   if (is_ranked_shared_peft_adapter(t.method)) t.lora_rank = shared_adapter_default_rank(t.method);
+  if (t.method == Method::kDeft) t.lora_rank = 8;  // tuners/deft/config.py DeftConfig r
+  if (t.method == Method::kOsf) t.lora_rank = 0;   // OSFConfig effective_rank None: half of each linear's
+  if (t.method == Method::kPvera) t.lora_rank = 256;  // PveraConfig r
+  if (t.method == Method::kUnilora) t.lora_rank = 4;  // UniLoraConfig r
 }
 
 /// The shared-bank adapters' shapes, each in an object named after its method (PEFT's config keys,
@@ -228,6 +233,40 @@ void read_shared_adapter(const FieldReader& f, TrainingSetup& t) {
       reject_unknown_keys(r, {"subspaces", "subspace_rank"});
       s.adamss_subspaces = r.int_or({"subspaces"}, 1, 4096, s.adamss_subspaces);
       s.adamss_subspace_rank = r.int_or({"subspace_rank"}, 1, kMaxLoraRank, s.adamss_subspace_rank);
+    }
+  }
+}
+
+/// RoAd's `road` {variant}, DEFT's `deft` {para} and trainable tokens' `trainable_tokens` {count}
+/// (peft v0.21.2 RoadConfig variant, DeftConfig para, TrainableTokensConfig token_indices' length,
+/// which has no default: `missing_field`).
+void read_method_settings(const FieldReader& f, TrainingSetup& t) {
+  static constexpr struct { const char* key; Method method; const char* example; } kSettings[] = {
+      {"road", Method::kRoad, "{\"variant\": \"road_2\"}"},
+      {"deft", Method::kDeft, "{\"para\": true}"},
+      {"trainable_tokens", Method::kTrainableTokens, "{\"count\": 2}"}};
+  for (const auto& s : kSettings) {
+    const Json* j = f.find({s.key});
+    const std::string path = f.path(s.key);
+    if (!j) {
+      if (t.method == Method::kTrainableTokens && s.method == t.method) {
+        throw Error(ErrorCode::kMissingField, path, "trainable_tokens needs trainable_tokens.count (PEFT's token_indices have no default)");
+      }
+      continue;
+    }
+    if (!j->is_object()) throw Error(ErrorCode::kInvalidType, path, std::string(s.key) + " must be an object such as " + s.example);
+    if (t.method != s.method) throw Error(ErrorCode::kInvalidValue, path, std::string(s.key) + " settings need method " + s.key);
+    const FieldReader r(*j, path);
+    if (s.method == Method::kRoad) {
+      reject_unknown_keys(r, {"variant"});
+      t.road_variant = enum_or(r, "variant", kRoadVariantNames, t.road_variant);
+    } else if (s.method == Method::kDeft) {
+      reject_unknown_keys(r, {"para"});
+      t.deft_para = r.bool_or({"para"}, t.deft_para);
+    } else {
+      reject_unknown_keys(r, {"count"});
+      if (!r.has({"count"})) throw Error(ErrorCode::kMissingField, r.path("count"), "trainable_tokens needs count (PEFT's token_indices have no default)");
+      t.trainable_token_count = r.int_or({"count"}, 1, std::int64_t{1} << 24, 0);
     }
   }
 }
@@ -369,7 +408,8 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
                           "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
                           "expandable_segments", "cuda_launch_blocking", "projection", "badam", "miss", "glora", "lily",
-                          "tinylora", "vblora", "frod", "adamss"});
+                          "tinylora", "vblora", "frod", "adamss", "road", "deft",
+                          "trainable_tokens"});
   profile = &framework_profile(Framework::kHfTrainer);
   if (auto key = f.get_string({"framework"})) {
     profile = find_framework(*key);
@@ -398,7 +438,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
-      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora, peanut, lily, tinylora, vblora, frod or adamss");
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora, peanut, lily, tinylora, vblora, frod, adamss, road, osf, deft, beft, pvera or unilora");
     }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
     if (t.method == Method::kIa3 && l->contains("rank")) {
@@ -478,6 +518,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   read_miss(f, t);
   read_glora(f, t);
   read_shared_adapter(f, t);
+  read_method_settings(f, t);
   return t;
 }
 

@@ -52,7 +52,7 @@ Json training_to_json(const TrainingSetup& t) {
     } else if (is_more_peft_adapter(t.method)) {
       j["lora"] = {{"targets", t.lora_targets}};
       if (t.method == Method::kFourierFt || t.method == Method::kWaveFt) j["lora"]["n_frequency"] = spectral_frequencies(t);
-      if (is_ranked_more_peft_adapter(t.method)) j["lora"]["rank"] = t.lora_rank;
+      if (is_ranked_more_peft_adapter(t.method) && t.lora_rank > 0) j["lora"]["rank"] = t.lora_rank;  // osf: 0 is PEFT's half
       if (t.method == Method::kC3a) j["lora"]["block_size"] = circulant_block(t);
     } else if (is_orthogonal(t.method)) {
       j["lora"] = {{"targets", t.lora_targets}};
@@ -80,6 +80,9 @@ Json training_to_json(const TrainingSetup& t) {
   }
   if (t.method == Method::kFrod) j["frod"] = {{"sparse_rate", sh.frod_sparse_rate}, {"offload_base_weight", sh.frod_offload_base}};
   if (t.method == Method::kAdamss) j["adamss"] = {{"subspaces", sh.adamss_subspaces}, {"subspace_rank", sh.adamss_subspace_rank}};
+  if (t.method == Method::kRoad) j["road"] = {{"variant", name_of(t.road_variant, kRoadVariantNames)}};
+  if (t.method == Method::kDeft) j["deft"] = {{"para", t.deft_para}};
+  if (t.method == Method::kTrainableTokens) j["trainable_tokens"] = {{"count", t.trainable_token_count}};
   if (is_prompt_method(t.method)) j["virtual_tokens"] = t.virtual_tokens;
   if (t.method == Method::kPTuning) j["prompt_encoder"] = name_of(t.prompt_encoder, kPromptEncoderNames);
   if (is_llama_adapter(t.method)) j["adapter"] = {{"prompt_length", t.adapter_prompt_length}, {"start_layer", t.adapter_start_layer}};

@@ -626,6 +626,13 @@ const char* peft_config_class(Method m) {
     case Method::kVblora: return "VBLoRAConfig";
     case Method::kFrod: return "FrodConfig";
     case Method::kAdamss: return "AdamssConfig";
+    case Method::kRoad: return "RoadConfig";
+    case Method::kOsf: return "OSFConfig";
+    case Method::kDeft: return "DeftConfig";
+    case Method::kBeft: return "BeftConfig";
+    case Method::kTrainableTokens: return "TrainableTokensConfig";
+    case Method::kPvera: return "PveraConfig";
+    case Method::kUnilora: return "UniLoraConfig";
     default: return "PrefixTuningConfig";
   }
 }
@@ -707,8 +714,10 @@ LaunchFormat trl_sft(const LaunchInput& in) {
 // PEFT's other methods as their config classes take them (peft v0.21.2 tuners/{ia3,loha,lokr,vera,
 // prompt_tuning,prefix_tuning,adaption_prompt,p_tuning,oft,boft,ln_tuning,miss,glora}/config.py: target_modules,
 // feedforward_modules, r, num_virtual_tokens, adapter_len, adapter_layers, encoder_reparameterization_type,
-// oft_block_size, boft_block_size; tuners/{fourierft,waveft,hira,shira,c3a,delora,gralora,peanut}/config.py: n_frequency, r, block_size).
-void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers) {
+// oft_block_size, boft_block_size; tuners/{fourierft,waveft,hira,shira,c3a,delora,gralora,peanut}/config.py: n_frequency, r, block_size;
+// tuners/{road,osf,deft,beft,trainable_tokens}/config.py: variant, rank_pattern, para, token_indices).
+void python_other_peft(Text& p, const TrainingSetup& t, const ModelArchitecture& a) {
+  const std::int64_t num_layers = a.num_layers;
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
   std::vector<std::string> targets = hf_modules(t.lora_targets);
   const std::string target_text = targets.size() == 1 && targets[0] == "all-linear" ? "\"all-linear\"" : python_list(targets);
@@ -751,6 +760,8 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
     case Method::kShira:
     case Method::kDelora:
     case Method::kGralora:
+    case Method::kPvera:
+    case Method::kUnilora:
     case Method::kPeanut: p << peft_config_class(t.method) << "(r=" << t.lora_rank << ", target_modules=" << target_text; break;
     case Method::kC3a: p << "C3AConfig(block_size=" << circulant_block(t) << ", target_modules=" << target_text; break;
     // peft v0.21.2 tuners/{lily,tinylora,vblora,frod,adamss}/config.py: r, stride_A, num_B, u, weight_tying,
@@ -774,6 +785,31 @@ void python_other_peft(Text& p, const TrainingSetup& t, std::int64_t num_layers)
     case Method::kAdamss:
       p << "AdamssConfig(r=" << t.lora_rank << ", num_subspaces=" << s.adamss_subspaces << ", subspace_rank="
         << s.adamss_subspace_rank << ", target_modules=" << target_text;
+      break;
+    case Method::kRoad:
+      p << "RoadConfig(variant=\"" << name_of(t.road_variant, kRoadVariantNames) << "\", target_modules=" << target_text;
+      break;
+    case Method::kDeft:
+      p << "DeftConfig(r=" << t.lora_rank << ", para=" << (t.deft_para ? "True" : "False") << ", target_modules=" << target_text;
+      break;
+    case Method::kBeft: p << "BeftConfig(target_modules=" << target_text; break;
+    case Method::kOsf: {
+      p << "OSFConfig(target_modules=" << target_text;
+      if (t.lora_rank <= 0) break;
+      // memfit's lora.rank is the trainable rank: PEFT's effective_rank is min(in, out) minus it, per module.
+      const std::int64_t h = a.hidden_size, q = a.attention.num_heads * a.attention.head_dim;
+      const std::int64_t kv = a.attention.num_kv_heads * a.attention.head_dim, f = a.mlp.intermediate_size;
+      const std::pair<const char*, std::int64_t> dims[] = {{"q_proj", std::min(h, q)}, {"k_proj", std::min(h, kv)},
+                                                           {"v_proj", std::min(h, kv)}, {"o_proj", std::min(h, q)},
+                                                           {"gate_proj", std::min(h, f)}, {"up_proj", std::min(h, f)},
+                                                           {"down_proj", std::min(h, f)}};
+      p << ", rank_pattern={";
+      for (const auto& [module, m] : dims) p << (module == dims[0].first ? "" : ", ") << "\"" << module << "\": " << m - std::min(t.lora_rank, m - 1);
+      p << "}";
+      break;
+    }
+    case Method::kTrainableTokens:
+      p << "TrainableTokensConfig(token_indices=list(range(" << t.trainable_token_count << ")), target_modules=[\"embed_tokens\"]";
       break;
     default: p << "PrefixTuningConfig(num_virtual_tokens=" << t.virtual_tokens; break;
   }
@@ -800,7 +836,7 @@ void python_model_setup(Text& p, const LaunchInput& in, const char* torch_dtype)
     if (const std::string saved = saved_modules(t, *in.arch); !saved.empty()) p << ", modules_to_save=[" << saved << "]";
     p << ", task_type=\"CAUSAL_LM\"))\n";
   }
-  python_other_peft(p, t, in.arch->num_layers);
+  python_other_peft(p, t, *in.arch);
   if (t.method == Method::kFreeze) {
     p << "TRAINABLE_BLOCKS = " << t.freeze_trainable_layers << "  # the last blocks train, everything else is frozen\n"
       << "for p in model.parameters():\n    p.requires_grad_(False)\n"

@@ -151,12 +151,37 @@ void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, co
     dense.weights = checked_add(dense.weights, checked_mul(n, b, "weight bytes"), "weight bytes");
     return;
   }
-  if (t.method == Method::kVera) {
-    dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, vera_max_in + vera_max_out, "weight bytes"), "weight bytes");
+  if (t.method == Method::kVera || t.method == Method::kPvera) {  // PVeRA's A has 2r rows (tuners/pvera/model.py)
+    const std::int64_t rows_in = t.method == Method::kPvera ? 2 * vera_max_in : vera_max_in;
+    dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, rows_in + vera_max_out, "weight bytes"), "weight bytes");
+    return;
+  }
+  if (t.method == Method::kUnilora) {  // the shared theta_d (tuners/unilora/model.py), trained in the adapter dtype
+    const std::int64_t b = adapter_bytes(t);
+    m.adapter_params += kUniloraThetaLength;
+    m.trainable_params += kUniloraThetaLength;
+    dense_elems[b] += kUniloraThetaLength;
+    dense.weights = checked_add(dense.weights, kUniloraThetaLength * b, "weight bytes");
     return;
   }
   if (is_llama_adapter(t.method)) {
     add_llama_adapter_prompt(arch, t, shard, m, dense, dense_elems);
+    return;
+  }
+  if (t.method == Method::kTrainableTokens) {
+    // PEFT's trainable tokens (peft v0.21.2 tuners/trainable_tokens/layer.py): the chosen rows
+    // (n x h) train beside an equal frozen copy of their originals (a BufferDict, upcast with them
+    // by cast_adapter_dtype), on the embedding's stage; each forward index_copies them into a copy
+    // of the whole table (token_table_copy_bytes, in the embedding's dtype).
+    if (!shard.embedding) return;
+    const std::int64_t n = checked_mul(t.trainable_token_count, arch.hidden_size, "parameter count");
+    const std::int64_t b = adapter_bytes(t);
+    m.adapter_params += n;
+    m.trainable_params += n;
+    dense_elems[b] += n;
+    dense.weights = checked_add(dense.weights, checked_mul(2 * n, b, "weight bytes"), "weight bytes");
+    m.token_table_copy_bytes = checked_mul(checked_mul(arch.vocab_size, arch.hidden_size, "parameter count"),
+                                           stored_weight_bytes(t), "weight bytes");
     return;
   }
   if (!is_prompt_method(t.method)) return;
@@ -416,9 +441,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         const std::int64_t buffer = t.method == Method::kBoft ? checked_mul(4 * in, in, "buffer bytes") : 8 * b * (b - 1);
         cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
       }
-      if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices (training/peft_linear_adapters.h)
-        const std::int64_t buffer = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb).buffer_bytes;
-        cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
+      if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices, OSF's frozen SVD parts and its V_low gradient's storage
+        const AdaptedLinearTerms terms = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb);
+        cls[c].weights = checked_add(cls[c].weights, checked_mul(terms.buffer_bytes, adapted, "buffer bytes"), "weight bytes");
+        const std::int64_t extra = checked_mul(terms.gradient_extra_bytes, adapted, "gradient bytes");
+        cls[c].gradients = checked_add(cls[c].gradients, extra, "gradient bytes");
+        m.unsharded_accumulated_gradient_bytes += extra;
+        if (in_stack) layer_grad_sum += extra;
       }
       if (is_shared_peft_adapter(t.method)) {
         const std::int64_t buffer = shared_adapter_terms(t, in, out, adapter_elem_bytes, wb).buffer_bytes;

@@ -36,6 +36,9 @@ struct ModelStates {
   std::int64_t large_pool_state_bytes = 0;
   std::int64_t largest_trainable_tensor_bytes = 0;  // e.g. the embedding's dense gradient
   std::int64_t embedding_grad_bytes = 0;  // dense (v, h) gradient of a trainable embedding
+  /// PEFT's trainable tokens: the (v, h) table copy each forward builds with the trained rows in
+  /// it; its dense gradient arrives at the embedding backward (and, tied, at the output layer's).
+  std::int64_t token_table_copy_bytes = 0;
   std::int64_t weight_tensor_count = 0;
   std::int64_t amp_weight_cast_bytes = 0; // autocast keeps a 16-bit copy of each matmul weight
   /// The decoder layers' share of amp_weight_cast_bytes, and one layer's (the largest).

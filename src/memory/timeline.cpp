@@ -675,7 +675,9 @@ class Replay {
     const std::int64_t previous_outputs = rank_.kind.head && states_live && t_.outputs_held_across_steps ? loss_bytes().held : 0;
     b.logits_loss_bytes = previous_outputs;
     b.weights_bytes += embedding_unit;
+    b.temporaries_bytes += states_.token_table_copy_bytes;  // trainable tokens: the table copy F.embedding reads
     note(&at, tl, best, b, "forward", {rank_.kind.embedding ? "embedding" : "receive activations"}, -1, StepPart::kStart);
+    b.temporaries_bytes -= states_.token_table_copy_bytes;
     b.weights_bytes -= embedding_unit;
     if (zero3 && beh.root_unit_gathered && beh.gather_copy_out && beh.reshard_after_forward && rank_.kind.embedding &&
         !groups_.empty()) {
@@ -734,11 +736,16 @@ class Replay {
       const std::int64_t head_linear_div = plan_.split.gathered_linear_inputs ? 1 : seq_div_;
       const std::int64_t head_trained = states_.head_gradient_bytes > 0 ? 2 : 0;
       // A logits-free loss kernel keeps what it needs of the head's input whether the head trains or not.
-      const std::int64_t head_linear_input =
-          is_logits_free_kernel(t_.loss) ? head_linear_input_per_token() : head_trained * a_.hidden_size;
-      const std::int64_t head_input = checked_mul(
-          tokens_, ceil_div((4 + head_trained) * a_.hidden_size, seq_div_) + ceil_div(head_linear_input, head_linear_div),
-          "activation bytes");
+      // Trainable tokens on a tied table (peft v0.21.2 tuners/trainable_tokens/model.py inject_adapter):
+      // the output layer runs F.linear(x, table copy with the trained rows), which saves x and the copy.
+      const std::int64_t tied_table_copy = a_.tie_word_embeddings ? states_.token_table_copy_bytes : 0;
+      const std::int64_t head_linear_input = is_logits_free_kernel(t_.loss)
+                                                 ? head_linear_input_per_token()
+                                                 : (head_trained + (tied_table_copy > 0 ? 2 : 0)) * a_.hidden_size;
+      const std::int64_t head_input = checked_add(
+          checked_mul(tokens_, ceil_div((4 + head_trained) * a_.hidden_size, seq_div_) + ceil_div(head_linear_input, head_linear_div),
+                      "activation bytes"),
+          tied_table_copy, "activation bytes");
       b.activations_bytes = all_kept + head_input + offload_window_;
       loss = loss_bytes();
       remapped_bytes_ = second_step_loss_segment_bytes(loss.buffer, loss.buffers, states_.large_pool_state_bytes,
@@ -824,6 +831,8 @@ class Replay {
       head.logits_loss_bytes = checked_add(loss.held + loss.head_saved, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
       head.communication_bytes += top_prefetched;
+      // Trainable tokens on a tied table: the copy's dense gradient beside the saved copy.
+      if (a_.tie_word_embeddings) head.temporaries_bytes += states_.token_table_copy_bytes;
       // A chunked loss projects each chunk on its own (torchtune TransformerDecoder.chunked_output):
       // the weight's gradient arrives once per chunk, and autograd sums the first two out of place
       // (torch/csrc/autograd/input_buffer.cpp accumulate): two contributions beside their sum.
@@ -908,7 +917,8 @@ class Replay {
       // tensors at once (measured on an H200, torch 2.11: tools/oracle/gpu_checks).
       const bool stolen = !grads_full && !in_backward_step && tied_held == 0 &&
                           (rank_.shard.sharding == Sharding::kNone || rank_.shard.sharding == Sharding::kZero1);
-      b.temporaries_bytes = stolen ? 0 : states_.embedding_grad_bytes + tied_held;
+      // Trainable tokens: the table copy's dense gradient, before index_copy's backward takes the trained rows.
+      b.temporaries_bytes = (stolen ? 0 : states_.embedding_grad_bytes + tied_held) + states_.token_table_copy_bytes;
       b.communication_bytes += held_now;
       b.weights_bytes += embedding_unit;
       note(&at, tl, best, b, "backward", {"embedding backward"}, -1, StepPart::kBackwardEnd);

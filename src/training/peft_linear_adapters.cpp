@@ -106,6 +106,96 @@ AdaptedLinearTerms peanut(const TrainingSetup& t, std::int64_t in, std::int64_t 
   return l;
 }
 
+// DEFT (tuners/deft/layer.py DeftLinear.forward): P (out x r) and, unless PaRa, R (r x in) train.
+// The frozen output cast to fp32 goes through (· @ right) @ Q_Pᵀ, which saves that copy (ab·out)
+// and the r-wide product (ab·r); the injection F.linear(x.to(fp32), R) @ Q_Pᵀ saves the input's
+// copy (ab·in) and its r-wide output. right (relu(P), or qr's Q under PaRa's "qr") is saved once per
+// layer (ab·out·r).
+AdaptedLinearTerms deft(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = t.lora_rank < out ? t.lora_rank : out;  // update_layer: r = min(r, out_features)
+  AdaptedLinearTerms l;
+  l.trainable_params = r * (t.deft_para ? out : out + in);
+  l.saved_per_token = ab * (out + r + (t.deft_para ? 0 : in + r));
+  l.saved_weight = ab * out * r;
+  return l;
+}
+
+// RoAd (tuners/road/layer.py Linear.forward, _apply_road): the frozen output cast to the adapter
+// dtype is rotated in pairs, x * first_col + rotate_half(x) * second_col: the muls save that copy
+// and the half-swapped one (2 ab·out per token) and, where the output needs a gradient, the two
+// out-wide columns; cos and sin of the angles (with road_1 the angles and scales repeated to out)
+// are saved whether or not.
+AdaptedLinearTerms road(const TrainingSetup& t, std::int64_t out, std::int64_t ab) {
+  const std::int64_t size = t.road_variant == RoadVariant::kRoad1 ? out / 2 : (t.road_variant == RoadVariant::kRoad2 ? out : 2 * out);
+  AdaptedLinearTerms l;
+  l.trainable_params = 2 * size;  // road_theta, road_alpha
+  l.saved_per_token = 2 * ab * out;
+  l.saved_weight = ab * out * (t.road_variant == RoadVariant::kRoad1 ? 4 : 2);
+  l.saved_weight_for_input_grad = 2 * ab * out;
+  return l;
+}
+
+// OSF (tuners/osf/layer.py, utils.py decompose_weight_matrix): the weight's SVD split at
+// k = min(in, out) - r. U_low (out x r), S_low (r) and V_low (r x in) train; their initial copies
+// and the frozen top singular vectors of the longer side (U_high out x k where out > in, V_high
+// k x in where in > out) are buffers, upcast to the adapter dtype like the parameters
+// (tuners_utils.py cast_adapter_dtype casts BufferDicts too). Each forward concatenates
+// A = [U_low S_low, -U_init S_init] (out x 2r) and B = [V_low; V_init] (2r x in): F.linear(x.to(fp32), B)
+// saves the input's copy and, for its gradient, B; F.linear(h, A) saves h (2r wide) and A. cat's
+// backward hands V_low a row slice of B's (2r x in) gradient, which AccumulateGrad keeps as .grad
+// (a contiguous view obeys the layout contract: torch/csrc/autograd/functions/accumulate_grad.h), so
+// the frozen half's r x in gradient lives as long as V_low's. (The gradient projection hooks
+// update_layer registers sit on the parameters cast_adapter_dtype then replaces: they never run.)
+AdaptedLinearTerms osf(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = osf_trainable_rank(t, in, out);
+  const std::int64_t k = (in < out ? in : out) - r;
+  const std::int64_t low = r * (in + out + 1);
+  const std::int64_t high = out > in ? out * k : (in > out ? k * in : 0);
+  AdaptedLinearTerms l;
+  l.trainable_params = low;
+  l.buffer_bytes = checked_mul(ab, low + high, "buffer bytes");
+  l.saved_per_token = ab * (in + 2 * r);
+  l.saved_weight = checked_mul(ab * out, 2 * r, "adapter bytes");
+  l.saved_weight_for_input_grad = checked_mul(ab * in, 2 * r, "adapter bytes");
+  l.gradient_extra_bytes = checked_mul(ab * in, r, "gradient bytes");
+  return l;
+}
+
+// PVeRA (tuners/pvera/layer.py Linear.forward, _reparametrize): VeRA's frozen shared projections, A
+// of 2r rows (model.py _init_pvera_A_pvera_B; counted once per model, memory/model_states.cpp);
+// lambda_d (2r) and lambda_b (out) train. The 2r-wide A·x is saved by lambda_d's mul, exp(logvar/2)
+// by exp and the sampled eps by its mul (r each), and B's out-wide output by lambda_b's mul; the
+// input's fp32 copy meets only frozen A and is not saved.
+AdaptedLinearTerms pvera(const TrainingSetup& t, std::int64_t out, std::int64_t ab) {
+  AdaptedLinearTerms l;
+  l.trainable_params = out + 2 * t.lora_rank;
+  l.saved_per_token = ab * (4 * t.lora_rank + out);
+  return l;
+}
+
+// UniLoRA (tuners/unilora/layer.py _get_lora_matrices, Linear.forward): A (r x in) and B (out x r)
+// gathered each forward from the shared trained vector theta_d by int64 indices and scaled by
+// fixed per-entry scales (buffers: 8 + ab bytes per entry; cast_adapter_dtype upcasts the scales
+// with theta_d: executed, 12 bytes per entry under autocast); F.linear(x.to(fp32), A) saves the input's copy and, for its
+// gradient, A; F.linear(h, B) saves the r-wide h and B.
+AdaptedLinearTerms unilora(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = t.lora_rank;
+  AdaptedLinearTerms l;
+  l.buffer_bytes = checked_mul(8 + ab, r * (in + out), "buffer bytes");
+  l.saved_per_token = ab * (in + r);
+  l.saved_weight = checked_mul(ab * out, r, "adapter bytes");
+  l.saved_weight_for_input_grad = checked_mul(ab * in, r, "adapter bytes");
+  return l;
+}
+
+// BEFT (tuners/beft/layer.py Linear.forward): an out-wide bias added to the frozen output; the add
+// (promoted to the bias's dtype, cast back) saves nothing.
+AdaptedLinearTerms beft(std::int64_t out) {
+  AdaptedLinearTerms l;
+  l.trainable_params = out;
+  return l;
+}
+
 }  // namespace
 
 AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab,
@@ -119,6 +209,12 @@ AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in,
     case Method::kDelora: return delora(t, in, out, ab);
     case Method::kGralora: return gralora(t, in, out, ab);
     case Method::kPeanut: return peanut(t, in, out, ab);
+    case Method::kDeft: return deft(t, in, out, ab);
+    case Method::kRoad: return road(t, out, ab);
+    case Method::kOsf: return osf(t, in, out, ab);
+    case Method::kBeft: return beft(out);
+    case Method::kPvera: return pvera(t, out, ab);
+    case Method::kUnilora: return unilora(t, in, out, ab);
     default: return {};
   }
 }

@@ -1,6 +1,6 @@
 // PEFT's newer adapters on frozen linears: FourierFT, WaveFT, HiRA, SHiRA, PEANUT (a dense weight
-// built per forward), C3A (a block-circulant convolution of the input) and the low-rank variants DeLoRA and
-// GraLoRA. What one adapted linear adds: trainable and frozen tensors, what its forward saves for
+// built per forward), C3A (a block-circulant convolution of the input), the low-rank variants DeLoRA,
+// GraLoRA and DEFT, OSF's split singular vectors, and RoAd and BEFT on the frozen output. What one adapted linear adds: trainable and frozen tensors, what its forward saves for
 // backward, and its backward's transient. Formulas only; no JSON.
 #pragma once
 #include <cstdint>
@@ -11,12 +11,17 @@ namespace memfit {
 
 inline bool is_more_peft_adapter(Method m) {
   return m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
-         m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut;
+         m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
+         m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft || m == Method::kPvera ||
+         m == Method::kUnilora;
 }
-/// The methods whose size is lora.rank (PEFT's r).
+/// The methods whose size is lora.rank (PEFT's r; OSF's trainable rank, min(in, out) - effective_rank).
 inline bool is_ranked_more_peft_adapter(Method m) {
-  return m == Method::kHira || m == Method::kShira || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut;
+  return m == Method::kHira || m == Method::kShira || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
+         m == Method::kOsf || m == Method::kDeft || m == Method::kPvera || m == Method::kUnilora;
 }
+/// UniLoRA's shared trained vector (peft v0.21.2 tuners/unilora/config.py theta_d_length 256), once per model.
+inline constexpr std::int64_t kUniloraThetaLength = 256;
 /// GraLoRA's blocks per side (peft v0.21.2 tuners/gralora/config.py gralora_k 2; hybrid_r 0).
 inline constexpr std::int64_t kGraloraBlocks = 2;
 
@@ -27,6 +32,14 @@ inline std::int64_t spectral_frequencies(const TrainingSetup& t) {
 }
 inline std::int64_t circulant_block(const TrainingSetup& t) {
   return t.circulant_block_size > 0 ? t.circulant_block_size : 256;
+}
+/// OSF's trainable rank of an in x out linear: lora.rank (PEFT's min(in, out) - effective_rank, at
+/// least one singular direction left frozen), else PEFT's default effective_rank min(in, out) // 2
+/// (peft v0.21.2 tuners/osf/layer.py Linear.__init__).
+inline std::int64_t osf_trainable_rank(const TrainingSetup& t, std::int64_t in, std::int64_t out) {
+  const std::int64_t m = in < out ? in : out;
+  if (t.lora_rank > 0) return t.lora_rank < m ? t.lora_rank : m - 1;
+  return m - m / 2;
 }
 
 /// One adapted linear (in -> out); bytes with `ab` the adapter dtype's
@@ -41,6 +54,8 @@ struct AdaptedLinearTerms {
   std::int64_t saved_weight = 0;         // ... kept whether or not the input needs a gradient
   /// The backward's peak beyond the freed saved weight, once per layer.
   std::int64_t backward_transient = 0;
+  /// Gradient storage beyond the parameters' own, kept with their .grad until it is freed.
+  std::int64_t gradient_extra_bytes = 0;
 };
 
 AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab,

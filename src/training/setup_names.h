@@ -30,7 +30,13 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"peanut", Method::kPeanut},
                                                     {"lily", Method::kLily}, {"tinylora", Method::kTinyLora},
                                                     {"vblora", Method::kVblora}, {"frod", Method::kFrod},
-                                                    {"adamss", Method::kAdamss}};
+                                                    {"adamss", Method::kAdamss},
+                                                    {"road", Method::kRoad},
+                                                    {"osf", Method::kOsf}, {"deft", Method::kDeft}, {"beft", Method::kBeft},
+                                                    {"trainable_tokens", Method::kTrainableTokens},
+                                                    {"pvera", Method::kPvera}, {"unilora", Method::kUnilora}};
+inline constexpr EnumName<RoadVariant> kRoadVariantNames[] = {{"road_1", RoadVariant::kRoad1}, {"road_2", RoadVariant::kRoad2},
+                                                              {"road_4", RoadVariant::kRoad4}};
 inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},
                                                           {"mini", MissShape::kMini}};
 inline constexpr EnumName<GloraPath> kGloraPathNames[] = {{"lora", GloraPath::kLora}, {"vector", GloraPath::kVector},

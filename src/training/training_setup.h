@@ -18,16 +18,19 @@ namespace memfit {
 /// (trainable copies of the block and final norms); miss: PEFT's MiSS (a shard shared across each
 /// adapted linear's input blocks), glora: PEFT's GLoRA (the weight scaled and shifted by trained
 /// paths, training/peft_bench.h).
-/// fourierft .. peanut: PEFT's newer adapters on linears (training/peft_linear_adapters.h): weight-space
-/// and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT) and low-rank variants (DeLoRA, GraLoRA).
-/// lily .. adamss: PEFT's shared-bank / shared-projection adapters (training/peft_shared_adapters.h):
-/// LiLy, TinyLoRA, VB-LoRA, FRoD, AdaMSS.
+/// fourierft .. peanut, road .. unilora: PEFT's newer adapters on linears (training/peft_linear_adapters.h):
+/// weight-space and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT), low-rank variants (DeLoRA,
+/// GraLoRA, DEFT, UniLoRA), an SVD split (OSF), output-side ones (RoAd's rotation, BEFT's bias) and
+/// PVeRA (VeRA's frozen projections with a sampled middle); trainable_tokens: PEFT's trainable rows of
+/// the frozen token embedding. lily .. adamss: PEFT's shared-bank / shared-projection adapters
+/// (training/peft_shared_adapters.h): LiLy, TinyLoRA, VB-LoRA, FRoD, AdaMSS.
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
                     kAdapter, kAdapterV2, kAdaptionPrompt, kPTuning, kOft, kBoft, kLnTuning,
                     kMiss, kGlora,
                     kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut,
-                    kLily, kTinyLora, kVblora, kFrod, kAdamss };
-inline constexpr int kMethodCount = 33;
+                    kLily, kTinyLora, kVblora, kFrod, kAdamss,
+                    kRoad, kOsf, kDeft, kBeft, kTrainableTokens, kPvera, kUnilora };
+inline constexpr int kMethodCount = 40;
 /// The shapes of PEFT's shared-bank adapters (peft v0.21.2 tuners/<method>/config.py defaults):
 /// LilyConfig stride_A / num_B, TinyLoraConfig u / weight_tying, VBLoRAConfig num_vectors /
 /// vector_length / topk, FrodConfig sparse_rate / runtime_offload_base_weight, AdamssConfig
@@ -46,6 +49,9 @@ struct SharedAdapterShape {
   std::int64_t adamss_subspace_rank = 1;
   friend bool operator==(const SharedAdapterShape&, const SharedAdapterShape&) = default;
 };
+/// RoAd's variant (peft v0.21.2 tuners/road/config.py variant, default road_1): angles and scales
+/// per output pair (out/2 each), per output (out), or two per output (2 out).
+enum class RoadVariant { kRoad1, kRoad2, kRoad4 };
 /// MiSS's shard shape (peft v0.21.2 tuners/miss/config.py init_weights): default True (r x out),
 /// "bat" (out/r blocks of r x r, merged into the weight each forward), "mini" (r x mini_r, repeated).
 enum class MissShape { kDefault, kBat, kMini };
@@ -108,6 +114,10 @@ struct TrainingSetup {
   std::int64_t miss_mini_r = 1;                // miss "mini": the shard's columns (PEFT mini_r)
   GloraPath glora_a_b = GloraPath::kLora;      // glora: config_A_B
   SharedAdapterShape shared_adapter;           // lily .. adamss (training/peft_shared_adapters.h)
+  RoadVariant road_variant = RoadVariant::kRoad1;  // road: variant
+  bool deft_para = false;                          // deft: PaRa (P only, no injection R)
+  /// trainable_tokens: how many rows of the embedding train (PEFT token_indices; no default).
+  std::int64_t trainable_token_count = 0;
   /// fourierft / waveft: trained spectrum entries per linear (PEFT n_frequency); c3a: the circulant
   /// block size (PEFT block_size); 0: PEFT's default (training/peft_linear_adapters.h).
   std::int64_t spectral_frequencies = 0;
@@ -267,14 +277,16 @@ inline bool fp32_residual_stream(const TrainingSetup& t) {
 }
 inline bool is_lora_like(Method m) { return m == Method::kLora || m == Method::kQlora || m == Method::kDora; }
 /// PEFT adapters on the frozen linears named by lora_targets: LoRA and its kin, IA3, LoHa, LoKr,
-/// VeRA, OFT, BOFT, MiSS, GLoRA, PEFT's newer ones (FourierFT .. PEANUT: peft_linear_adapters.h) and
-/// the shared-bank ones (LiLy .. AdaMSS: peft_shared_adapters.h).
+/// VeRA, OFT, BOFT, MiSS, GLoRA, PEFT's newer ones (FourierFT .. PEANUT, RoAd .. UniLoRA:
+/// peft_linear_adapters.h) and the shared-bank ones (LiLy .. AdaMSS: peft_shared_adapters.h).
 inline bool is_adapter_method(Method m) {
   return is_lora_like(m) || m == Method::kIa3 || m == Method::kLoha || m == Method::kLokr || m == Method::kVera ||
          m == Method::kOft || m == Method::kBoft || m == Method::kMiss || m == Method::kGlora ||
          m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
          m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
-         m == Method::kLily || m == Method::kTinyLora || m == Method::kVblora || m == Method::kFrod || m == Method::kAdamss;
+         m == Method::kLily || m == Method::kTinyLora || m == Method::kVblora || m == Method::kFrod || m == Method::kAdamss ||
+         m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft || m == Method::kPvera ||
+         m == Method::kUnilora;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.
@@ -291,7 +303,8 @@ inline bool is_litgpt_adapter(Method m) { return m == Method::kAdapter || m == M
 inline bool is_llama_adapter(Method m) { return is_litgpt_adapter(m) || m == Method::kAdaptionPrompt; }
 /// The base model is frozen: every PEFT method.
 inline bool base_frozen(Method m) {
-  return is_adapter_method(m) || is_prompt_method(m) || is_llama_adapter(m) || m == Method::kLnTuning;
+  return is_adapter_method(m) || is_prompt_method(m) || is_llama_adapter(m) || m == Method::kLnTuning ||
+         m == Method::kTrainableTokens;
 }
 /// Positions the model runs per sequence: prompt tuning puts its virtual tokens before the input
 /// embeddings, and the labels gain as many ignored positions (peft v0.21.2 peft_model.py

@@ -188,6 +188,20 @@ test('peft_kwargs in the notes set the shared-bank adapters\' rank and shapes (F
   assert.deepEqual(tiny.training.tinylora, { u: 64, weight_tying: 1 });
 });
 
+test('peft_kwargs in the notes set RoAd\'s variant, DEFT\'s r and para, and the trainable token count', () => {
+  const road = v.rowToRequest(caseRow({ method: 'road', lora_targets: 'q,v', notes: 'x; peft_kwargs={"group_size":64,"variant":"road_2"}' }), null);
+  assert.deepEqual(road.training.road, { variant: 'road_2' });
+  assert.deepEqual(road.training.lora, { targets: ['q', 'v'] });
+  const deft = v.rowToRequest(caseRow({ method: 'deft', lora_targets: 'q,v', notes: 'peft_kwargs={"para":true,"r":32}' }), null);
+  assert.deepEqual(deft.training.deft, { para: true });
+  assert.equal(deft.training.lora.rank, 32);
+  const tokens = v.rowToRequest(caseRow({ method: 'trainable_tokens', notes: 'peft_kwargs={"token_indices":[128000,128001]}' }), null);
+  assert.deepEqual(tokens.training.trainable_tokens, { count: 2 });
+  assert.equal(tokens.training.lora, undefined);
+  const osf = v.rowToRequest(caseRow({ method: 'osf', lora_rank: '128', lora_targets: 'all-linear' }), null);
+  assert.deepEqual(osf.training.lora, { rank: 128, targets: 'all-linear' });
+});
+
 test('a row with PEFT modules_to_save in its notes asks for training.lora.modules_to_save, keeping rank and targets', () => {
   const tagged = v.rowToRequest(caseRow({ method: 'lora', lora_rank: '16', lora_targets: 'all-linear', notes: 'peft; modules_to_save=embedding,head' }), null);
   assert.deepEqual(tagged.training.lora.modules_to_save, ['embedding', 'head']);

@@ -653,17 +653,21 @@ NEWER_PEFT = {
     "delora": {"lora_rank": 32, "lora_targets": "q,v"},
     "gralora": {"lora_rank": 32, "lora_targets": "q,v"},
     "peanut": {"lora_rank": 32, "lora_targets": "q,v"},
+    # the runner's DeftConfig (relu, alpha 4 r) and RoadConfig (road_2, group_size 64), as peft_kwargs for the notes
+    "deft": {"lora_rank": 32, "lora_targets": "q,v", "peft_kwargs": {"r": 32, "para": False}},
+    "road": {"lora_targets": "q,v", "peft_kwargs": {"variant": "road_2", "group_size": 64}},
+    "beft": {"lora_targets": "v"},
+    "osf": {"lora_targets": "all-linear"},
+    # token_indices [0, 1] on the embedding; the tied family's run fails (PEFT's tied-adapter swap on meta tensors)
+    "trainable_tokens": {"peft_kwargs": {"token_indices": [0, 1]}, "families": ("llama3_gqa",)},
+    "pvera": {"lora_rank": 256, "lora_targets": "q,v"},  # d_initial 0.1, save_projection
+    "unilora": {"lora_rank": 32, "lora_targets": "q,v"},  # theta_d_length 256, proj_seed 42
 }
 # Not modelled by memfit yet, so outside the committed grid (the oracle test wants every committed case estimated);
 # records.jsonl keeps their first records: newer_peft_cases(NEWER_PEFT_UNMODELLED) runs them again.
 NEWER_PEFT_UNMODELLED = {
-    "deft": {"lora_rank": 32, "lora_targets": "q,v"},
     "frod": {"lora_targets": "q,v"},
-    "road": {"lora_targets": "q,v"},
     "adamss": {"lora_targets": "q,v"},
-    "beft": {"lora_targets": "v"},
-    "osf": {"lora_targets": "all-linear"},
-    "trainable_tokens": {},
 }
 NEWER_PEFT_FAMILIES = ("llama3_gqa", "llama32_tied")
 
@@ -671,7 +675,8 @@ NEWER_PEFT_FAMILIES = ("llama3_gqa", "llama32_tied")
 def newer_peft_cases(methods=None):
     out = []
     for method, extra in (methods or NEWER_PEFT).items():
-        for family in NEWER_PEFT_FAMILIES:
+        extra = dict(extra)
+        for family in extra.pop("families", NEWER_PEFT_FAMILIES):
             model_id, layers, _ = FAMILIES[family]
             oracle_id = reduced_config(model_id, layers)
             for b, s, ac in MORE_PEFT_POINTS:

@@ -161,6 +161,11 @@ PEFT_BUILDERS.update({
     "osf": lambda peft, c: peft.OSFConfig(target_modules=peft_targets(c), task_type="CAUSAL_LM"),
     "trainable_tokens": lambda peft, c: peft.TrainableTokensConfig(token_indices=[0, 1],
                                                                    target_modules=["embed_tokens"]),
+    "pvera": lambda peft, c: peft.PveraConfig(r=c["lora_rank"], d_initial=0.1, save_projection=True,
+                                              target_modules=peft_targets(c), task_type="CAUSAL_LM"),
+    "unilora": lambda peft, c: peft.UniLoraConfig(r=c["lora_rank"], theta_d_length=256, proj_seed=42,
+                                                  init_theta_d_bound=0.02, target_modules=peft_targets(c),
+                                                  task_type="CAUSAL_LM"),
 })
 
 

@@ -118,3 +118,26 @@ TEST_CASE("the Python script builds MiSS's and GLoRA's configs with their init a
   CHECK(has(format(all, "python_script").text, "GloraConfig(r=8, config_A_B=\"vector\", target_modules=['q_proj', 'v_proj']"));
   CHECK(noted(format(all, "trl_sft_yaml"), "pass peft_config=GloraConfig(...)"));
 }
+
+TEST_CASE("the Python script builds RoAd's, DEFT's, OSF's and trainable tokens' configs", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in = llama_q_v(a);
+  in.setup.method = Method::kRoad;
+  in.setup.road_variant = RoadVariant::kRoad2;
+  CHECK(has(format(launch_configs(in), "python_script").text, "RoadConfig(variant=\"road_2\", target_modules=['q_proj', 'v_proj']"));
+  in.setup.method = Method::kDeft;
+  in.setup.lora_rank = 32;
+  in.setup.deft_para = true;
+  CHECK(has(format(launch_configs(in), "python_script").text, "DeftConfig(r=32, para=True, target_modules="));
+  in.setup.method = Method::kOsf;
+  in.setup.lora_rank = 0;  // PEFT's default effective_rank
+  CHECK(has(format(launch_configs(in), "python_script").text, "OSFConfig(target_modules=['q_proj', 'v_proj'], task_type="));
+  in.setup.lora_rank = 128;  // trainable rank 128: effective_rank min(in, out) - 128 per module
+  const std::string osf = format(launch_configs(in), "python_script").text;
+  CHECK(has(osf, "\"q_proj\": 3968"));
+  CHECK(has(osf, "\"k_proj\": 896"));
+  in.setup.method = Method::kTrainableTokens;
+  in.setup.trainable_token_count = 2;
+  CHECK(has(format(launch_configs(in), "python_script").text,
+            "TrainableTokensConfig(token_indices=list(range(2)), target_modules=[\"embed_tokens\"]"));
+}
