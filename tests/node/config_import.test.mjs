@@ -393,3 +393,17 @@ test('PEFT adapter_config.json: DoRA, PiSSA, regular-expression targets, MiSS mi
   const regexNone = read({ peft_type: 'LORA', r: 8, target_modules: '.*mlp\\.fc[12]$' });
   assert.deepEqual([regexNone.error.code, regexNone.error.path], ['invalid_value', '/target_modules']);
 });
+
+test('PEFT adapter_config.json of the output-side adapters: RoAd\'s variant, DEFT\'s para and r, trainable tokens\' rows, OSF\'s frozen rank refused', () => {
+  const read = (o) => importConfig(JSON.stringify({ task_type: 'CAUSAL_LM', ...o }), { yaml: YAML, presets: PRESETS });
+  assert.deepEqual(read({ peft_type: 'ROAD', variant: 'road_2', group_size: 64, target_modules: ['q_proj', 'v_proj'] }).result.request.training,
+    { framework: 'hf_trainer', method: 'road', road: { variant: 'road_2' }, lora: { targets: ['q', 'v'] } });
+  const deft = read({ peft_type: 'DEFT', r: 32, para: true, decomposition_method: 'relu' }).result.request.training;
+  assert.deepEqual([deft.deft, deft.lora.rank], [{ para: true }, 32]);
+  const tokens = read({ peft_type: 'TRAINABLE_TOKENS', token_indices: [128000, 128001], target_modules: ['embed_tokens'] }).result;
+  assert.deepEqual(tokens.request.training.trainable_tokens, { count: 2 });
+  assert.ok(!tokens.notes.some((n) => /not modelled/.test(n)), 'embed_tokens is its own target, not a LoRA target');
+  const osf = read({ peft_type: 'OSF', effective_rank: 16 });
+  assert.deepEqual([osf.error.code, osf.error.path], ['invalid_value', '/effective_rank']);
+  assert.equal(read({ peft_type: 'PVERA', r: 64 }).result.request.training.lora.rank, 64);
+});

@@ -863,7 +863,8 @@
     MISS: 'miss', GLORA: 'glora', LN_TUNING: 'ln_tuning', FOURIERFT: 'fourierft', WAVEFT: 'waveft', HIRA: 'hira',
     SHIRA: 'shira', C3A: 'c3a', DELORA: 'delora', GRALORA: 'gralora', PEANUT: 'peanut', PROMPT_TUNING: 'prompt_tuning',
     PREFIX_TUNING: 'prefix_tuning', P_TUNING: 'p_tuning', ADAPTION_PROMPT: 'adaption_prompt', LILY: 'lily',
-    TINYLORA: 'tinylora', VBLORA: 'vblora', FROD: 'frod', ADAMSS: 'adamss' };
+    TINYLORA: 'tinylora', VBLORA: 'vblora', FROD: 'frod', ADAMSS: 'adamss', ROAD: 'road', OSF: 'osf', DEFT: 'deft',
+    BEFT: 'beft', TRAINABLE_TOKENS: 'trainable_tokens', PVERA: 'pvera', UNILORA: 'unilora' };
   // The shared-bank adapters' shape keys (peft v0.21.2 tuners/<method>/config.py) -> training.<method>.<field>.
   const SHARED_ADAPTER_KEYS = { lily: { stride_A: 'stride_a', num_B: 'num_b' }, tinylora: { u: 'u', weight_tying: 'weight_tying' },
     vblora: { num_vectors: 'num_vectors', vector_length: 'vector_length', topk: 'topk' },
@@ -899,7 +900,7 @@
 
   function mapPeftMethod(m, method) {
     if (['lora', 'loha', 'lokr', 'vera', 'hira', 'shira', 'gralora', 'peanut', 'delora', 'miss', 'glora', 'lily', 'tinylora', 'vblora',
-      'adamss'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
+      'adamss', 'deft', 'pvera', 'unilora'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
     for (const [key, field] of Object.entries(SHARED_ADAPTER_KEYS[method] ?? {})) {
       const v = m.take([key]);
       if (typeof v === 'number' || typeof v === 'boolean') m.set(`/training/${method}/${field}`, v, [key]);
@@ -929,6 +930,7 @@
       peftInt(m, 'boft_block_size', '/training/lora/block_size');
     }
     if (method === 'c3a') peftInt(m, 'block_size', '/training/lora/block_size');
+    mapPeftOutputSide(m, method);
     if (method === 'fourierft' || method === 'waveft') peftInt(m, 'n_frequency', '/training/lora/n_frequency');
     if (method === 'miss') {
       const init = m.take(['init_weights']);
@@ -950,10 +952,44 @@
       intField(m, ['adapter_len'], '/training/adapter/prompt_length');
       intField(m, ['adapter_layers'], '/training/adapter/layers');
     }
-    if (!['prompt_tuning', 'prefix_tuning', 'p_tuning', 'adaption_prompt'].includes(method)) {
+    if (!['prompt_tuning', 'prefix_tuning', 'p_tuning', 'adaption_prompt', 'trainable_tokens'].includes(method)) {
       setPeftTargets(m);
       setModulesToSave(m, ['modules_to_save']);
       peftScope(m);
+    }
+  }
+
+  /// RoAd's variant, DEFT's para, OSF's rank, trainable tokens' rows, UniLoRA's bank (peft v0.21.2
+  /// tuners/{road,deft,osf,trainable_tokens,unilora}/config.py).
+  function mapPeftOutputSide(m, method) {
+    if (method === 'road') {
+      const variant = m.take(['variant']);
+      if (typeof variant === 'string') m.set('/training/road/variant', lower(variant), ['variant']);
+      m.take(['group_size']);
+    }
+    if (method === 'deft') {
+      const para = m.bool(['para']);
+      if (para !== undefined) m.set('/training/deft/para', para, ['para']);
+      const how = m.take(['decomposition_method']);
+      if (how !== undefined && how !== null && lower(how) !== 'relu') { m.unread(['decomposition_method']); m.note(`decomposition_method ${how}: memfit models DEFT's relu decomposition`); }
+    }
+    if (method === 'osf') {
+      // memfit's lora.rank is OSF's trainable rank; PEFT's effective_rank is the frozen one, per module.
+      const effective = m.take(['effective_rank']);
+      if (effective !== undefined && effective !== null) {
+        m.fail('invalid_value', ['effective_rank'], 'effective_rank sets the frozen rank per module; memfit takes one trainable rank: set training.lora.rank in the request');
+      }
+      m.take(['target_svd_config']);
+    }
+    if (method === 'trainable_tokens') {
+      const indices = m.take(['token_indices']);
+      if (!Array.isArray(indices) || !indices.length) return m.fail('invalid_value', ['token_indices'], 'token_indices must list the token rows that train');
+      m.set('/training/trainable_tokens/count', indices.length, ['token_indices']);
+      m.take(['target_modules']);
+    }
+    if (method === 'unilora') {
+      const length = m.take(['theta_d_length']);
+      if (length !== undefined && length !== 256) { m.unread(['theta_d_length']); m.note(`theta_d_length ${length}: memfit counts PEFT's default bank of 256 (a few KiB)`); }
     }
   }
 
