@@ -28,8 +28,9 @@ const fixture = (name) => readFileSync(join(FIXTURES, name), 'utf8');
 // trampolines; 376.2 KiB with PEFT's MiSS, GLoRA, FourierFT, WaveFT, HiRA, SHiRA, C3A, DeLoRA, GraLoRA and
 // PEANUT, the BAdam and prompt-encoder fields and CUDA_LAUNCH_BLOCKING, +3.5 KiB; 367.3 KiB, from 376.8,
 // with src/model and the framework profiles, run once per request, compiled for size; then the MPT config
-// parser, FlashAttention's Triton kernel and twelve more PEFT methods): a ratchet, so that the page may not grow back.
-const PAGE_BUDGET_BYTES = 380 * 1024;
+// parser, FlashAttention's Triton kernel, twelve more PEFT methods, torchtune's and FSDP1's dated behaviours and
+// the ring's wave fill: 384.3 KiB): a ratchet, so that the page may not grow back.
+const PAGE_BUDGET_BYTES = 385 * 1024;
 
 test('the single file stays under its gzip ratchet and holds neither the importer nor the YAML parser', { skip: !built }, () => {
   const html = readFileSync(`${site}index.html`);

@@ -15,6 +15,12 @@
 
 namespace memfit_test {
 
+/// A two-layer Llama small enough to count every saved byte by hand: h 8, q 8, k and v 4, f 16.
+inline memfit::ModelArchitecture toy_llama() {
+  return memfit::parse_hf_config_text(R"({"model_type":"llama","vocab_size":32,"hidden_size":8,
+    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16})");
+}
+
 inline memfit::ModelArchitecture preset(const char* id) {
   return memfit::parse_hf_config_text(memfit::presets::find_model(id)->config_text);
 }

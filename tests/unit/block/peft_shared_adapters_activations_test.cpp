@@ -4,15 +4,13 @@
 
 #include "block/activations.h"
 #include "hf_config/parse_hf_config.h"
+#include "../test_support.h"
 
 using namespace memfit;
 
 namespace {
 
-ModelArchitecture toy() {  // h 8, q 8, k and v 4, f 16
-  return parse_hf_config_text(R"({"model_type":"llama","vocab_size":32,"hidden_size":8,
-    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16})");
-}
+ModelArchitecture toy() { return memfit_test::toy_llama(); }
 
 LayerActivations acts(Method m) {
   TrainingSetup t;
