@@ -21,6 +21,14 @@ inline memfit::ModelArchitecture toy_llama() {
     "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16})");
 }
 
+/// A setup of PEFT method `m` at rank `rank` (0: the method's own size), everything else default.
+inline memfit::TrainingSetup peft_setup(memfit::Method m, std::int64_t rank = 0) {
+  memfit::TrainingSetup t;
+  t.method = m;
+  t.lora_rank = rank;
+  return t;
+}
+
 inline memfit::ModelArchitecture preset(const char* id) {
   return memfit::parse_hf_config_text(memfit::presets::find_model(id)->config_text);
 }

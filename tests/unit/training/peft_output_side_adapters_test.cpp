@@ -4,17 +4,13 @@
 
 #include "training/parameters.h"
 #include "training/peft_linear_adapters.h"
+#include "../test_support.h"
 
 using namespace memfit;
 
 namespace {
 
-TrainingSetup setup(Method m, std::int64_t rank = 0) {
-  TrainingSetup t;
-  t.method = m;
-  t.lora_rank = rank;
-  return t;
-}
+TrainingSetup setup(Method m, std::int64_t rank = 0) { return memfit_test::peft_setup(m, rank); }
 
 }  // namespace
 

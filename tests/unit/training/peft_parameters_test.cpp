@@ -3,17 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include "training/parameters.h"
+#include "../test_support.h"
 
 using namespace memfit;
 
 namespace {
 
-TrainingSetup with(Method m, std::int64_t rank) {
-  TrainingSetup t;
-  t.method = m;
-  t.lora_rank = rank;
-  return t;
-}
+TrainingSetup with(Method m, std::int64_t rank) { return memfit_test::peft_setup(m, rank); }
 
 }  // namespace
 

@@ -7,17 +7,13 @@
 
 #include "training/parameters.h"
 #include "training/peft_shared_adapters.h"
+#include "../test_support.h"
 
 using namespace memfit;
 
 namespace {
 
-TrainingSetup setup(Method m, std::int64_t rank) {
-  TrainingSetup t;
-  t.method = m;
-  t.lora_rank = rank;
-  return t;
-}
+TrainingSetup setup(Method m, std::int64_t rank) { return memfit_test::peft_setup(m, rank); }
 
 // Llama-3.2-3B: h 3072, kv width 1024, intermediate 8192, 28 layers.
 const AdaptedRole kQ{"q", 3072, 3072, 28}, kV{"v", 3072, 1024, 28};
