@@ -18,7 +18,7 @@
 #include "pipeline/evaluate.h"
 #include "search/search.h"
 #include "reference/reference.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 namespace memfit::api {
 

@@ -6,7 +6,7 @@
 #include "memory/fit.h"
 #include "memory/timeline.h"
 #include "pipeline/step_times.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 namespace memfit {
 

@@ -1,6 +1,6 @@
 // Search results and step times -> JSON: the documented result of `search` (docs/api.md).
 #pragma once
-#include "export/launch.h"
+#include "frameworks/launch.h"
 #include "hf_config/json_input.h"
 #include "perf/perf_model.h"
 #include "search/search.h"

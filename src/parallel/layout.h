@@ -33,7 +33,7 @@ enum class PipelineSchedule { k1F1B, kGpipe, kInterleaved };
 enum class ContextParallelKind { kRing, kUlysses };
 
 /// Behaviours fixed by a framework's distributed code (set by its profile, each cited in
-/// framework_profile.cpp; docs/frameworks.md lists them).
+/// frameworks/<key>/profile.cpp; docs/frameworks.md lists them).
 struct DistributedBehaviour {
   /// torch DDP with gradient_as_bucket_view=False (its default): the reducer's flat buckets are
   /// a second copy of every gradient, allocated when DDP wraps the model.

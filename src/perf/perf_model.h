@@ -95,7 +95,7 @@ struct PerfConstants {
   /// torch.optim.AdamW over one 200M-parameter tensor, 16 threads, on the H200 machine's host
   /// (16-core Xeon, torch 2.11; tests/validation/kernels_h200, 28 bytes moved per parameter):
   /// foreach 0.280 s (714 M/s, 20.0 GB/s), fused 0.0532 s (3.76 G/s, 105 GB/s). By the setup's
-  /// OptimizerImpl (each framework's, framework_profile.cpp); a for-loop runs foreach's ops per
+  /// OptimizerImpl (each framework's, frameworks/<key>/profile.cpp); a for-loop runs foreach's ops per
   /// tensor. DeepSpeedCPUAdam (ZeRO-Offload, a fused C++ kernel) is taken at the fused rate.
   double host_adam_params_per_s_unfused = 200e6 / 0.280042;
   double host_adam_params_per_s_fused = 200e6 / 0.05316;

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "memory/model_states.h"
-#include "training/capabilities.h"
+#include "frameworks/capabilities.h"
 
 namespace memfit {
 

@@ -16,7 +16,7 @@
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
 #include "pipeline/step_times.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 namespace memfit {
 

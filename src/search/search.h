@@ -23,7 +23,7 @@
 #include "model/tensor_inventory.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"
-#include "training/capabilities.h"
+#include "frameworks/capabilities.h"
 
 namespace memfit {
 
@@ -51,7 +51,7 @@ inline constexpr std::int64_t kMaxSearchEstimates = 50'000;
 inline constexpr std::int64_t kMaxSuggestionCandidates = 2'000'000;
 inline constexpr std::int64_t kMaxSearchTop = 1000;
 
-/// The framework's setup and distributed behaviours as of one dated version (framework_profile.h).
+/// The framework's setup and distributed behaviours as of one dated version (frameworks/profile.h).
 struct DatedSetup {
   TrainingSetup training;
   DistributedBehaviour behaviour;

@@ -189,7 +189,7 @@ struct TrainingSetup {
   /// block period, stepped by AdamW on an fp32 copy (badam 1.4 block_optim.py BlockOptimizer); -1: off.
   std::int64_t badam_active_layer = -1;
 
-  // Behaviours of the framework's code (set by its profile, src/training/framework_profile.cpp).
+  // Behaviours of the framework's code (set by its profile, src/frameworks/<key>/profile.cpp).
   bool logits_upcast = true;        // the loss runs on logits.float() (a full fp32 copy)
   bool loss_shift_copy = false;     // the loss copies the shifted logits (logits[..., :-1, :].contiguous())
   /// The loop drops its reference to the 16-bit logits before backward (torchtitan `del pred`):
@@ -204,7 +204,7 @@ struct TrainingSetup {
   /// 16-bit projection output is dropped at once.
   bool logits_upcast_in_model = false;
   /// Each model's forward computes its own loss (transformers before 4.46): whether and where the
-  /// logits are upcast is the model's (apply_model_loss_code, framework_profile.h).
+  /// logits are upcast is the model's (apply_model_loss_code, frameworks/profile.h).
   bool model_computes_loss = false;
   // transformers 4.46-4.47: the model types that had not moved to self.loss_function yet (GPT-2
   // style) still compute their cross-entropy in the logits dtype (apply_model_code).

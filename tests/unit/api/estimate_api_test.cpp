@@ -7,7 +7,7 @@
 
 #include "api/api.h"
 #include "memory/fit.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using nlohmann::json;
 using namespace memfit;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using nlohmann::json;
 using namespace memfit;

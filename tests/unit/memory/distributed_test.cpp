@@ -12,7 +12,7 @@
 #include "parallel/layout.h"
 #include "presets/registry.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using nlohmann::json;
 using namespace memfit;

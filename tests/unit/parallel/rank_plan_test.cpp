@@ -5,7 +5,7 @@
 #include "memory/timeline.h"
 #include "parallel/rank_plan.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using namespace memfit;
 using memfit_test::bf16;

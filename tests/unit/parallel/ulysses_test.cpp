@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
-#include "export/launch.h"
+#include "frameworks/launch.h"
 #include "memory/timeline.h"
 #include "parallel/layout.h"
 #include "perf/perf_model.h"

@@ -7,7 +7,7 @@
 #include "perf/perf_model.h"
 #include "search/bounds.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 #include "training/parameters.h"
 
 using namespace memfit;

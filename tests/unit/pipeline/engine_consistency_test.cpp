@@ -11,7 +11,7 @@
 #include "perf/perf_model.h"
 #include "presets/registry.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using namespace memfit;
 using memfit_test::preset;

@@ -14,7 +14,7 @@
 #include "search/bounds.h"
 #include "search/group_keys.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using namespace memfit;
 using namespace memfit_test;

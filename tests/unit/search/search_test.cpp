@@ -14,7 +14,7 @@
 #include "perf/perf_model.h"
 #include "search/search.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using nlohmann::json;
 using namespace memfit;

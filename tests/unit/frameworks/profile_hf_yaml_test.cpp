@@ -1,12 +1,13 @@
-// The Axolotl and LLaMA-Factory profiles (src/training/framework_profile.cpp): their defaults as a
-// request resolves them, the method-dependent precision, the dated cutoff_len, and Axolotl's fp32
-// embeddings in the estimate (weights, and the fp32 residual stream they start).
+// The Axolotl and LLaMA-Factory profiles (src/frameworks/axolotl/profile.cpp,
+// llamafactory/profile.cpp): their defaults as a request resolves them, the method-dependent
+// precision, the dated cutoff_len, and Axolotl's fp32 embeddings in the estimate (weights, and the
+// fp32 residual stream they start).
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "training/capabilities.h"
+#include "frameworks/capabilities.h"
 #include "../test_support.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using nlohmann::json;
 using namespace memfit;

@@ -1,10 +1,11 @@
-// The TRL and Unsloth profiles (src/training/framework_profile.cpp): their defaults as a request
-// resolves them, one test per dated behaviour, and Liger's kernels as the estimate applies them.
+// The TRL and Unsloth profiles (src/frameworks/trl/profile.cpp, unsloth/profile.cpp): their
+// defaults as a request resolves them, one test per dated behaviour, and Liger's kernels as the
+// estimate applies them.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using nlohmann::json;
 using namespace memfit;

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "export/launch.h"
-#include "training/framework_profile.h"
+#include "frameworks/launch.h"
+#include "frameworks/profile.h"
 #include "../test_support.h"
 
 using namespace memfit;

@@ -1,7 +1,7 @@
 // Framework profiles: the training setup a framework uses when the user does not say otherwise,
 // and the behaviours fixed in its code (logit upcast, adapter dtype, the counter it logs). One
 // place per framework, each default cited to the framework's source file at a named revision
-// (framework_profile.cpp; docs/frameworks.md lists them in a table).
+// (frameworks/<key>/profile.cpp, listed in registry.h; docs/frameworks.md lists them in a table).
 #pragma once
 #include <cstdint>
 #include <optional>

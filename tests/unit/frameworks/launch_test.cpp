@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "export/launch.h"
-#include "training/capabilities.h"
+#include "frameworks/launch.h"
+#include "frameworks/capabilities.h"
 #include "training/setup_names.h"
 #include "../test_support.h"
 
@@ -23,7 +23,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   in.model_id = "meta-llama/Llama-3.1-8B";
   in.layout.dp = 8;
   in.layout.sharding = Sharding::kZero3;
-  in.layout.behaviour.param_gather_overlaps_forward = true;  // Megatron's since 2023-11 (export/megatron_launch_test.cpp)
+  in.layout.behaviour.param_gather_overlaps_forward = true;  // Megatron's since 2023-11 (frameworks/megatron/launch_test.cpp)
   in.setup = bf16(2, 8192, 4);
   in.setup.checkpointing = Checkpointing::kFull;
   const std::vector<LaunchFormat> f = launch_configs(in);
@@ -392,7 +392,7 @@ TEST_CASE("a framework's own format refuses a method that framework cannot train
   for (const LaunchFormat& f : launch_configs(in)) {
     INFO(f.format);
     if (f.format == "axolotl_yaml") {
-      // Axolotl's adapter: lora / qlora (capabilities.cpp): no LoHa, so no file that trains something else.
+      // Axolotl's adapter: lora / qlora (frameworks/axolotl/profile.cpp): no LoHa, so no file that trains something else.
       CHECK_FALSE(f.supported);
       CHECK(f.text.empty());
       REQUIRE(f.notes.size() == 1);

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "export/launch.h"
+#include "frameworks/launch.h"
 #include "../test_support.h"
 
 using namespace memfit;

@@ -1,20 +1,20 @@
 // What each framework can run: data-parallel sharding, offload, the model-parallel kinds, the
 // checkpointing modes and the training methods, each cited to the framework's code or docs
-// (capabilities.cpp; docs/frameworks.md "What each framework runs"), with the month a capability
-// arrived where it is dated. The search offers only these combinations (capability_rule, its
+// (frameworks/<key>/profile.cpp; docs/frameworks.md "What each framework runs"), with the month a
+// capability arrived where it is dated. The search offers only these combinations (capability_rule, its
 // rejections counted by code) and the launch exporter writes the framework's own formats.
 //
-// Adding a framework: a Framework value and profile (framework_profile.cpp), one function here
-// that starts from FrameworkCapabilities{} (everything) and turns off what it lacks, each line
-// with its source, and the launch format(s) that express it (export/launch.cpp) listed in
-// `launch_formats`; tests/unit/training/capabilities_test.cpp then sweeps it.
+// Adding a framework (README "Add a framework"): its folder's profile.cpp has one function that
+// starts from FrameworkCapabilities{} (everything) and turns off what it lacks, each line with its
+// source, and lists in `launch_formats` the launch format(s) that express it (its launch.cpp);
+// tests/unit/frameworks/capabilities_test.cpp then sweeps it.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "parallel/layout.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 #include "training/training_setup.h"
 
 namespace memfit {
@@ -53,7 +53,7 @@ struct FrameworkCapabilities {
   bool multi_node = true;
   /// A mixture-of-experts model trains with tp > 1 only under sequence parallelism.
   bool moe_tp_needs_sequence_parallel = false;
-  /// Launch formats that launch this framework's runs (export/launch.h LaunchFormat::format),
+  /// Launch formats that launch this framework's runs (frameworks/launch.h LaunchFormat::format),
   /// together expressing every knob; empty: memfit writes no launch file for it.
   std::vector<std::string> launch_formats;
   std::vector<std::string> sources;

@@ -13,7 +13,7 @@
 #include "api/api.h"
 #include "search/search.h"
 #include "../test_support.h"
-#include "training/capabilities.h"
+#include "frameworks/capabilities.h"
 #include "training/setup_names.h"
 
 using nlohmann::json;

@@ -1,11 +1,11 @@
-// Dated behaviours of the framework profiles (training/framework_profile.cpp): which knobs a
+// Dated behaviours of the framework profiles (src/frameworks/<key>/profile.cpp): which knobs a
 // framework_version month switches, and which of them depend on the model type's code.
 #include <algorithm>
 
 #include <catch2/catch.hpp>
 
 #include "hf_config/parse_hf_config.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 
 using namespace memfit;
 

@@ -1,9 +1,9 @@
 // Launch configurations for a chosen layout: DeepSpeed JSON, HF accelerate YAML, Megatron-LM
 // arguments, torchtitan TOML, a torchtune command, a Python training script (transformers + PEFT +
-// bitsandbytes, or a DeepSpeed engine loop) and an fsdp_qlora command. Option names follow each
-// framework's documentation at the revision named in launch.cpp; a format that cannot express a
-// layout (e.g. pipeline parallelism in accelerate) says so in `notes` instead of emitting
-// something wrong. The formats that launch the request's framework (its capabilities'
+// bitsandbytes, or a DeepSpeed engine loop) and an fsdp_qlora command, each written in its
+// framework's folder (frameworks/<key>/launch.cpp). Option names follow each framework's
+// documentation at the revision named atop its writer; a format that cannot express a layout (e.g.
+// pipeline parallelism in accelerate) says so in `notes` instead of emitting something wrong. The formats that launch the request's framework (its capabilities'
 // launch_formats) are marked: together they express every knob of a layout it runs.
 #pragma once
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include "model/architecture.h"
 #include "parallel/layout.h"
-#include "training/framework_profile.h"
+#include "frameworks/profile.h"
 #include "training/training_setup.h"
 
 namespace memfit {

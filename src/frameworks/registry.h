@@ -1,0 +1,93 @@
+// The framework registry: one entry per framework, in kFrameworks (the order of
+// framework_profiles(), which docs and the page list). A framework is a folder
+// frameworks/<key>/ holding profile.cpp (its profile, dated history and capabilities) and, when
+// memfit writes its launch file, launch.cpp (listed in frameworks/launch.cpp). README "Add a
+// framework" is the checklist.
+#pragma once
+#include <initializer_list>
+#include <vector>
+
+#include "frameworks/capabilities.h"
+#include "frameworks/profile.h"
+
+namespace memfit {
+
+// Each framework's entry points (frameworks/<key>/profile.cpp).
+FrameworkProfile hf_trainer_profile();
+FrameworkProfile transformers_loop_profile();
+FrameworkProfile peft_bench_profile();
+FrameworkProfile torchtune_profile();
+FrameworkProfile torchtitan_profile();
+FrameworkProfile megatron_profile();
+FrameworkProfile deepspeed_profile();
+FrameworkProfile litgpt_profile();
+FrameworkProfile fsdp_qlora_profile();
+FrameworkProfile colossalai_profile();
+FrameworkProfile trl_profile();
+FrameworkProfile unsloth_profile();
+FrameworkProfile axolotl_profile();
+FrameworkProfile llamafactory_profile();
+FrameworkProfile other_profile();
+FrameworkCapabilities hf_trainer_capabilities();
+FrameworkCapabilities torchtune_capabilities();
+FrameworkCapabilities torchtitan_capabilities();
+FrameworkCapabilities megatron_capabilities();
+FrameworkCapabilities deepspeed_capabilities();
+FrameworkCapabilities litgpt_capabilities();
+FrameworkCapabilities fsdp_qlora_capabilities();
+FrameworkCapabilities trl_capabilities();
+FrameworkCapabilities unsloth_capabilities();
+FrameworkCapabilities axolotl_capabilities();
+FrameworkCapabilities llamafactory_capabilities();
+std::vector<DatedCapability> hf_trainer_dated_capabilities();
+std::vector<DatedCapability> deepspeed_dated_capabilities();
+
+struct FrameworkEntry {
+  Framework id;
+  FrameworkProfile (*profile)();
+  FrameworkCapabilities (*capabilities)();               // null: no limit memfit knows of (FrameworkCapabilities{})
+  std::vector<DatedCapability> (*dated_capabilities)();  // null: none dated
+};
+
+inline constexpr FrameworkEntry kFrameworks[] = {
+    {Framework::kHfTrainer, hf_trainer_profile, hf_trainer_capabilities, hf_trainer_dated_capabilities},
+    {Framework::kTransformersLoop, transformers_loop_profile, nullptr, nullptr},
+    {Framework::kPeftBench, peft_bench_profile, nullptr, nullptr},
+    {Framework::kTorchtune, torchtune_profile, torchtune_capabilities, nullptr},
+    {Framework::kTorchtitan, torchtitan_profile, torchtitan_capabilities, nullptr},
+    {Framework::kMegatron, megatron_profile, megatron_capabilities, nullptr},
+    {Framework::kDeepspeed, deepspeed_profile, deepspeed_capabilities, deepspeed_dated_capabilities},
+    {Framework::kLitgpt, litgpt_profile, litgpt_capabilities, nullptr},
+    {Framework::kFsdpQlora, fsdp_qlora_profile, fsdp_qlora_capabilities, nullptr},
+    {Framework::kColossalai, colossalai_profile, nullptr, nullptr},
+    {Framework::kTrl, trl_profile, trl_capabilities, nullptr},
+    {Framework::kUnsloth, unsloth_profile, unsloth_capabilities, nullptr},
+    {Framework::kAxolotl, axolotl_profile, axolotl_capabilities, hf_trainer_dated_capabilities},
+    {Framework::kLlamaFactory, llamafactory_profile, llamafactory_capabilities, hf_trainer_dated_capabilities},
+    {Framework::kOther, other_profile, nullptr, nullptr},
+};
+
+// A framework whose code builds on another's: that profile under a new id, key and name.
+inline FrameworkProfile based_on(FrameworkProfile p, Framework id, const char* key, const char* name) {
+  p.id = id;
+  p.key = key;
+  p.name = name;
+  return p;
+}
+
+// DTensor sequence parallelism (torchtitan, torchtune): PyTorch's functional all-gather copied
+// its output into sequence order at every micro-batch until _maybe_view_chunk_cat returned a view
+// for a batch of 1; the month is the first in which the helper is known to be in the code.
+DatedBehaviour sp_batch1_gather_copied();
+
+// Helpers of the capability entries.
+inline void off(bool (&flags)[4], std::initializer_list<Sharding> which) {
+  for (Sharding s : which) flags[static_cast<int>(s)] = false;
+}
+inline void only_methods(FrameworkCapabilities& c, std::initializer_list<Method> which) {
+  for (bool& m : c.methods) m = false;
+  for (Method m : which) c.methods[static_cast<int>(m)] = true;
+}
+inline void no_model_parallel(FrameworkCapabilities& c) { c.tp = c.sequence_parallel = c.pp = c.vpp = c.cp = c.ulysses_cp = c.ep = false; }
+
+}  // namespace memfit
