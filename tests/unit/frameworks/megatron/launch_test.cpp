@@ -6,7 +6,7 @@
 
 #include "frameworks/launch.h"
 #include "frameworks/profile.h"
-#include "../test_support.h"
+#include "../../test_support.h"
 
 using namespace memfit;
 using namespace memfit_test;
