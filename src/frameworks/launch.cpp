@@ -44,6 +44,8 @@ void refuse_untrained_method(LaunchFormat& f, Method method) {
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
   using namespace launch_files;
+  // Every writer, in the order the answer lists the formats a framework does not claim (a new
+  // writer: one entry here, declared in launch_common.h).
   std::vector<LaunchFormat> all = {deepspeed(in),     accelerate(in),     megatron(in),        torchtitan(in),
                                    torchtune(in),     trl_sft(in),        unsloth_script(in),  python_script(in),
                                    fsdp_qlora(in),    axolotl_yaml(in),   llamafactory_yaml(in)};

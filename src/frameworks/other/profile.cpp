@@ -1,5 +1,5 @@
-// other: PyTorch defaults: its profile (the defaults it runs with, its distributed behaviours and
-// its dated history). Registered in frameworks/registry.h (kFrameworks).
+// `other`, plain PyTorch: its profile (PyTorch's defaults; no distributed behaviours or dated
+// history of its own). Registered in frameworks/registry.h (kFrameworks).
 #include "frameworks/registry.h"
 
 namespace memfit {

@@ -1,5 +1,6 @@
-// PEFT's method-comparison benchmark (MetaMathQA): its profile (the defaults it runs with, its
-// distributed behaviours and its dated history). Registered in frameworks/registry.h (kFrameworks).
+// `peft_bench`, PEFT's method-comparison benchmark (MetaMathQA): its profile (the defaults it runs
+// with, its distributed behaviours and its dated history); no capabilities entry (nothing memfit
+// knows it cannot run) and no launch file. Registered in frameworks/registry.h (kFrameworks).
 #include "frameworks/registry.h"
 
 namespace memfit {

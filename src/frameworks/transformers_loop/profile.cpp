@@ -1,5 +1,7 @@
-// a transformers model in a plain PyTorch loop: its profile (the defaults it runs with, its
-// distributed behaviours and its dated history). Registered in frameworks/registry.h (kFrameworks).
+// `transformers_loop`, a transformers model in a plain PyTorch loop: its profile (the defaults it
+// runs with, its distributed behaviours and its dated history); no capabilities entry (nothing
+// memfit knows it cannot run) and no launch file. Registered in frameworks/registry.h
+// (kFrameworks).
 #include "frameworks/registry.h"
 
 namespace memfit {
