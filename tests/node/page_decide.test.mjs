@@ -565,11 +565,15 @@ test('nothing fits: the settings that would, each searched by the core, fastest 
   const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
   const find = (pattern) => items.find(([b]) => pattern.test(b));
   // The review's two biggest levers: the fused loss kernel and micro-batch 1 × accumulation 4.
-  const loss = find(/fused linear \+ cross-entropy loss kernel/);
-  const accum = find(/micro-batch 1 × gradient accumulation 4/);
-  assert.ok(loss && accum, items.join('\n'));
+  const loss = find(/^Use fused linear \+ cross-entropy loss kernel$/);
+  const accum = find(/^Use micro-batch 1 × gradient accumulation 4 \(the same batch\)$/);
+  // The run's settings at once: the loss kernel, micro-batch 1 × 4 and 8-bit AdamW states.
+  const together = find(/, together$/);
+  assert.ok(loss && accum && together, items.join('\n'));
+  assert.match(together[0], /fused linear \+ cross-entropy loss kernel, micro-batch 1 × gradient accumulation 4, 8-bit AdamW optimizer states, together/);
   const variant = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
-  for (const [[, text], training] of [[loss, { loss: 'fused' }], [accum, { micro_batch: 1, grad_accum: 4 }]]) {
+  for (const [[, text], training] of [[loss, { loss: 'fused' }], [accum, { micro_batch: 1, grad_accum: 4 }],
+    [together, { loss: 'fused', micro_batch: 1, grad_accum: 4, optimizer: 'adamw_8bit' }]]) {
     const c = variant(training).recommended;
     assert.ok(text.includes(`→ ${c.method}: ${gib(c.memory.device_total_bytes)} per GPU (${percent(c.memory.usage_fraction)})`), `${text} vs ${c.method} ${gib(c.memory.device_total_bytes)}`);
   }
@@ -582,7 +586,7 @@ test('nothing fits: the settings that would, each searched by the core, fastest 
     if (shares[i - 1] < 90 && shares[i] < 90 && !another(items[i][0])) assert.ok(speeds[i - 1] >= speeds[i], items.join('\n'));
   }
   // One click applies it: the form, the link and the verdict follow.
-  await page.click('#suggestions li button >> text=/fused linear/');
+  await page.click('#suggestions li button >> text=/^Use fused linear [+] cross-entropy loss kernel$/');
   await settled(page);
   assert.equal(await page.inputValue('#loss'), 'fused');
   assert.match(page.url(), /loss=fused/);

@@ -19,6 +19,8 @@
     }
     if (s.ckpt && s.ckpt !== 'full') out.push(['full activation checkpointing', { ckpt: 'full' }]);
     if (!/8bit|4bit|sgd/.test(t.optimizer)) out.push(['8-bit AdamW optimizer states', { optimizer: 'adamw_8bit' }]);
+    // The run's own settings above, all at once (where no one of them is enough).
+    if (out.length > 1) out.push([`${out.map(([text]) => text.replace(/ \(the same batch\)$/, '')).join(', ')}, together`, Object.assign({}, ...out.map(([, change]) => change))]);
     if (s.method === 'full') out.push(['LoRA adapters instead of every weight', { method: 'lora' }]);
     if (s.method !== 'qlora') out.push(['QLoRA: LoRA over a 4-bit (NF4) base', { method: 'qlora' }]);
     if (!s.gpu2 && num(s.gpus) > 0) {
