@@ -330,6 +330,11 @@ function rowToRequest(row, config) {
   if (impl) training.optimizer_impl = impl[2];
   // `liger_kernels` in the notes: Liger's RMSNorm / SwiGLU / RoPE were patched in (training.liger_kernels).
   if (/(^|[\s;,(])liger_kernels\b/.test(row.notes || '')) training.liger_kernels = true;
+  // `compile_scope=regions` in the notes, or accelerate's regional compilation named there (TorchDynamoPlugin
+  // use_regional_compilation): only the repeated blocks and leaf children are compiled (training.compile_scope).
+  if (training.compile && /(^|[\s;,(])compile_scope=regions\b|accelerate regional compilation/.test(row.notes || '')) {
+    training.compile_scope = 'regions';
+  }
   // `alloc_conf=expandable_segments:True` in the notes (the run's PYTORCH_CUDA_ALLOC_CONF): training.expandable_segments.
   if (/(^|[\s;,(])alloc_conf=expandable_segments:True\b/.test(row.notes || '')) training.expandable_segments = true;
   // `backend=deepspeed` in the notes: the wrapper ran the DeepSpeed engine (parallel.backend).

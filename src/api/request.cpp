@@ -406,7 +406,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   reject_unknown_keys(f, {"framework", "framework_version", "method", "lora", "virtual_tokens", "prompt_encoder", "adapter", "base_quant", "freeze_trainable_layers", "precision",
                           "optimizer", "optimizer_impl", "optimizer_in_backward", "micro_batch", "grad_accum",
                           "seq_len", "packed", "activation_checkpointing", "offload", "attention", "loss",
-                          "loss_chunks", "compile", "selective_layer_period", "liger_kernels",
+                          "loss_chunks", "compile", "compile_scope", "selective_layer_period", "liger_kernels",
                           "expandable_segments", "cuda_launch_blocking", "projection", "badam", "miss", "glora", "lily",
                           "tinylora", "vblora", "frod", "adamss", "road", "deft",
                           "trainable_tokens"});
@@ -496,6 +496,15 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
     t.loss_chunk_tokens = 0;
   }
   t.compile = f.bool_or({"compile"}, t.compile);
+  if (auto scope = f.get_string({"compile_scope"})) {
+    if (*scope != "model" && *scope != "regions") {
+      throw Error(ErrorCode::kInvalidValue, f.path("compile_scope"), "compile_scope must be model or regions");
+    }
+    if (!t.compile) throw Error(ErrorCode::kInvalidValue, f.path("compile_scope"), "compile_scope needs compile true");
+    t.compile_regions = *scope == "regions";
+  }
+  // Regional compilation leaves the forward that computes the loss eager (accelerate compile_regions).
+  if (t.compile_regions) t.compile_loss = false;
   t.expandable_segments = f.bool_or({"expandable_segments"}, t.expandable_segments);
   t.cuda_launch_blocking = f.bool_or({"cuda_launch_blocking"}, t.cuda_launch_blocking);
   if (auto p = f.get_int({"selective_layer_period"}, 0, std::max<std::int64_t>(1, num_layers))) {

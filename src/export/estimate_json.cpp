@@ -44,6 +44,7 @@ Json training_to_json(const TrainingSetup& t) {
     if (t.loss_chunk_tokens > 0) j["loss_chunk_tokens"] = t.loss_chunk_tokens;
     else j["loss_chunks"] = t.loss_chunks;
   }
+  if (t.compile_regions) j["compile_scope"] = "regions";  // echoed when set (the default is the whole model)
   if (t.liger_kernels) j["liger_kernels"] = true;
   if (is_adapter_method(t.method)) {
     if (is_shared_peft_adapter(t.method)) {

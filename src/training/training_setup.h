@@ -149,6 +149,12 @@ struct TrainingSetup {
   std::int64_t loss_chunks = 8;              // chunked loss: logits materialised 1/chunks at a time
   std::int64_t loss_chunk_tokens = 0;        // > 0: chunks of this many tokens instead (litgpt)
   bool compile = false;                      // torch.compile: fused elementwise ops save less
+  /// torch.compile's reach: the whole model (torch.compile(model): the loss the model computes in its
+  /// own forward is compiled with it) or its regions (accelerate's use_regional_compilation,
+  /// utils/other.py compile_regions @ v1.13.0 3a2230ac: each repeated block and each leaf child is
+  /// compiled, the forward of a module holding repeated blocks, where a causal LM computes its loss,
+  /// stays eager; so compile_loss does not hold).
+  bool compile_regions = false;
   /// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching allocator grows one segment
   /// per stream instead of mapping a segment per large request, so blocks freed by the loss are not
   /// left in pieces for the next step's loss (memory/caching_allocator.h). Off: PyTorch's default.

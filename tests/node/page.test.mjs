@@ -315,7 +315,7 @@ test('screenshots of the main views at 1280 and 390 px, light and dark', { skip 
 });
 
 test('accessibility: axe-core finds no violation, light and dark, at both widths', { skip }, async () => {
-  for (const [width, colorScheme] of [[1280, 'light'], [390, 'dark']]) {
+  for (const [width, colorScheme] of [[1280, 'light'], [390, 'dark'], [1280, 'dark'], [390, 'light']]) {
     const page = await open(`${env.baseUrl}/index.html`, { width, colorScheme });
     await settled(page);
     await page.click('#paste-box summary');

@@ -147,6 +147,18 @@ test('a row whose cp column holds Ulysses (cp_kind=ulysses in its notes) asks fo
   assert.equal(prose.parallel?.cp_kind, undefined);
 });
 
+test('a compiled row under accelerate regional compilation asks for training.compile_scope regions', () => {
+  const tagged = v.rowToRequest(caseRow({ compile: '1', notes: 'compiled. compile_scope=regions (accelerate).' }), null);
+  assert.equal(tagged.training.compile_scope, 'regions');
+  const named = v.rowToRequest(caseRow({ compile: '1', notes: 'compile = accelerate regional compilation (inductor)' }), null);
+  assert.equal(named.training.compile_scope, 'regions');
+  // Not compiled: nothing to scope (the request would refuse compile_scope without compile).
+  const eager = v.rowToRequest(caseRow({ compile: '0', notes: 'compile = accelerate regional compilation (inductor)' }), null);
+  assert.equal(eager.training.compile_scope, undefined);
+  const whole = v.rowToRequest(caseRow({ compile: '1', notes: 'torch_compile true' }), null);
+  assert.equal(whole.training.compile_scope, undefined);
+});
+
 test('a row run on accelerate FSDP2 (fsdp_version=2 in its notes) asks for parallel.fsdp_version 2', () => {
   const tagged = v.rowToRequest(caseRow({ notes: 'FSDP2 defaults. fsdp_version=2 (fully_shard).' }), null);
   assert.equal(tagged.parallel.fsdp_version, 2);

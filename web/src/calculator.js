@@ -687,7 +687,7 @@
     /// typing is not held up; a new update cancels the rest), then the list is shown, fastest
     /// fitting first, each applied with a click. `data-levers` marks the end.
     proposeLevers(pending = null, answers = []) {
-      const queue = pending ?? levers.variants(this.state, this.estimate);
+      const queue = pending ?? levers.variants(this.state, this.estimate, this.presets?.gpus);
       if (queue.length) {
         const [v, ...rest] = queue;
         let candidate = null;
@@ -697,7 +697,11 @@
         } catch (error) {
           if (!(error instanceof EstimatorError)) throw error;  // a variant the core refuses is no lever
         }
-        this.leverTimer = setTimeout(() => this.proposeLevers(rest, [...answers, { ...v, candidate }]), 0);
+        // The first of a group that fits under 90 % ends the group (the least GPUs, the smallest
+        // GPU kind); a tight one is kept and the next tried.
+        const fits = candidate && !['oom', 'host_oom'].includes(candidate.memory.verdict) && candidate.memory.usage_fraction < 0.9;
+        const next = fits && v.group ? rest.filter((r) => r.group !== v.group) : rest;
+        this.leverTimer = setTimeout(() => this.proposeLevers(next, [...answers, { ...v, candidate }]), 0);
         return;
       }
       const ranked = levers.rank(answers);

@@ -4,7 +4,7 @@
 'use strict';
 (function (ns) {
   /// Organisations whose models are fine-tuned most, in this order; the rest follow by name.
-  const POPULAR_ORGS = ['meta-llama', 'qwen', 'google', 'mistralai', 'mistral-community', 'deepseek-ai', 'microsoft'];
+  const POPULAR_ORGS = ['meta-llama', 'qwen', 'google', 'mistralai', 'mistral-community', 'openai', 'deepseek-ai', 'microsoft'];
   const UNIT = { m: 1e6, b: 1e9, t: 1e12 };
 
   /// "Llama-3.1-70B" -> 70e9, "Mixtral-8x7B" -> 56e9, "Qwen-1_8B" -> 1.8e9, "pythia-160m" -> 160e6;

@@ -2,7 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
@@ -11,12 +14,31 @@
 using namespace memfit;
 
 TEST_CASE("every model preset parses and has a positive parameter count", "[presets]") {
+  // Presets whose published config memfit reads with a note: a multimodal wrapper (its text model
+  // estimated, its text_config's omitted keys from transformers' defaults) or a model_type read as
+  // a generic llama-style decoder. Each: the model type it is read as, and what its warnings say.
+  const std::map<std::string, std::pair<std::string, std::vector<std::string>>> noted = {
+      {"google/gemma-3-4b-it", {"gemma3_text", {"wraps a language model", "transformers' defaults"}}},
+      {"google/gemma-3-12b-it", {"gemma3_text", {"wraps a language model", "transformers' defaults"}}},
+      {"google/gemma-3-27b-it", {"gemma3_text", {"wraps a language model", "transformers' defaults"}}},
+      {"meta-llama/Llama-4-Scout-17B-16E-Instruct", {"llama4_text", {"wraps a language model", "transformers' defaults"}}},
+      {"openai/gpt-oss-20b", {"generic", {"32 routed experts, top 4"}}},
+      {"openai/gpt-oss-120b", {"generic", {"128 routed experts, top 4"}}},
+  };
   for (const presets::ModelPreset& p : presets::model_presets()) {
     INFO(p.id);
     REQUIRE_FALSE(p.config_text.empty());
     const ModelArchitecture a = parse_hf_config_text(p.config_text);
-    CHECK(a.warnings.empty());
-    CHECK(a.model_type == p.model_type);
+    const auto note = noted.find(p.id);
+    if (note == noted.end()) {
+      CHECK(a.warnings.empty());
+      CHECK(a.model_type == p.model_type);
+    } else {
+      CHECK(a.model_type == note->second.first);
+      std::string all;
+      for (const std::string& w : a.warnings) all += w + "\n";
+      for (const std::string& part : note->second.second) CHECK(all.find(part) != std::string::npos);
+    }
     CHECK(build_tensor_inventory(a).total_params > 0);
   }
 }
