@@ -66,6 +66,18 @@ struct DistributedBehaviour {
   /// beside it stay gathered until their backward. Executed (tools/oracle/zero3_gathered_probe.py):
   /// a lower stage3_max_reuse_distance keeps the same blocks, so the live-parameter limit binds.
   std::int64_t zero3_max_live_elements = 0;
+  /// DeepSpeed ZeRO-3 on a model built outside deepspeed.zero.Init (parallel.zero3_init false:
+  /// e.g. from_pretrained before the HF TrainingArguments that register the DeepSpeed config):
+  /// torch.nn.functional.linear stays unpatched, because only Init.__enter__ installs
+  /// LinearFunctionForZeroStage3 (v0.14.2 runtime/zero/partition_parameters.py
+  /// patch_init_and_builtins; the engine converts such a model with Init(module=...) without
+  /// entering it, parameter_offload.py _convert_to_zero_parameters). Autograd then saves each
+  /// linear's weight.t() view, which keeps the gathered buffer alive after ZeRO-3 releases the
+  /// parameter (param.data = empty) until that linear's backward (runtime/zero/linear.py's header:
+  /// the patch exists so that the gathered weight can be freed after the forward). Holds only
+  /// where a gather copies (more than one rank) and the forward saves tensors (not under full
+  /// activation checkpointing, whose forward runs without saving).
+  bool zero3_autograd_holds_gathered = false;
   /// ZeRO-3 / FSDP: a block's gathered parameters are freed after its forward (FSDP2
   /// reshard_after_forward=True); false keeps every block gathered until its backward.
   bool reshard_after_forward = true;
