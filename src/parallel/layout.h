@@ -54,6 +54,13 @@ struct DistributedBehaviour {
   /// copy at a time (stage3.py _prepare_fp32_grad_for_sub_group, sub_group_size elements; TG-14).
   bool fp32_grads_at_step = false;
   std::int64_t fp32_grad_sub_group_elements = 0;
+  /// Megatron-LM keeps the main_grad buffer it all-reduces in fp32 only under --bf16 or
+  /// --accumulate-allreduce-grads-in-fp32; with --fp16 it holds and reduces the parameters' fp16
+  /// (megatron/model/distributed.py _get_buffer_type @ 3d718bfc, 2021-08; before the buffer,
+  /// @ 8aa4619f (2021-03) the fp16 param.grad tensors were flattened and all-reduced; at HEAD
+  /// d98e8a64 arguments.py still forces fp32 for bf16 only). The data-parallel reduction of an
+  /// amp_fp16 run then moves 2 bytes per gradient.
+  bool fp16_grads_reduce_in_fp16 = false;
   /// ZeRO-3 / FSDP: units (transformer blocks) gathered ahead of the one computing (FSDP2:
   /// the previous group's all-gather output stays until the next unshard, one unit).
   std::int64_t prefetch_units = 1;
