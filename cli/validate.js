@@ -339,6 +339,8 @@ function rowToRequest(row, config) {
   if (/(^|[\s;,(])alloc_conf=expandable_segments:True\b/.test(row.notes || '')) training.expandable_segments = true;
   // `backend=deepspeed` in the notes: the wrapper ran the DeepSpeed engine (parallel.backend).
   if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
+  // `zero3_init=false` in the notes: the model was built outside deepspeed.zero.Init (parallel.zero3_init).
+  if (/(^|[\s;,(])zero3_init=false\b/.test(row.notes || '')) parallel.zero3_init = false;
   // `cp_kind=ulysses` in the notes: the cp column holds DeepSpeed Ulysses sequence parallelism.
   if (/(^|[\s;,(])cp_kind=ulysses\b/.test(row.notes || '')) parallel.cp_kind = 'ulysses';
   // `fsdp_version=2` (or accelerate's YAML spelling `fsdp_version 2`) in the notes: accelerate ran FSDP2

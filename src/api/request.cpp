@@ -672,7 +672,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     const FieldReader f(*j, path);
     reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "etp", "sequence_parallel", "sharding",
                             "shard_degree", "schedule", "stage_layers", "reshard_after_forward", "backend",
-                            "fsdp_version", "fsdp_activation_checkpointing"});
+                            "fsdp_version", "fsdp_activation_checkpointing", "zero3_init"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -695,6 +695,18 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     }
     p.behaviour.reshard_after_forward = f.bool_or({"reshard_after_forward"}, p.behaviour.reshard_after_forward);
     if (f.has({"fsdp_version"})) read_fsdp_version(f, profile, framework_yyyymm, p.behaviour);
+    // parallel.zero3_init: whether the model was built under deepspeed.zero.Init (DeepSpeed's
+    // documented way, and what transformers does when the DeepSpeed config is registered before
+    // from_pretrained); false: DistributedBehaviour::zero3_autograd_holds_gathered.
+    if (f.has({"zero3_init"})) {
+      const bool zero_init = f.bool_or({"zero3_init"}, true);
+      if (profile.id != Framework::kDeepspeed) {
+        throw Error(ErrorCode::kInvalidValue, f.path("zero3_init"),
+                    "zero3_init is DeepSpeed's (framework deepspeed, or backend deepspeed under a wrapper); " + profile.key +
+                        " shards with its own code");
+      }
+      p.behaviour.zero3_autograd_holds_gathered = !zero_init;
+    }
     if (const Json* sl = f.find({"stage_layers"})) {
       const std::string spath = f.path("stage_layers");
       if (!sl->is_array()) throw Error(ErrorCode::kInvalidType, spath, "stage_layers must be an array of layer counts");

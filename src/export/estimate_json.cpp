@@ -195,6 +195,7 @@ Json layout_to_json(const ParallelLayout& l) {
            {"prefetch_units", b.prefetch_units},
            {"prefetch_bytes", b.prefetch_bytes},
            {"zero3_max_live_elements", b.zero3_max_live_elements},
+           {"zero3_autograd_holds_gathered", b.zero3_autograd_holds_gathered},
            {"reshard_after_forward", b.reshard_after_forward},
            {"reshard_after_forward_with_pp", b.reshard_after_forward_with_pp},
            {"last_unit_kept", b.last_unit_kept},

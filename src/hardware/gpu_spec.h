@@ -8,6 +8,12 @@
 
 namespace memfit {
 
+/// How the GPUs of one node are linked to each other (nvlink_topology.h).
+enum class IntraNodeTopology {
+  kUniform,              // every pair at the full per-GPU bandwidth (NVSwitch, or not stated)
+  kDgx1HybridCubeMesh,   // DGX-1 V100's hybrid cube mesh: 6 NVLinks per GPU to 4 of the 7 others
+};
+
 struct GpuSpec {
   std::string id;                          // "H100-80GB"
   std::string name;
@@ -21,6 +27,8 @@ struct GpuSpec {
          dense_tflops_fp8 = 0;             // 0: not supported
   double intra_node_bandwidth_gb_per_s = 0;  // per GPU, per direction
   std::string intra_node_link;
+  /// The links between the GPUs of a node of 8 (nodes of other sizes: kUniform).
+  IntraNodeTopology intra_node_topology = IntraNodeTopology::kUniform;
   double pcie_bandwidth_gb_per_s = 0;      // host link, per direction
   double tdp_w = 0;
   std::int64_t sm_count = 0;               // streaming multiprocessors (AMD: compute units); 0: not stated

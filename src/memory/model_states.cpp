@@ -568,6 +568,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   m.unit_head_bytes = m.gather_head_bytes;
   if (z != Sharding::kZero2 && z != Sharding::kZero3) m.reduce_layer_bytes = m.reduce_layer_input_bytes = 0;
   m.live_kept_layers = z == Sharding::kZero3 ? live_kept_layers(arch, shard, m.gather_layer_bytes, held_layers) : 0;
+  // Over one rank the gathered parameter is its partition (_no_gather_coalesced): nothing is held
+  // beside it. Under full checkpointing the forward saves no weight views.
+  m.gathered_held_to_backward = z == Sharding::kZero3 && shard.behaviour.zero3_autograd_holds_gathered &&
+                                shard.dense_shard > 1 && t.checkpointing != Checkpointing::kFull;
+  if (m.gathered_held_to_backward) m.live_kept_layers = 0;
   if (z == Sharding::kZero3 && shard.behaviour.gather_replaces_shard && div[0] > 1) {
     const auto others = [&](std::int64_t b) { return b / div[0] * (div[0] - 1) + b % div[0] * (div[0] - 1) / div[0]; };
     m.gather_layer_bytes = others(m.gather_layer_bytes);

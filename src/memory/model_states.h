@@ -70,6 +70,10 @@ struct ModelStates {
   /// DeepSpeed ZeRO-3: top blocks that stay gathered from their forward to their backward
   /// (DistributedBehaviour::zero3_max_live_elements).
   std::int64_t live_kept_layers = 0;
+  /// DeepSpeed ZeRO-3 without zero.Init (DistributedBehaviour::zero3_autograd_holds_gathered) on
+  /// more than one rank and without full checkpointing: every block's gathered parameters stay
+  /// from its forward to its backward (what live_kept_layers keeps is among them).
+  bool gathered_held_to_backward = false;
   /// ZeRO-2/3: one block's unsharded gradients waiting for the reduce-scatter (with the fp32
   /// copy when gradients are reduced in fp32).
   std::int64_t reduce_layer_bytes = 0;

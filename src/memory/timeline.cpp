@@ -651,7 +651,10 @@ class Replay {
     // Without reshard-after-forward a pipeline stage keeps its blocks gathered across all its
     // micro-batches; a single stage gathers them one by one in forward and frees them in backward.
     const bool pipelined = !(rank_.kind.embedding && rank_.kind.head);
-    const bool progressive = zero3 && !beh.reshard_after_forward && !pipelined;
+    // DeepSpeed ZeRO-3 without zero.Init: autograd holds each block's gathered weights from its
+    // forward to its backward, where the block is gathered again beside them.
+    const bool held_to_backward = zero3 && states_.gathered_held_to_backward;
+    const bool progressive = zero3 && (!beh.reshard_after_forward || held_to_backward) && !pipelined;
     if (zero3 && !beh.reshard_after_forward && pipelined) {
       std::int64_t stage_layers = 0;
       for (const GroupActs& g : groups_) stage_layers += g.layers;
@@ -706,7 +709,7 @@ class Replay {
       inside.activations_bytes += g.saved_bytes - g.kept_bytes + offload_window_;
       inside.temporaries_bytes = fwd_layer_temp;
       inside.communication_bytes += comm_layer_;
-      if (zero3 && beh.reshard_after_forward) {
+      if (zero3 && beh.reshard_after_forward && !held_to_backward) {
         inside.weights_bytes += gathered_window;
         inside.side_stream_bytes = gathered_window;
       }

@@ -54,6 +54,13 @@ struct DistributedBehaviour {
   /// copy at a time (stage3.py _prepare_fp32_grad_for_sub_group, sub_group_size elements; TG-14).
   bool fp32_grads_at_step = false;
   std::int64_t fp32_grad_sub_group_elements = 0;
+  /// Megatron-LM keeps the main_grad buffer it all-reduces in fp32 only under --bf16 or
+  /// --accumulate-allreduce-grads-in-fp32; with --fp16 it holds and reduces the parameters' fp16
+  /// (megatron/model/distributed.py _get_buffer_type @ 3d718bfc, 2021-08; before the buffer,
+  /// @ 8aa4619f (2021-03) the fp16 param.grad tensors were flattened and all-reduced; at HEAD
+  /// d98e8a64 arguments.py still forces fp32 for bf16 only). The data-parallel reduction of an
+  /// amp_fp16 run then moves 2 bytes per gradient.
+  bool fp16_grads_reduce_in_fp16 = false;
   /// ZeRO-3 / FSDP: units (transformer blocks) gathered ahead of the one computing (FSDP2:
   /// the previous group's all-gather output stays until the next unshard, one unit).
   std::int64_t prefetch_units = 1;
@@ -66,6 +73,18 @@ struct DistributedBehaviour {
   /// beside it stay gathered until their backward. Executed (tools/oracle/zero3_gathered_probe.py):
   /// a lower stage3_max_reuse_distance keeps the same blocks, so the live-parameter limit binds.
   std::int64_t zero3_max_live_elements = 0;
+  /// DeepSpeed ZeRO-3 on a model built outside deepspeed.zero.Init (parallel.zero3_init false:
+  /// e.g. from_pretrained before the HF TrainingArguments that register the DeepSpeed config):
+  /// torch.nn.functional.linear stays unpatched, because only Init.__enter__ installs
+  /// LinearFunctionForZeroStage3 (v0.14.2 runtime/zero/partition_parameters.py
+  /// patch_init_and_builtins; the engine converts such a model with Init(module=...) without
+  /// entering it, parameter_offload.py _convert_to_zero_parameters). Autograd then saves each
+  /// linear's weight.t() view, which keeps the gathered buffer alive after ZeRO-3 releases the
+  /// parameter (param.data = empty) until that linear's backward (runtime/zero/linear.py's header:
+  /// the patch exists so that the gathered weight can be freed after the forward). Holds only
+  /// where a gather copies (more than one rank) and the forward saves tensors (not under full
+  /// activation checkpointing, whose forward runs without saving).
+  bool zero3_autograd_holds_gathered = false;
   /// ZeRO-3 / FSDP: a block's gathered parameters are freed after its forward (FSDP2
   /// reshard_after_forward=True); false keeps every block gathered until its backward.
   bool reshard_after_forward = true;

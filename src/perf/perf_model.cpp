@@ -10,6 +10,7 @@
 
 #include "block/activations.h"
 #include "block/loss_kernels.h"
+#include "hardware/nvlink_topology.h"
 #include "parallel/as_run.h"
 #include "parallel/rank_plan.h"
 #include "training/parameters.h"
@@ -153,7 +154,8 @@ Link link_for(std::int64_t stride, std::int64_t group, const ClusterSpec& c, con
   const bool intra = static_cast<double>(stride) * static_cast<double>(group) <= static_cast<double>(c.gpus_per_node);
   // The group's ranks in one node: all of it inside a node, else those `stride` apart in it.
   const std::int64_t per_node = intra ? group : stride < c.gpus_per_node ? std::min(c.gpus_per_node / stride, group) : 1;
-  double gb = c.gpu.intra_node_bandwidth_gb_per_s;
+  // Inside a node, the links among the group's GPUs (all alike behind NVSwitch; DGX-1's hybrid cube mesh).
+  double gb = intra ? intra_node_group_gb_per_s(c.gpu, c.gpus_per_node, stride, group) : c.gpu.intra_node_bandwidth_gb_per_s;
   if (!intra) {
     gb = c.inter_node_bandwidth_gb_per_s;
     if (traffic == Traffic::kCollective && per_node > 1) {

@@ -63,7 +63,7 @@ GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
   static const std::set<std::string> kKeys = {
       "id", "name", "vendor", "architecture", "memory_nominal_gb", "memory_total_bytes",
       "memory_total_source", "memory_type", "memory_bandwidth_gb_per_s", "dense_tflops",
-      "intra_node_bandwidth_gb_per_s", "intra_node_link", "pcie_bandwidth_gb_per_s", "tdp_w",
+      "intra_node_bandwidth_gb_per_s", "intra_node_link", "intra_node_topology", "pcie_bandwidth_gb_per_s", "tdp_w",
       "sm_count", "host_memory_gib_per_node", "host_memory_source", "reference_network", "sources", "notes"};
   const FieldReader f(j, base);
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -91,6 +91,13 @@ GpuSpec parse_gpu_spec(const Json& j, const std::string& base) {
   }
   g.intra_node_bandwidth_gb_per_s = f.get_number({"intra_node_bandwidth_gb_per_s"}, 0, 1e6).value_or(0);
   g.intra_node_link = f.get_string({"intra_node_link"}).value_or("");
+  if (const auto topo = f.get_string({"intra_node_topology"})) {
+    if (*topo == "dgx1-hybrid-cube-mesh") g.intra_node_topology = IntraNodeTopology::kDgx1HybridCubeMesh;
+    else if (*topo != "uniform") {
+      throw Error(ErrorCode::kInvalidValue, f.path("intra_node_topology"),
+                  "intra_node_topology " + *topo + " is not one of uniform, dgx1-hybrid-cube-mesh");
+    }
+  }
   g.pcie_bandwidth_gb_per_s = f.get_number({"pcie_bandwidth_gb_per_s"}, 0, 1e6).value_or(0);
   g.tdp_w = f.get_number({"tdp_w"}, 0, 1e5).value_or(0);
   g.sm_count = f.int_or({"sm_count"}, 0, 100000, 0);

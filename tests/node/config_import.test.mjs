@@ -204,6 +204,26 @@ test('accelerate FSDP and DeepSpeed configs: GPUs, sharding, offload', () => {
   assert.deepEqual(ignoredKeys(ds), ['/deepspeed_config/zero3_init_flag']);
 });
 
+test('accelerate dynamo_config: a backend compiles; regional compilation leaves the loss eager (compile_scope regions)', () => {
+  const yaml = (extra) => `distributed_type: FSDP\nnum_processes: 8\ndynamo_config:\n  dynamo_backend: INDUCTOR\n${extra}`;
+  const regional = importConfig(yaml('  dynamo_use_regional_compilation: true\n'), { yaml: YAML }).result;
+  assert.equal(regional.format, 'accelerate');
+  assert.equal(regional.request.training.compile, true);
+  assert.equal(regional.request.training.compile_scope, 'regions');
+  const whole = importConfig(yaml(''), { yaml: YAML }).result;
+  assert.equal(whole.request.training.compile, true);
+  assert.equal(whole.request.training.compile_scope, undefined);
+  const off = importConfig('distributed_type: NO\ndynamo_config:\n  dynamo_backend: NO\n  dynamo_use_regional_compilation: true\n', { yaml: YAML }).result;
+  assert.equal(off.request.training.compile, false);
+  assert.equal(off.request.training.compile_scope, undefined);
+  const quoted = importConfig('distributed_type: NO\ndynamo_config:\n  dynamo_backend: \'NO\'\n', { yaml: YAML }).result;
+  assert.equal(quoted.request.training.compile, false);
+  const bad = importConfig('distributed_type: FSDP\ndynamo_config:\n  dynamo_backend: 3\n', { yaml: YAML });
+  assert.equal(bad.ok, false);
+  assert.equal(bad.error.code, 'invalid_type');
+  assert.equal(bad.error.path, '/dynamo_config/dynamo_backend');
+});
+
 test('TRL SFTConfig + ModelConfig (alignment-handbook QLoRA recipe): QLoRA over a bf16 model, hf_trainer unless the core has trl', () => {
   const r = fixture('trl_sft_qlora.yaml');
   assert.equal(r.format, 'hf_args');

@@ -28,7 +28,7 @@
     deepspeed: ['zero_optimization', 'train_micro_batch_size_per_gpu', 'train_batch_size', 'gradient_clipping',
       'zero_allow_untested_optimizer', 'steps_per_print', 'wall_clock_breakdown'],
     accelerate: ['distributed_type', 'compute_environment', 'num_processes', 'num_machines', 'mixed_precision',
-      'machine_rank', 'main_training_function', 'fsdp_config', 'deepspeed_config', 'rdzv_backend', 'same_network'],
+      'machine_rank', 'main_training_function', 'fsdp_config', 'deepspeed_config', 'rdzv_backend', 'same_network', 'dynamo_config'],
     hf_args: ['per_device_train_batch_size', 'output_dir', 'gradient_checkpointing', 'optim', 'max_seq_length',
       'max_length', 'packing', 'dataset_text_field', 'use_peft', 'lora_r', 'model_name_or_path', 'torch_dtype',
       'use_liger_kernel', 'completion_only_loss', 'padding_free', 'num_train_epochs'],
@@ -783,6 +783,21 @@
     if (auto) m.note('"auto" values come from the trainer\'s arguments: give its config too for the batch size and precision');
   }
 
+  /// accelerate's `dynamo_config` (accelerate v1.13.0 utils/dataclasses.py TorchDynamoPlugin): a backend
+  /// other than NO compiles; `dynamo_use_regional_compilation` compiles each repeated block and leaf
+  /// child only (utils/other.py compile_regions), leaving the model's forward and its loss eager.
+  function mapAccelerateDynamo(m) {
+    const d = (k) => ['dynamo_config', k];
+    const backend = m.take(d('dynamo_backend'));
+    if (backend === undefined || backend === null) return;
+    // An unquoted NO reads as false in YAML 1.1 parsers: the same "no backend".
+    if (typeof backend !== 'string' && backend !== false) m.fail('invalid_type', d('dynamo_backend'), `dynamo_backend must be a backend name, got ${JSON.stringify(backend)}`);
+    const on = backend !== false && lower(backend) !== 'no';
+    m.set('/training/compile', on, d('dynamo_backend'));
+    const regional = m.bool(d('dynamo_use_regional_compilation'));
+    if (on && regional) m.set('/training/compile_scope', 'regions', d('dynamo_use_regional_compilation'), 'regional compilation: the blocks compiled, the loss eager');
+  }
+
   function mapAccelerate(m, ctx) {
     m.set('/training/framework', 'hf_trainer', '', 'accelerate launches the HF Trainer (or the script\'s own loop)');
     const gpus = m.positiveInt(['num_processes']);
@@ -798,6 +813,7 @@
       if (p === undefined) m.fail('invalid_value', ['mixed_precision'], `mixed_precision must be no, fp16, bf16 or fp8, got ${JSON.stringify(mp)}`);
       if (p) m.set('/training/precision', p, ['mixed_precision']);
     }
+    mapAccelerateDynamo(m);
     const type = lower(m.take(['distributed_type']) ?? 'no');
     if (type === 'fsdp') mapFsdpBlock(m, ['fsdp_config'], null);
     if (type === 'deepspeed') {

@@ -36,6 +36,7 @@ FrameworkProfile megatron_profile() {
   p.dist.tp_backward_overlap = true;             // async dgrad all-reduce / reduce-scatter, input re-gather
   p.dist.param_gather_overlaps_forward = true;   // --overlap-param-gather (the launch command sets it)
   p.dist.moe_parallel_folding = true;            // --expert-tensor-parallel-size, expert rank generator
+  p.dist.fp16_grads_reduce_in_fp16 = true;       // --fp16 without --accumulate-allreduce-grads-in-fp32
   p.history = {{202109, "the input gradient's tensor-parallel all-reduce waits for its GEMM (no asynchronous backward collectives)",
                 "NVIDIA/Megatron-LM cf7efd4f (2021-08-30, \"allreduce overlap with wgrad gemm\"): the all-reduce launched "
                 "async beside the weight-gradient GEMM; before it mpu/layers.py reduced in the autograd function's backward",

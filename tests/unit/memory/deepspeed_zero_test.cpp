@@ -2,6 +2,8 @@
 // measured on an H200 under TRL: tests/validation/measured_h200_trainers, TG-14..18, TD-16):
 // ZeRO-3 allocates its 16-bit gradient partition and reduce bucket with the engine, and both
 // ZeRO stages step on fp32 copies of the gradient partition.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -152,4 +154,57 @@ TEST_CASE("DeepSpeed ZeRO-3 keeps the top blocks within max_live_parameters gath
   CHECK(gathered_at("trl", "embedding backward") == kQwen3_4BTableBytes + final_norm_bytes);
   // Axolotl's zero3 JSONs set stage3_max_live_parameters 0: nothing beyond the root at the loss either.
   CHECK(gathered_at("axolotl", "loss backward") == gathered_at("axolotl", "embedding backward"));
+}
+
+namespace {
+
+// HF Trainer handing the model to the DeepSpeed engine, ZeRO-3, no activation checkpointing.
+json unpatched_linear_request(int gpus, const char* checkpointing, bool zero3_init) {
+  json req = request("zero3", "hf_trainer", gpus);
+  req["training"]["precision"] = "amp_fp16";
+  req["training"]["seq_len"] = 512;
+  req["training"]["activation_checkpointing"] = checkpointing;
+  req["parallel"]["zero3_init"] = zero3_init;
+  return req;
+}
+
+std::int64_t forward_end_weights(const json& r) {
+  std::int64_t most = 0;
+  for (const json& e : r["timeline"]) {
+    if (e["phase"] == "forward") most = std::max(most, bytes(e, "weights_bytes"));
+  }
+  return most;
+}
+
+}  // namespace
+
+TEST_CASE("DeepSpeed ZeRO-3 on a model built outside zero.Init holds every block's gathered weights until its backward",
+          "[deepspeed][zero]") {
+  // Llama-3.1-8B blocks: 32 x 218.1 M parameters, gathered in fp16 on 8 ranks.
+  constexpr double kBlockParams = 218'112'000.0;
+  const json held = result_of(unpatched_linear_request(8, "none", false));
+  const json patched = result_of(unpatched_linear_request(8, "none", true));
+  CHECK(held["parallel"]["behaviour"]["zero3_autograd_holds_gathered"] == true);
+  CHECK(patched["parallel"]["behaviour"]["zero3_autograd_holds_gathered"] == false);
+  // At the top block's forward all 32 blocks are gathered, not the computing one and its prefetch.
+  const double extra = static_cast<double>(forward_end_weights(held) - forward_end_weights(patched));
+  CHECK(extra > 30 * 2 * kBlockParams);
+  CHECK(extra < 33 * 2 * kBlockParams);
+  CHECK(bytes(held, "peak_active_bytes") > bytes(patched, "peak_active_bytes") + 10'000'000'000LL);
+  // One rank: the gathered parameter is the partition itself; full checkpointing: the forward saves
+  // no weight views. Neither changes.
+  CHECK(bytes(result_of(unpatched_linear_request(1, "none", false)), "peak_active_bytes") ==
+        bytes(result_of(unpatched_linear_request(1, "none", true)), "peak_active_bytes"));
+  CHECK(bytes(result_of(unpatched_linear_request(8, "full", false)), "peak_active_bytes") ==
+        bytes(result_of(unpatched_linear_request(8, "full", true)), "peak_active_bytes"));
+}
+
+TEST_CASE("parallel.zero3_init is DeepSpeed's", "[deepspeed][zero]") {
+  json req = unpatched_linear_request(8, "none", false);
+  req["training"]["framework"] = "torchtune";
+  req["parallel"].erase("backend");
+  const json out = json::parse(memfit::api::estimate(req.dump()));
+  REQUIRE(out["ok"] == false);
+  CHECK(out["error"]["code"] == "invalid_value");
+  CHECK(out["error"]["path"] == "/parallel/zero3_init");
 }

@@ -108,3 +108,20 @@ TEST_CASE("every rank kind of the memory replay runs the layout's one plan", "[p
   for (const RankEstimate& r : d.ranks) CHECK(r.estimate.tokens_per_micro_batch == 2 * 4096 / 2);
   CHECK(estimate_single_gpu(a, inv, t).tokens_per_micro_batch == 2 * 4096);
 }
+
+TEST_CASE("Megatron reduces fp16 gradients in fp16 and bf16 ones in its fp32 main_grad buffer", "[plan]") {
+  const FrameworkProfile& megatron = framework_profile(Framework::kMegatron);
+  ParallelLayout l;
+  l.dp = 8;
+  l.behaviour = megatron.dist;
+  TrainingSetup t = framework_defaults(megatron, 0);
+  t.micro_batch = 1;
+  t.seq_len = 2048;
+  t.precision = Precision::kAmpBf16;
+  CHECK(plan_rank(l, t).reduced_gradient_bytes == 4);
+  t.precision = Precision::kAmpFp16;
+  CHECK(plan_rank(l, t).reduced_gradient_bytes == 2);
+  // Without the behaviour the fp32 main_grad buffer's 4 bytes would move.
+  l.behaviour.fp16_grads_reduce_in_fp16 = false;
+  CHECK(plan_rank(l, t).reduced_gradient_bytes == 4);
+}
