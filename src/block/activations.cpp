@@ -203,7 +203,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
   // of the input instead of the shared input (counted with the adapters below).
   const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
-  auto targeted = [&](const char* role) { return lora && adapter_targets(t, role); };
+  auto targeted = [&](const char* role) { return lora && adapter_targets_role(t, role); };
   LayerActivations out;
   // `s` collects tensors split by tensor parallelism (per rank already); `seq` collects tensors
   // of the full hidden width, which only sequence parallelism splits (Korthikanti et al. 2022,
@@ -326,28 +326,19 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // input. Dropout > 0 keeps a dropped copy and its mask instead. DoRA also keeps the base
     // output and the adapter output for the magnitude rescale (peft/tuners/lora/dora.py).
     const std::int64_t ab = t.adapters_fp32 ? 4 : e;
-    const std::int64_t attn_out = heads * dv;
-    const std::int64_t f_in = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;
-    const std::int64_t kv_out = kvh * dv;
-    // One adapter per linear the model has (training/parameters.cpp lora_targets_role): a fused
-    // qkv (or gate_up) linear is adapted once when any of its roles is targeted; a plain MLP has
-    // no gate.
-    const bool fused_qkv = a.attention.layout == QkvLayout::kFused;
-    const bool fused_gate_up = a.mlp.gated && a.mlp.fused_gate_up;
-    const bool qkv_targeted = targeted("q") || targeted("k") || targeted("v");
-    const bool gate_up_targeted = targeted("gate") || targeted("up");
-    struct Adapter { bool on; std::int64_t in, out; bool mlp; };
-    const Adapter adapters[] = {
-        {fused_qkv ? qkv_targeted : targeted("q"), h, fused_qkv ? heads * d + kvh * d + kv_out : heads * d, false},
-        {!fused_qkv && targeted("k"), h, kvh * d, false},
-        {!fused_qkv && targeted("v"), h, kv_out, false},
-        {targeted("o"), attn_out, h, false},
-        {fused_gate_up ? gate_up_targeted : a.mlp.gated && targeted("gate"), h, fused_gate_up ? 2 * f_in : f_in, true},
-        {!fused_gate_up && targeted("up"), h, f_in, true},
-        {targeted("down"), f_in, h, true}};
-    for (const Adapter& r : adapters) {
-      if (!r.on) continue;
-      if (merged_experts && r.mlp) continue;  // the experts' adapters act through the merged stacks
+    // One adapter per matmul of the block program that carries one (BlockOp::adapted: a fused qkv
+    // or gate_up linear once when any of its roles is targeted; a plain MLP has no gate):
+    // attention's at their widths on this rank; an MLP's at its whole width, a routed expert's
+    // for its top_k copies together; the shared expert's are not counted here.
+    for (std::size_t i = 0; i < program.op_count; ++i) {
+      const BlockOp& op = program.ops[i];
+      if (!op.adapted || op.part == BlockPart::kSharedExpert) continue;
+      if (merged_experts && op.part != BlockPart::kAttention) continue;  // the experts' adapters act through the merged stacks
+      auto width = [&](const SplitWidth& w) {
+        if (op.part == BlockPart::kAttention) return w.at(tp);
+        return (op.part == BlockPart::kRoutedExpert && w.a.rule == SplitRule::kColumns ? a.moe.top_k : 1) * w.at(1);
+      };
+      const struct { std::int64_t in, out; } r{width(op.in), width(op.out)};
       s += ab * t.lora_rank;
       if (t.lora_dropout > 0) s += ab * r.in + r.in;            // dropped input + bool mask
       else if (adapter_own_copy) s += ab * r.in;

@@ -2,7 +2,6 @@
 #include "block/block_program.h"
 
 #include <algorithm>
-#include <string>
 
 #include "common/units.h"
 #include "training/parameters.h"
@@ -19,16 +18,9 @@ std::size_t BlockProgram::matmul_count() const {
   return n;
 }
 
-bool adapter_targets(const TrainingSetup& t, const char* role) {
-  for (const std::string& r : t.lora_targets) {
-    if (r == "all-linear" || r == role) return true;
-  }
-  return false;
-}
-
 bool lora_merges_experts(const TrainingSetup& t, bool moe) {
   return moe && is_lora_like(t.method) && t.lora_merges_fused_experts &&
-         (adapter_targets(t, "gate") || adapter_targets(t, "up") || adapter_targets(t, "down"));
+         (adapter_targets_role(t, "gate") || adapter_targets_role(t, "up") || adapter_targets_role(t, "down"));
 }
 
 namespace {
@@ -37,9 +29,10 @@ SplitWidth hidden_width(std::int64_t h) { return {{SplitRule::kReplicated, 1, h}
 SplitWidth heads_width(SplitRule rule, std::int64_t heads, std::int64_t dim) { return {{rule, heads, dim}, {}}; }
 SplitWidth columns_width(std::int64_t columns, std::int64_t blocks) { return {{SplitRule::kColumns, columns, blocks}, {}}; }
 
-void add(BlockProgram& p, BlockPart part, SplitWidth in, SplitWidth out, bool column) {
+void add(BlockProgram& p, BlockPart part, const char* role, SplitWidth in, SplitWidth out, bool column) {
   BlockOp& op = p.ops[p.op_count++];
   op.part = part;
+  op.role = role;
   op.in = in;
   op.out = out;
   op.column = column;
@@ -49,12 +42,12 @@ void add(BlockProgram& p, BlockPart part, SplitWidth in, SplitWidth out, bool co
 void add_mlp(BlockProgram& p, const ModelArchitecture& a, BlockPart part, std::int64_t columns) {
   const SplitWidth h = hidden_width(a.hidden_size);
   if (a.mlp.gated && !a.mlp.fused_gate_up) {
-    add(p, part, h, columns_width(columns, 1), true);
-    add(p, part, h, columns_width(columns, 1), true);
+    add(p, part, "gate", h, columns_width(columns, 1), true);
+    add(p, part, "up", h, columns_width(columns, 1), true);
   } else {
-    add(p, part, h, columns_width(columns, a.mlp.gated ? 2 : 1), true);
+    add(p, part, a.mlp.gated ? "gate_up" : "up", h, columns_width(columns, a.mlp.gated ? 2 : 1), true);
   }
-  add(p, part, columns_width(columns, 1), h, false);
+  add(p, part, "down", columns_width(columns, 1), h, false);
 }
 
 }  // namespace
@@ -65,14 +58,15 @@ BlockProgram block_program(const ModelArchitecture& a, bool moe) {
   const AttentionDims& d = p.attention;
   const SplitWidth h = hidden_width(a.hidden_size);
   if (a.attention.layout == QkvLayout::kFused) {
-    add(p, BlockPart::kAttention, h,
+    add(p, BlockPart::kAttention, "qkv", h,
         {{SplitRule::kHeads, d.heads, d.qk_head_dim}, {SplitRule::kKvHeads, d.kv_heads, 2 * d.v_head_dim}}, true);
   } else {
-    add(p, BlockPart::kAttention, h, heads_width(SplitRule::kHeads, d.heads, d.qk_head_dim), true);
-    add(p, BlockPart::kAttention, h, heads_width(SplitRule::kKvHeads, d.kv_heads, d.qk_head_dim), true);
-    add(p, BlockPart::kAttention, h, heads_width(SplitRule::kKvHeads, d.kv_heads, d.v_head_dim), true);
+    // MLA's low-rank projections run as q, k and v of its head dims (the adapter targets' names).
+    add(p, BlockPart::kAttention, "q", h, heads_width(SplitRule::kHeads, d.heads, d.qk_head_dim), true);
+    add(p, BlockPart::kAttention, "k", h, heads_width(SplitRule::kKvHeads, d.kv_heads, d.qk_head_dim), true);
+    add(p, BlockPart::kAttention, "v", h, heads_width(SplitRule::kKvHeads, d.kv_heads, d.v_head_dim), true);
   }
-  add(p, BlockPart::kAttention, heads_width(SplitRule::kHeads, d.heads, d.v_head_dim), h, false);  // o: row-parallel
+  add(p, BlockPart::kAttention, "o", heads_width(SplitRule::kHeads, d.heads, d.v_head_dim), h, false);  // o: row-parallel
   if (moe) {
     p.routed_copies = a.moe.top_k;
     add_mlp(p, a, BlockPart::kRoutedExpert, a.moe.expert_intermediate_size);
@@ -95,13 +89,19 @@ BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, b
   // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
   // of the input instead of the shared input (counted with the adapters, activations.cpp).
   const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
-  auto targeted = [&](const char* role) { return lora && adapter_targets(t, role); };
+  // A LoRA-like adapter on each matmul whose role the targets name.
+  bool qkv_adapted = false, gate_up_adapted = false;  // an adapter on a matmul reading the (MLP's) norm output
+  for (std::size_t i = 0; i < p.op_count; ++i) {
+    BlockOp& op = p.ops[i];
+    op.adapted = lora && adapter_targets_role(t, op.role);
+    if (op.part == BlockPart::kAttention && op.column) qkv_adapted = qkv_adapted || op.adapted;
+    else if (op.column) gate_up_adapted = gate_up_adapted || op.adapted;
+  }
   // A linear's input stays alive when its weight needs a gradient, or when an adapter on it saves
   // the shared input itself.
   auto input_saved = [&](bool adapter) { return base_trains || (lora && adapter && !adapter_own_copy); };
-  const bool gate_up_targeted = targeted("gate") || targeted("up");
   const bool merged_experts = lora_merges_experts(t, moe);  // the expert matmuls save their inputs
-  const bool qkv_saved = input_saved(targeted("q") || targeted("k") || targeted("v"));
+  const bool qkv_saved = input_saved(qkv_adapted);
   // q, k and v read one storage (one saved input); under AMP each separate projection keeps its
   // own 16-bit autocast copy. An MLP's gate and up each keep one under AMP (the fused gate_up too).
   const bool qkv_casts = amp && a.attention.layout == QkvLayout::kSeparate;
@@ -117,8 +117,8 @@ BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, b
     } else if (op.column) {
       const bool first = !p.ops[i - 1].column;  // an MLP's first column-parallel matmul
       const bool fused = a.mlp.gated && a.mlp.fused_gate_up;
-      if ((input_saved(gate_up_targeted) || merged) && (first || amp)) op.saves = {amp && fused ? 2 : 1, column_in};
-    } else if (input_saved(targeted("down")) || merged) {
+      if ((input_saved(gate_up_adapted) || merged) && (first || amp)) op.saves = {amp && fused ? 2 : 1, column_in};
+    } else if (input_saved(op.adapted) || merged) {
       op.saves = {1, fp8_saved ? 1 : e};  // down's input
     }
   }

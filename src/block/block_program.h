@@ -53,11 +53,17 @@ struct SavedInput {
 
 struct BlockOp {
   BlockPart part = BlockPart::kAttention;
+  /// The inventory role of the op's weight (q k v qkv o gate up gate_up down), which adapter
+  /// targets name (training/parameters.h adapter_targets_role).
+  const char* role = "";
   SplitWidth in, out;
   /// Column-parallel: reads the block's (norm) input, which tensor parallelism gathers under
   /// sequence parallelism and whose input gradient it reduces (q, k, v, gate, up; not o, down).
   bool column = false;
   SavedInput saves;
+  /// A LoRA-like adapter sits on the op's weight (the setup's targets name its role; set by the
+  /// setup-aware block_program). Its saved activations fold over these ops (block/activations.cpp).
+  bool adapted = false;
   /// Forward FLOPs per token on a rank of `tp`: 2 x in x out.
   double flops_per_token(std::int64_t tp) const;
 };
@@ -104,12 +110,10 @@ struct BlockProgram {
 /// The block's shapes: `moe` picks the sparse MLP. Nothing is saved (SavedInput left empty).
 BlockProgram block_program(const ModelArchitecture& a, bool moe);
 
-/// The block's shapes and what its matmuls save under `t`: a matmul keeps its input when its
-/// weight trains (`base_trains`) or an adapter on it saves the shared input (see SavedInput).
+/// The block's shapes, which matmuls carry a LoRA-like adapter, and what they save under `t`: a
+/// matmul keeps its input when its weight trains (`base_trains`) or an adapter on it saves the
+/// shared input (see SavedInput).
 BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains);
-
-/// Whether `t`'s adapter targets name `role` (or "all-linear").
-bool adapter_targets(const TrainingSetup& t, const char* role);
 
 /// LoRA on fused expert stacks (TrainingSetup::lora_merges_fused_experts) with an MLP role
 /// targeted: the grouped matmuls run on W + s·B·A, which needs a gradient.

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "block/activations.h"
+#include "block/adapters.h"
 #include "block/loss_kernels.h"
 #include "parallel/as_run.h"
 #include "parallel/rank_plan.h"
@@ -551,7 +552,6 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   b.causal = a.kind != ArchKind::kEncoder;
   b.sliding_window = a.attention.sliding_window;
   const bool lora = is_lora_like(t.method);
-  const double r = static_cast<double>(t.lora_rank);
   const AttentionSpec& at = a.attention;
   const AttentionDims dims = attention_dims(a);
   const double qk_dim = static_cast<double>(dims.qk_head_dim), v_dim = static_cast<double>(dims.v_head_dim);
@@ -593,8 +593,9 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
         pl.linear_in_width += static_cast<double>(s.shape[1]) * per_token_copies;
         pl.linear_count += per_token_copies;
       }
-      if (lora && lora_targets_role(t, s) && s.shape.size() == 2) {
-        const double one = r * static_cast<double>(s.shape[0] + s.shape[1]);
+      const std::optional<AdaptedLinear> adapter = lora ? adapted_linear(t, s) : std::nullopt;
+      if (adapter) {
+        const double one = static_cast<double>(adapter->lora_factor_elems);  // A and B: r(in + out)
         adapter_params += one * static_cast<double>(s.copies);
         adapter_active += one * per_token_copies;
         adapted_linears += per_token_copies;
