@@ -595,9 +595,10 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
       }
       const std::optional<AdaptedLinear> adapter = lora ? adapted_linear(t, s) : std::nullopt;
       if (adapter) {
-        const double one = static_cast<double>(adapter->lora_factor_elems);  // A and B: r(in + out)
-        adapter_params += one * static_cast<double>(s.copies);
-        adapter_active += one * per_token_copies;
+        // The trainable parameters the memory model holds (DoRA's magnitude beside A and B); the
+        // FLOPs of A and B, r(in + out) per token.
+        adapter_params += static_cast<double>(adapter->params) * static_cast<double>(s.copies);
+        adapter_active += static_cast<double>(adapter->lora_factor_elems) * per_token_copies;
         adapted_linears += per_token_copies;
       }
     }
