@@ -8,6 +8,38 @@
 
 namespace memfit {
 
+namespace {
+
+// HBM bytes per element that eager PyTorch kernels move in the forward, counted from the ops
+// (reads + writes, 2-byte activations):
+//   RMSNorm/LayerNorm written out in the model (x.float(), pow, mean, x*rsqrt, type_as, *weight):
+//   6 + 8 + 4 + 8 + 6 + 4 = 36; a residual add: 2 + 2 + 2 = 6; gated activation (silu(gate) then
+//   * up): 4 + 6 = 10; plain activation (gelu): 4; rotary in fp32 (float(), complex mul, cast):
+//   6 + 12 + 6 = 24.
+constexpr double kEagerNormBytes = 36, kResidualBytes = 6, kEagerGatedBytes = 10, kPlainActBytes = 4,
+                 kEagerRotaryBytes = 24;
+// torch.compile fuses each chain into one kernel that reads its inputs once and writes once:
+// norm + residual 2 + 2 (+2 for the residual operand), gated 2 + 2 + 2, rotary 2 + 2.
+constexpr double kCompiledNormBytes = 6, kCompiledGatedBytes = 6, kCompiledRotaryBytes = 4;
+// Hand-fused kernels (Megatron-LM: fused layer norm, bias-dropout-add, bias-activation, rotary)
+// fuse each op but not the chain: a norm reads 2 and writes 2; the residual add stays a kernel of
+// its own (kResidualBytes); gated and plain activations and rotary as compiled.
+constexpr double kFusedNormBytes = 4;
+// Kernels an eager PyTorch block launches in its forward (transformers modeling_llama.py, counted
+// from the code): an RMSNorm 8 (to fp32, pow, mean, + eps, rsqrt, x, to dtype, x weight); rotary
+// 5 each for q and k (x cos, rotate_half's neg and cat, x sin, +); the attention kernel and the
+// copy of its transposed output 2; SiLU and the gate product 2; two residual adds.
+// torch.compile runs each elementwise chain as one kernel (norm with its residual add, rotary,
+// the activation product, the attention kernel); Megatron-LM's fused kernels one per op (norm,
+// bias-dropout-add twice, rotary for q and for k, the attention kernel, the activation).
+constexpr double kEagerNormKernels = 8, kEagerRotaryKernels = 10, kEagerAttentionKernels = 2, kEagerGatedKernels = 2;
+// Megatron-LM's eager attention (ParallelAttention.forward, megatron/model/transformer.py @ 3d718bfc):
+// baddbmm for the scores, the fused scale-mask-softmax, the attention dropout, bmm for the context
+// and the context's permute + contiguous copy, where its fused attention is one kernel.
+constexpr double kMegatronEagerAttentionKernels = 5;
+
+}  // namespace
+
 double BlockOp::flops_per_token(std::int64_t tp) const {
   return 2.0 * static_cast<double>(in.at(tp)) * static_cast<double>(out.at(tp));
 }
@@ -16,6 +48,16 @@ std::size_t BlockProgram::matmul_count() const {
   std::size_t n = 0;
   for_each_matmul(1, 1, [&](const BlockOp&, std::int64_t) { ++n; });
   return n;
+}
+
+bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t) {
+  return t.attention == AttentionKernel::kSdpa && a.attention.sdpa_unexpanded_kv &&
+         a.attention.num_kv_heads != a.attention.num_heads;
+}
+
+std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t) {
+  return a.attention.layout == QkvLayout::kLowRank || t.attention_repeats_kv ? a.attention.num_heads
+                                                                              : a.attention.num_kv_heads;
 }
 
 bool lora_merges_experts(const TrainingSetup& t, bool moe) {
@@ -28,6 +70,60 @@ namespace {
 SplitWidth hidden_width(std::int64_t h) { return {{SplitRule::kReplicated, 1, h}, {}}; }
 SplitWidth heads_width(SplitRule rule, std::int64_t heads, std::int64_t dim) { return {{rule, heads, dim}, {}}; }
 SplitWidth columns_width(std::int64_t columns, std::int64_t blocks) { return {{SplitRule::kColumns, columns, blocks}, {}}; }
+
+BlockStep& add_step(BlockProgram& p, StepKind kind, bool sequence_split, SplitWidth elems, ByRuntime hbm, ByRuntime kernels) {
+  BlockStep& s = p.steps[p.step_count++];
+  s.kind = kind;
+  s.sequence_split = sequence_split;
+  s.elems = elems;
+  s.hbm_bytes_per_elem = hbm;
+  s.kernels = kernels;
+  return s;
+}
+
+// The steps in forward order: the attention side's norm (q_a's and kv_a's latent norms, q/k
+// norms, rotary), the attention core, dropout and the residual add; the MLP side's norm (sandwich
+// norms: one more after each side), the activation function, dropout and the residual add.
+// Traffic and launches of the latent and q/k norms and of dropout are not counted by the step
+// time (0).
+void add_steps(BlockProgram& p, const ModelArchitecture& a, bool moe) {
+  const AttentionDims& d = p.attention;
+  const SplitWidth h = hidden_width(a.hidden_size);
+  const ByRuntime norm_bytes{kEagerNormBytes, kCompiledNormBytes, kFusedNormBytes}, norm_kernels{kEagerNormKernels, 1, 1};
+  const ByRuntime residual_bytes{kResidualBytes, 0, kResidualBytes}, residual_kernels{1, 0, 1};
+  const std::int64_t norms = a.norms_per_layer;
+  // The first half of the norms run on the attention side (one for a parallel block).
+  const std::int64_t attention_norms = norms == 1 ? 1 : norms / 2;
+  for (std::int64_t i = 0; i < attention_norms; ++i) add_step(p, StepKind::kNorm, true, h, norm_bytes, norm_kernels);
+  if (a.attention.layout == QkvLayout::kLowRank) add_step(p, StepKind::kLatentNorm, true, {}, {}, {});
+  if (a.attention.qk_norm) add_step(p, StepKind::kQkNorm, false, {}, {}, {});
+  if (a.attention.rotary_dim > 0) {
+    add_step(p, StepKind::kRotary, false,
+             {{SplitRule::kHeads, d.heads, a.attention.rotary_dim}, {SplitRule::kKvHeads, d.kv_heads, a.attention.rotary_dim}},
+             {kEagerRotaryBytes, kCompiledRotaryBytes, kCompiledRotaryBytes}, {kEagerRotaryKernels, 1, 2});
+  }
+  add_step(p, StepKind::kAttentionCore, false, {}, {}, {kEagerAttentionKernels, 1, 1});
+  if (a.hidden_dropout > 0) add_step(p, StepKind::kDropout, true, h, {}, {});
+  add_step(p, StepKind::kResidual, true, h, residual_bytes, residual_kernels);
+  for (std::int64_t i = attention_norms; i < norms; ++i) add_step(p, StepKind::kNorm, true, h, norm_bytes, norm_kernels).part = BlockPart::kMlp;
+  // The activation function over each MLP part's columns (a routed expert's per top-k copy). The
+  // MLP's activation launches count once per block: a shared expert's are not counted (0).
+  const double act_bytes = a.mlp.gated ? kEagerGatedBytes : kPlainActBytes;
+  const double compiled_act_bytes = a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes;
+  const ByRuntime act_traffic{act_bytes, compiled_act_bytes, compiled_act_bytes}, act_kernels{a.mlp.gated ? kEagerGatedKernels : 1.0, 1, 1};
+  if (!moe) {
+    add_step(p, StepKind::kActivation, false, columns_width(a.mlp.intermediate_size, 1), act_traffic, act_kernels).part = BlockPart::kMlp;
+  } else {
+    add_step(p, StepKind::kActivation, false, columns_width(a.moe.expert_intermediate_size, 1), act_traffic, act_kernels).part =
+        BlockPart::kRoutedExpert;
+    if (a.moe.shared_intermediate_size > 0) {
+      add_step(p, StepKind::kActivation, false, columns_width(a.moe.shared_intermediate_size, 1), act_traffic, {}).part =
+          BlockPart::kSharedExpert;
+    }
+  }
+  if (a.hidden_dropout > 0) add_step(p, StepKind::kDropout, true, h, {}, {}).part = BlockPart::kMlp;
+  add_step(p, StepKind::kResidual, true, h, residual_bytes, residual_kernels).part = BlockPart::kMlp;
+}
 
 void add(BlockProgram& p, BlockPart part, const char* role, SplitWidth in, SplitWidth out, bool column) {
   BlockOp& op = p.ops[p.op_count++];
@@ -48,6 +144,95 @@ void add_mlp(BlockProgram& p, const ModelArchitecture& a, BlockPart part, std::i
     add(p, part, a.mlp.gated ? "gate_up" : "up", h, columns_width(columns, a.mlp.gated ? 2 : 1), true);
   }
   add(p, part, "down", columns_width(columns, 1), h, false);
+}
+
+}  // namespace
+
+namespace {
+
+// What the steps save (BlockStep::saved). Each term names the tensor that stays alive.
+void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup& t, bool base_trains) {
+  const AttentionDims& d = p.attention;
+  const std::int64_t h = a.hidden_size, e = activation_bytes(t.precision);
+  // fp32 residual stream with 16-bit casts per linear: AMP, or fp32 embeddings under autocast.
+  const std::int64_t stream = fp32_residual_stream(t) ? 4 : e;
+  // Norms: RMSNorm (HF) saves an fp32 copy of its input, rsqrt, and for its weight's gradient
+  // the normalised pre-weight tensor (autograd saves a mul operand only when the other one needs
+  // a gradient: a frozen weight keeps none); LayerNorm saves its input and fp32 mean/rstd. Under
+  // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
+  // input and rsqrt; so does Liger's.
+  const bool norm_trains = base_trains || t.method == Method::kLnTuning;  // PEFT LN tuning's trained copies
+  const bool fused_norm = t.compile || t.liger_kernels;
+  const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
+                                      ? (fused_norm ? stream * h + 4 : 4 * h + (norm_trains ? stream * h : 0) + 4)
+                                      : (stream * h + 8);
+  // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
+  // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
+  const bool core_recomputed = t.checkpointing == Checkpointing::kSelective;
+  const std::int64_t dq = d.qk_head_dim, dv = d.v_head_dim;
+  for (std::size_t i = 0; i < p.step_count; ++i) {
+    BlockStep& s = p.steps[i];
+    switch (s.kind) {
+      case StepKind::kNorm: s.saved = hidden_width(norm_bytes); break;
+      case StepKind::kLatentNorm:
+        // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
+        s.saved = hidden_width((a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e));
+        break;
+      case StepKind::kQkNorm:
+        // q/k norms stay HF's under Liger: its instance patch (transformers' apply_liger_kernel)
+        // swaps the block norms and the MLP, not q_norm / k_norm (monkey_patch.py
+        // apply_liger_kernel_to_qwen3): fp32 input copy and normalised tensor per element, rsqrt per head.
+        s.saved = {{SplitRule::kHeads, d.heads, (4 + e) * dq + 4}, {SplitRule::kKvHeads, d.kv_heads, (4 + e) * dq + 4}};
+        break;
+      case StepKind::kAttentionCore:
+        if (t.attention == AttentionKernel::kEager) {
+          // q, and k/v expanded to every head; models that take QK^T in fp32 save fp32 q and k.
+          const std::int64_t qk = a.attention.upcast_qk ? 4 : e;
+          s.saved = {{SplitRule::kHeads, d.heads, qk * dq + qk * dv + e * dv}, {}};
+          // Per score: the softmax output it saves (fp32 in HF eager; the compute dtype when
+          // fused, Megatron FusedScaleMaskSoftmax) and the probabilities the V matmul saves (the
+          // 16-bit cast, or with dropout its mask and dropped output: Korthikanti et al.'s 5as^2b).
+          const std::int64_t softmax = t.softmax_fused_16bit ? e : 4;
+          const std::int64_t probs = a.attention_dropout > 0 ? 1 + e : (t.softmax_fused_16bit ? 0 : e);
+          if (!core_recomputed) s.saved_per_position = {{SplitRule::kHeads, d.heads, softmax + probs}, {}};
+          s.kernels.fused = kMegatronEagerAttentionKernels;
+        } else if (sdpa_math_kernel(a, t)) {
+          // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math) upcasts 16-bit
+          // inputs and saves fp32 copies of the scaled q, k and v and the fp32 probabilities,
+          // which both the softmax and the second matmul save (measured on an H200, torch 2.11:
+          // B·H·S²·4 bytes and the fp32 q, k, v beside the output; tools/oracle/gpu_checks).
+          s.saved = {{SplitRule::kHeads, d.heads, 4 * dq}, {SplitRule::kKvHeads, d.kv_heads, 4 * (dq + dv)}};
+          if (!core_recomputed) s.saved_per_position = {{SplitRule::kHeads, d.heads, 4}, {}};
+        } else {
+          // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
+          s.saved = {{SplitRule::kHeads, d.heads, e * dq + (core_recomputed ? 0 : 4)},
+                     {SplitRule::kKvHeads, kernel_kv_heads(a, t), e * (dq + dv)}};
+        }
+        break;
+      case StepKind::kDropout: s.saved = hidden_width(h); break;  // a 1-byte mask per element
+      case StepKind::kActivation: {
+        // Per MLP column. Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and
+        // up only, the rest recomputed); plain: the activation's input. transformers'
+        // NewGELUActivation ("gelu_new") is built from elementwise ops that save tanh's output,
+        // 0.5·x and 1 + tanh beside x (transformers activations.py; the oracle's records: three
+        // more 4h tensors per layer); compiled, or Megatron's bias-gelu fusion
+        // (fused_elementwise), it is one kernel that saves its input. ReLU's backward reads its
+        // output, which down's saved input is otherwise.
+        const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile && !t.fused_elementwise;
+        bool down_saves = false;
+        for (std::size_t j = 0; j < p.op_count; ++j) {
+          down_saves = down_saves || (p.ops[j].part == s.part && !p.ops[j].column && p.ops[j].saves.copies > 0);
+        }
+        std::int64_t per_column = a.mlp.gated ? (t.compile || t.liger_kernels ? 2 : 3) * e : e;
+        if (new_gelu) per_column += 3 * e;
+        if (!down_saves && !a.mlp.gated && a.mlp.activation == "relu") per_column += e;
+        s.saved = {{SplitRule::kColumns, s.elems.a.units, per_column}, {}};
+        break;
+      }
+      case StepKind::kResidual:
+      case StepKind::kRotary: break;
+    }
+  }
 }
 
 }  // namespace
@@ -74,6 +259,7 @@ BlockProgram block_program(const ModelArchitecture& a, bool moe) {
   } else {
     add_mlp(p, a, BlockPart::kMlp, a.mlp.intermediate_size);
   }
+  add_steps(p, a, moe);
   return p;
 }
 
@@ -122,6 +308,7 @@ BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, b
       op.saves = {1, fp8_saved ? 1 : e};  // down's input
     }
   }
+  save_steps(p, a, t, base_trains);
   return p;
 }
 
