@@ -218,7 +218,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     const std::int64_t saved = step.saved.at(tp);
     (step.sequence_split ? seq : s) += saved;
     out.saved_per_token_per_position += step.saved_per_position.at(tp);
-    if (step.kind == StepKind::kNorm) norm_bytes = saved;
+    if (step.kind == StepKind::kNorm) norm_bytes = step.saved.a.width;  // one norm's
     if (step.kind == StepKind::kLatentNorm || step.kind == StepKind::kQkNorm || step.kind == StepKind::kAttentionCore) {
       attention_side += saved;
     }

@@ -81,20 +81,18 @@ BlockStep& add_step(BlockProgram& p, StepKind kind, bool sequence_split, SplitWi
   return s;
 }
 
-// The steps in forward order: the attention side's norm (q_a's and kv_a's latent norms, q/k
-// norms, rotary), the attention core, dropout and the residual add; the MLP side's norm (sandwich
-// norms: one more after each side), the activation function, dropout and the residual add.
+// The steps: the block's norms, q_a's and kv_a's latent norms, q/k norms, rotary, the attention
+// core, the activation function per MLP part, dropout and the residual adds.
 // Traffic and launches of the latent and q/k norms and of dropout are not counted by the step
 // time (0).
 void add_steps(BlockProgram& p, const ModelArchitecture& a, bool moe) {
   const AttentionDims& d = p.attention;
-  const SplitWidth h = hidden_width(a.hidden_size);
-  const ByRuntime norm_bytes{kEagerNormBytes, kCompiledNormBytes, kFusedNormBytes}, norm_kernels{kEagerNormKernels, 1, 1};
-  const ByRuntime residual_bytes{kResidualBytes, 0, kResidualBytes}, residual_kernels{1, 0, 1};
+  const std::int64_t h = a.hidden_size;
+  // The block's norms (before and, sandwiched, after attention and MLP; one for a parallel block).
   const std::int64_t norms = a.norms_per_layer;
-  // The first half of the norms run on the attention side (one for a parallel block).
-  const std::int64_t attention_norms = norms == 1 ? 1 : norms / 2;
-  for (std::int64_t i = 0; i < attention_norms; ++i) add_step(p, StepKind::kNorm, true, h, norm_bytes, norm_kernels);
+  const float count = static_cast<float>(norms);
+  add_step(p, StepKind::kNorm, true, {{SplitRule::kReplicated, norms, h}, {}}, {kEagerNormBytes, kCompiledNormBytes, kFusedNormBytes},
+           {static_cast<float>(kEagerNormKernels) * count, count, count});
   if (a.attention.layout == QkvLayout::kLowRank) add_step(p, StepKind::kLatentNorm, true, {}, {}, {});
   if (a.attention.qk_norm) add_step(p, StepKind::kQkNorm, false, {}, {}, {});
   if (a.attention.rotary_dim > 0) {
@@ -103,14 +101,12 @@ void add_steps(BlockProgram& p, const ModelArchitecture& a, bool moe) {
              {kEagerRotaryBytes, kCompiledRotaryBytes, kCompiledRotaryBytes}, {kEagerRotaryKernels, 1, 2});
   }
   add_step(p, StepKind::kAttentionCore, false, {}, {}, {kEagerAttentionKernels, 1, 1});
-  if (a.hidden_dropout > 0) add_step(p, StepKind::kDropout, true, h, {}, {});
-  add_step(p, StepKind::kResidual, true, h, residual_bytes, residual_kernels);
-  for (std::int64_t i = attention_norms; i < norms; ++i) add_step(p, StepKind::kNorm, true, h, norm_bytes, norm_kernels).part = BlockPart::kMlp;
   // The activation function over each MLP part's columns (a routed expert's per top-k copy). The
   // MLP's activation launches count once per block: a shared expert's are not counted (0).
-  const double act_bytes = a.mlp.gated ? kEagerGatedBytes : kPlainActBytes;
-  const double compiled_act_bytes = a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes;
-  const ByRuntime act_traffic{act_bytes, compiled_act_bytes, compiled_act_bytes}, act_kernels{a.mlp.gated ? kEagerGatedKernels : 1.0, 1, 1};
+  const float act_bytes = static_cast<float>(a.mlp.gated ? kEagerGatedBytes : kPlainActBytes);
+  const float compiled_act_bytes = static_cast<float>(a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes);
+  const ByRuntime act_traffic{act_bytes, compiled_act_bytes, compiled_act_bytes};
+  const ByRuntime act_kernels{static_cast<float>(a.mlp.gated ? kEagerGatedKernels : 1.0), 1, 1};
   if (!moe) {
     add_step(p, StepKind::kActivation, false, columns_width(a.mlp.intermediate_size, 1), act_traffic, act_kernels).part = BlockPart::kMlp;
   } else {
@@ -121,8 +117,10 @@ void add_steps(BlockProgram& p, const ModelArchitecture& a, bool moe) {
           BlockPart::kSharedExpert;
     }
   }
-  if (a.hidden_dropout > 0) add_step(p, StepKind::kDropout, true, h, {}, {}).part = BlockPart::kMlp;
-  add_step(p, StepKind::kResidual, true, h, residual_bytes, residual_kernels).part = BlockPart::kMlp;
+  // Dropout after the attention output and after the MLP; the two residual adds.
+  const SplitWidth two_hidden{{SplitRule::kReplicated, 2, h}, {}};
+  if (a.hidden_dropout > 0) add_step(p, StepKind::kDropout, true, two_hidden, {}, {});
+  add_step(p, StepKind::kResidual, true, two_hidden, {kResidualBytes, 0, kResidualBytes}, {2, 0, 2});
 }
 
 void add(BlockProgram& p, BlockPart part, const char* role, SplitWidth in, SplitWidth out, bool column) {
@@ -173,7 +171,7 @@ void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup
   for (std::size_t i = 0; i < p.step_count; ++i) {
     BlockStep& s = p.steps[i];
     switch (s.kind) {
-      case StepKind::kNorm: s.saved = hidden_width(norm_bytes); break;
+      case StepKind::kNorm: s.saved = {{SplitRule::kReplicated, s.elems.a.units, norm_bytes}, {}}; break;
       case StepKind::kLatentNorm:
         // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
         s.saved = hidden_width((a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e));
@@ -194,7 +192,7 @@ void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup
           // 16-bit cast, or with dropout its mask and dropped output: Korthikanti et al.'s 5as^2b).
           const std::int64_t softmax = t.softmax_fused_16bit ? e : 4;
           const std::int64_t probs = a.attention_dropout > 0 ? 1 + e : (t.softmax_fused_16bit ? 0 : e);
-          if (!core_recomputed) s.saved_per_position = {{SplitRule::kHeads, d.heads, softmax + probs}, {}};
+          if (!core_recomputed) s.saved_per_position = {SplitRule::kHeads, d.heads, softmax + probs};
           s.kernels.fused = kMegatronEagerAttentionKernels;
         } else if (sdpa_math_kernel(a, t)) {
           // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math) upcasts 16-bit
@@ -202,14 +200,14 @@ void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup
           // which both the softmax and the second matmul save (measured on an H200, torch 2.11:
           // B·H·S²·4 bytes and the fp32 q, k, v beside the output; tools/oracle/gpu_checks).
           s.saved = {{SplitRule::kHeads, d.heads, 4 * dq}, {SplitRule::kKvHeads, d.kv_heads, 4 * (dq + dv)}};
-          if (!core_recomputed) s.saved_per_position = {{SplitRule::kHeads, d.heads, 4}, {}};
+          if (!core_recomputed) s.saved_per_position = {SplitRule::kHeads, d.heads, 4};
         } else {
           // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
           s.saved = {{SplitRule::kHeads, d.heads, e * dq + (core_recomputed ? 0 : 4)},
                      {SplitRule::kKvHeads, kernel_kv_heads(a, t), e * (dq + dv)}};
         }
         break;
-      case StepKind::kDropout: s.saved = hidden_width(h); break;  // a 1-byte mask per element
+      case StepKind::kDropout: s.saved = s.elems; break;  // a 1-byte mask per element
       case StepKind::kActivation: {
         // Per MLP column. Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and
         // up only, the rest recomputed); plain: the activation's input. transformers'

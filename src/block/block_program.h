@@ -76,11 +76,12 @@ enum class StepKind : std::uint8_t { kNorm, kLatentNorm, kQkNorm, kResidual, kRo
 /// (one kernel per elementwise chain), or hand-fused kernels (Megatron-LM's; TrainingSetup::
 /// fused_elementwise).
 struct ByRuntime {
-  double eager = 0, compiled = 0, fused = 0;
+  float eager = 0, compiled = 0, fused = 0;  // small whole numbers: bytes per element, launches
 };
 
-/// One op between the matmuls: what it moves through HBM and launches in the forward (the step
-/// time), and what it keeps for backward (the memory model). Per token of one rank.
+/// One op between the matmuls, or several alike (the block's norms, its two residual adds, its
+/// dropouts: `elems.a.units` of them): what it moves through HBM and launches in the forward (the
+/// step time), and what it keeps for backward (the memory model). Per token of one rank.
 struct BlockStep {
   StepKind kind = StepKind::kNorm;
   /// The part of the block it runs in (the MLP side's norm and residual add: kMlp); a routed
@@ -96,7 +97,8 @@ struct BlockStep {
   /// the setup-aware block_program decides (dtype, kernel, trained weights, what selective
   /// checkpointing recomputes); the setup-free program leaves them 0. An activation's saves are
   /// per MLP column of its part (block/activations.cpp adds them with the part's matmul inputs).
-  SplitWidth saved, saved_per_position;
+  SplitWidth saved;
+  SplitTerm saved_per_position;
 };
 
 /// One matmul of a block per token on one rank: its input and output widths (a BlockOp at a tp).
@@ -115,9 +117,9 @@ struct BlockProgram {
   std::int64_t routed_copies = 0;  // top_k of an MoE group
   std::array<BlockOp, kMaxOps> ops{};
   std::size_t op_count = 0;
-  /// 4 norms (sandwich) + latent + q/k norms, 2 residual adds, rotary, attention core, 2
-  /// activations (routed and shared expert), 2 dropouts.
-  static constexpr std::size_t kMaxSteps = 14;
+  /// norms, latent norms, q/k norms, rotary, attention core, 2 activations (routed and shared
+  /// expert), dropouts, residual adds.
+  static constexpr std::size_t kMaxSteps = 9;
   std::array<BlockStep, kMaxSteps> steps{};
   std::size_t step_count = 0;
 

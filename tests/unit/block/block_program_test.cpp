@@ -188,7 +188,7 @@ TEST_CASE("merged LoRA expert stacks make the routed matmuls save their inputs, 
   CHECK(inputs_of(p, BlockPart::kSharedExpert, 2).split == 0);
 }
 
-TEST_CASE("a Llama block's steps: two norms, rotary, the attention core, the activation and two residual adds", "[block]") {
+TEST_CASE("a Llama block's steps: its two norms, rotary, the attention core, the activation and two residual adds", "[block]") {
   const ModelArchitecture a = llama3_8b();
   const BlockProgram p = block_program(a, false);
   std::vector<StepKind> kinds;
@@ -205,8 +205,8 @@ TEST_CASE("a Llama block's steps: two norms, rotary, the attention core, the act
     kernels.fused += s.kernels.fused;
     CHECK(s.saved.at(1) == 0);  // the setup-free program saves nothing
   }
-  CHECK(kinds == std::vector<StepKind>{StepKind::kNorm, StepKind::kRotary, StepKind::kAttentionCore, StepKind::kResidual,
-                                       StepKind::kNorm, StepKind::kActivation, StepKind::kResidual});
+  CHECK(kinds == std::vector<StepKind>{StepKind::kNorm, StepKind::kRotary, StepKind::kAttentionCore, StepKind::kActivation,
+                                       StepKind::kResidual});
   // Eager: 36 bytes per norm element and 6 per residual add on the hidden width; SwiGLU's 10 per
   // MLP column, rotary's 24 per rotated q and k element (32 + 8 heads of 128).
   CHECK(wide_eager == 2 * 36.0 * 4096 + 2 * 6.0 * 4096);
