@@ -192,7 +192,6 @@ double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const P
   return kept;
 }
 
-
 }  // namespace
 
 double flash_length_factor(double keys) {
