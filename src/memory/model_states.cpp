@@ -2,9 +2,11 @@
 #include "memory/model_states.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "block/adapters.h"
 #include "common/units.h"
 #include "memory/caching_allocator.h"
 #include "parallel/as_run.h"
@@ -420,12 +422,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (t.method == Method::kAdapterV2 && ((in_stack && is_linear_in_block(s)) || (s.kind == ModuleKind::kLmHead && s.linear_weight))) {
       add_adapter(2 * s.shape[0]);
     }
-    if (adapters && lora_targets_role(t, s)) {
-      const std::int64_t in = s.shape[1];
-      const std::int64_t out = s.shape[0];
+    if (const std::optional<AdaptedLinear> adapter = adapters ? adapted_linear(t, s) : std::nullopt) {
+      const std::int64_t in = adapter->in;
+      const std::int64_t out = adapter->out;
       vera_max_in = std::max(vera_max_in, in);
       vera_max_out = std::max(vera_max_out, out);
-      const std::int64_t per_adapter = adapter_params(t, s.role, in, out);
+      const std::int64_t per_adapter = adapter->params;
       add_adapter(per_adapter);
       const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
       for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
