@@ -35,7 +35,7 @@ const PARALLEL_FIELDS = [
 // block size, `n_frequency=N` fourierft's or waveft's trained spectrum entries.
 const LORA_METHODS = new Set(['lora', 'qlora', 'dora', 'loha', 'lokr', 'vera', 'ia3', 'oft', 'boft', 'miss', 'glora',
   'fourierft', 'waveft', 'hira', 'shira', 'c3a', 'delora', 'gralora', 'peanut', 'lily', 'tinylora', 'vblora', 'frod',
-  'adamss', 'road', 'osf', 'deft', 'beft', 'pvera', 'unilora']);
+  'adamss', 'road', 'osf', 'deft', 'beft', 'pvera', 'unilora', 'adalora', 'psoft', 'randlora']);
 /// PEFT config keywords of the shared-bank adapters -> their training.<method> settings (peft v0.21.2
 /// tuners/<method>/config.py keys; docs/api.md).
 const SHARED_ADAPTER_KWARGS = {
@@ -216,7 +216,7 @@ function peftKwargsOf(row) {
 
 /// The request fields a method's PEFT keywords set: MiSS's r, init_weights and mini_r (training.miss);
 /// GLoRA's r and config_A_B (training.glora.a_b); RoAd's variant (training.road); DEFT's r and para
-/// (training.deft); trainable tokens' token_indices, counted (training.trainable_tokens); the
+/// (training.deft); PSOFT's r; trainable tokens' token_indices, counted (training.trainable_tokens); the
 /// shared-bank adapters' r and shapes (SHARED_ADAPTER_KWARGS).
 function applyPeftKwargs(training, kwargs) {
   if (training.method === 'road' && kwargs.variant !== undefined) training.road = { variant: kwargs.variant };
@@ -224,7 +224,9 @@ function applyPeftKwargs(training, kwargs) {
   if (training.method === 'trainable_tokens' && Array.isArray(kwargs.token_indices)) {
     training.trainable_tokens = { count: kwargs.token_indices.length };
   }
-  if (training.method === 'deft' && kwargs.r !== undefined) training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
+  if ((training.method === 'deft' || training.method === 'psoft') && kwargs.r !== undefined) {
+    training.lora = { ...(training.lora ?? {}), rank: kwargs.r };
+  }
   const shared = SHARED_ADAPTER_KWARGS[training.method];
   if (shared) {
     if (kwargs.r !== undefined && training.method !== 'frod') training.lora = { ...(training.lora ?? {}), rank: kwargs.r };

@@ -89,7 +89,7 @@ void read_more_peft_adapter(const FieldReader& f, TrainingSetup& t) {
     if (f.has({key}) && !takes) {
       throw Error(ErrorCode::kInvalidValue, f.path(k),
                   k + " does not apply to " + name_of(t.method, kMethodNames) +
-                      " (fourierft/waveft: n_frequency; c3a: block_size; hira/shira/delora/gralora/peanut/deft/osf/pvera/unilora: rank; none has dropout or init)");
+                      " (fourierft/waveft: n_frequency; c3a: block_size; hira/shira/delora/gralora/peanut/deft/osf/pvera/unilora/adalora/psoft/randlora: rank; none has dropout or init)");
     }
   }
   t.spectral_frequencies = f.int_or({"n_frequency"}, 1, std::int64_t{1} << 30, t.spectral_frequencies);
@@ -192,6 +192,7 @@ void apply_peft_defaults(TrainingSetup& t) {
   if (t.method == Method::kOsf) t.lora_rank = 0;   // OSFConfig effective_rank None: half of each linear's
   if (t.method == Method::kPvera) t.lora_rank = 256;  // PveraConfig r
   if (t.method == Method::kUnilora) t.lora_rank = 4;  // UniLoraConfig r
+  if (t.method == Method::kAdalora) t.lora_rank = 12;  // AdaLoraConfig init_r (psoft, randlora: r 32)
 }
 
 /// The shared-bank adapters' shapes, each in an object named after its method (PEFT's config keys,
@@ -438,7 +439,7 @@ TrainingSetup read_training(const Json& j, const std::string& path, const Framew
   apply_peft_defaults(t);
   if (const Json* l = f.find({"lora"})) {
     if (!is_adapter_method(t.method)) {
-      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora, peanut, lily, tinylora, vblora, frod, adamss, road, osf, deft, beft, pvera or unilora");
+      throw Error(ErrorCode::kInvalidValue, f.path("lora"), "lora settings need an adapter method: lora, qlora, dora, ia3, loha, lokr, vera, oft, boft, miss, glora, fourierft, waveft, hira, shira, c3a, delora, gralora, peanut, lily, tinylora, vblora, frod, adamss, road, osf, deft, beft, pvera, unilora, adalora, psoft or randlora");
     }
     if (!l->is_object()) throw Error(ErrorCode::kInvalidType, f.path("lora"), "lora must be an object");
     if (t.method == Method::kIa3 && l->contains("rank")) {

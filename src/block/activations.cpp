@@ -12,16 +12,6 @@
 
 namespace memfit {
 
-bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t) {
-  return t.attention == AttentionKernel::kSdpa && a.attention.sdpa_unexpanded_kv &&
-         a.attention.num_kv_heads != a.attention.num_heads;
-}
-
-std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t) {
-  return a.attention.layout == QkvLayout::kLowRank || t.attention_repeats_kv ? a.attention.num_heads
-                                                                              : a.attention.num_kv_heads;
-}
-
 namespace {
 
 // What PEFT's adapters other than LoRA save per adapted linear (peft v0.21.2), `ab` the adapter
@@ -203,7 +193,7 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
   // of the input instead of the shared input (counted with the adapters below).
   const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
-  auto targeted = [&](const char* role) { return lora && adapter_targets(t, role); };
+  auto targeted = [&](const char* role) { return lora && adapter_targets_role(t, role); };
   LayerActivations out;
   // `s` collects tensors split by tensor parallelism (per rank already); `seq` collects tensors
   // of the full hidden width, which only sequence parallelism splits (Korthikanti et al. 2022,
@@ -211,60 +201,29 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   std::int64_t s = 0, seq = 0;
   std::int64_t linear_inputs = 0;  // the column-parallel linears' (full-width) inputs
 
-  // Norms: RMSNorm (HF) saves an fp32 copy of its input, rsqrt, and for its weight's gradient
-  // the normalised pre-weight tensor (autograd saves a mul operand only when the other one needs
-  // a gradient: a frozen weight keeps none); LayerNorm saves its input and fp32 mean/rstd. Under
-  // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
-  // input and rsqrt; so does Liger's.
   const std::int64_t norms = std::max<std::int64_t>(1, a.norms_per_layer);
-  const bool norm_trains = base_trains || t.method == Method::kLnTuning;  // PEFT LN tuning's trained copies
-  const std::int64_t attention_side_start = s + seq;  // what the attention side saves (LLaMA-Adapter's entry layer)
   const std::int64_t stream = amp ? 4 : e;
-  const bool fused_norm = t.compile || t.liger_kernels;
-  const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
-                                      ? (fused_norm ? stream * h + 4 : 4 * h + (norm_trains ? stream * h : 0) + 4)
-                                      : (stream * h + 8);
-  seq += norms * norm_bytes;
-
   // Attention in-projection input (the norm output) and o's input (the attention output).
   const MatmulInputSaves& attention_inputs = matmul_inputs[static_cast<std::size_t>(BlockPart::kAttention)];
   linear_inputs += attention_inputs.full_width;
-  if (a.attention.layout == QkvLayout::kLowRank) {
-    // MLA latents: q_a output (norm input + normalised), kv_a output, both saved by their norms.
-    seq += (a.attention.q_lora_rank + a.attention.kv_lora_rank) * (4 + 2 * e);
-  }
-  // q/k norms stay HF's under Liger: its instance patch (transformers' apply_liger_kernel) swaps
-  // the block norms and the MLP, not q_norm / k_norm (monkey_patch.py apply_liger_kernel_to_qwen3).
-  if (a.attention.qk_norm) s += (4 + e) * (heads * d + kvh * d) + 4 * (heads + kvh);
-  // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
-  // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
-  const bool core_recomputed = t.checkpointing == Checkpointing::kSelective;
-  if (t.attention == AttentionKernel::kEager) {
-    // q, and k/v expanded to every head; models that take QK^T in fp32 save fp32 q and k.
-    const std::int64_t qk = a.attention.upcast_qk ? 4 : e;
-    s += qk * heads * d + qk * heads * dv + e * heads * dv;
-    if (!core_recomputed) {
-      // Per score: the softmax output it saves (fp32 in HF eager; the compute dtype when fused,
-      // Megatron FusedScaleMaskSoftmax) and the probabilities the V matmul saves (the 16-bit
-      // cast, or with dropout its mask and dropped output: Korthikanti et al.'s 5as^2b).
-      const std::int64_t softmax = t.softmax_fused_16bit ? e : 4;
-      const std::int64_t probs = a.attention_dropout > 0 ? 1 + e : (t.softmax_fused_16bit ? 0 : e);
-      out.saved_per_token_per_position = heads * (softmax + probs);
+  // The steps' saved tensors (block_program.cpp save_steps): norms, MLA's latent norms, q/k norms,
+  // the attention core (its scores per key under eager attention), dropout masks.
+  std::int64_t norm_bytes = 0;
+  // The attention side before its output (LLaMA-Adapter's entry layer): one norm, the q/k/v
+  // inputs, the latent and q/k norms and the kernel's inputs.
+  std::int64_t attention_side = attention_inputs.full_width;
+  for (std::size_t i = 0; i < program.step_count; ++i) {
+    const BlockStep& step = program.steps[i];
+    if (step.kind == StepKind::kActivation) continue;  // with its MLP part's matmul inputs (mlp_bytes)
+    const std::int64_t saved = step.saved.at(tp);
+    (step.sequence_split ? seq : s) += saved;
+    out.saved_per_token_per_position += step.saved_per_position.at(tp);
+    if (step.kind == StepKind::kNorm) norm_bytes = step.saved.a.width;  // one norm's
+    if (step.kind == StepKind::kLatentNorm || step.kind == StepKind::kQkNorm || step.kind == StepKind::kAttentionCore) {
+      attention_side += saved;
     }
-  } else if (sdpa_math_kernel(a, t)) {
-    // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math) upcasts 16-bit inputs
-    // and saves fp32 copies of the scaled q, k and v and the fp32 probabilities, which both the
-    // softmax and the second matmul save (measured on an H200, torch 2.11: B·H·S²·4 bytes and
-    // the fp32 q, k, v beside the output; tools/oracle/gpu_checks).
-    s += 4 * (heads * d + kvh * d + kvh * dv);
-    if (!core_recomputed) out.saved_per_token_per_position = heads * 4;
-  } else {
-    // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
-    const std::int64_t kv_saved = std::max<std::int64_t>(1, kernel_kv_heads(a, t) / tp);
-    s += e * (heads * d + kv_saved * d + kv_saved * dv) + (core_recomputed ? 0 : 4 * heads);
   }
-  // The attention side before its output: one norm, the q/k/v inputs and the kernel's inputs.
-  const std::int64_t attention_side = s + seq + linear_inputs - attention_side_start - (norms - 1) * norm_bytes;
+  attention_side += norm_bytes;
   s += attention_inputs.split;
   add_llama_adapter_terms(a, t, program, tp, heads, d, dv, e, norms, attention_side, s, seq, out);
   if (cross_attention) {                              // T5 decoder: q, encoder k/v, output, norm
@@ -280,23 +239,17 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   // LoRA on fused expert stacks: the grouped matmuls save their inputs (block_program), the
   // stacks themselves are kept per layer (below).
   const bool merged_experts = lora_merges_experts(t, moe);
-  // transformers' NewGELUActivation ("gelu_new") is built from elementwise ops; compiled, or
-  // Megatron's bias-gelu fusion (fused_elementwise), it is one kernel that saves its input.
-  const bool new_gelu = !a.mlp.gated && a.mlp.activation == "gelu_new" && !t.compile && !t.fused_elementwise;
-  auto mlp_bytes = [&](BlockPart part, std::int64_t full_width, std::int64_t split_by) {
-    const std::int64_t width = ceil_div(full_width, split_by);
+  // Its matmuls' saved inputs and its activation function's saves (the program's steps), at
+  // `split_by`.
+  auto mlp_bytes = [&](BlockPart part, std::int64_t split_by) {
     const MatmulInputSaves& inputs = matmul_inputs[static_cast<std::size_t>(part)];
     MlpBytes out_bytes;
     out_bytes.input = inputs.full_width;
-    std::int64_t m = inputs.split;  // down_proj's input
-    // Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and up only, the rest
-    // recomputed); plain: the activation's input.
-    m += a.mlp.gated ? (t.compile || t.liger_kernels ? 2 : 3) * e * width : e * width;
-    // gelu_new's ops save tanh's output, 0.5·x and 1 + tanh beside x (transformers activations.py
-    // NewGELUActivation; the oracle's records: three more 4h tensors per layer).
-    if (new_gelu) m += 3 * e * width;
-    if (inputs.split == 0 && !a.mlp.gated && a.mlp.activation == "relu") m += e * width;  // ReLU's backward reads its output
-    out_bytes.split = m;
+    out_bytes.split = inputs.split;  // down_proj's input
+    for (std::size_t i = 0; i < program.step_count; ++i) {
+      const BlockStep& step = program.steps[i];
+      if (step.kind == StepKind::kActivation && step.part == part) out_bytes.split += step.saved.at(split_by);
+    }
     return out_bytes;
   };
   if (moe) {
@@ -307,15 +260,15 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // permuted copy is full width: Megatron's dispatcher gathers its expert-tp group's tokens
     // (token_dispatcher.py dispatch_postprocess), etp / tp of the sequence per rank (tp > 1 runs
     // MoE with sequence parallelism), each split etp ways.
-    const MlpBytes expert = mlp_bytes(BlockPart::kRoutedExpert, a.moe.expert_intermediate_size, etp);
+    const MlpBytes expert = mlp_bytes(BlockPart::kRoutedExpert, etp);
     s += ceil_div(k * (expert.input + expert.split + e * h) * etp, tp);
     if (a.moe.shared_intermediate_size > 0) {
-      const MlpBytes shared = mlp_bytes(BlockPart::kSharedExpert, a.moe.shared_intermediate_size, tp);
+      const MlpBytes shared = mlp_bytes(BlockPart::kSharedExpert, tp);
       linear_inputs += shared.input;
       s += shared.split;
     }
   } else {
-    const MlpBytes dense = mlp_bytes(BlockPart::kMlp, f, tp);
+    const MlpBytes dense = mlp_bytes(BlockPart::kMlp, tp);
     linear_inputs += dense.input;
     s += dense.split;
   }
@@ -326,28 +279,19 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // input. Dropout > 0 keeps a dropped copy and its mask instead. DoRA also keeps the base
     // output and the adapter output for the magnitude rescale (peft/tuners/lora/dora.py).
     const std::int64_t ab = t.adapters_fp32 ? 4 : e;
-    const std::int64_t attn_out = heads * dv;
-    const std::int64_t f_in = moe ? a.moe.top_k * a.moe.expert_intermediate_size : f;
-    const std::int64_t kv_out = kvh * dv;
-    // One adapter per linear the model has (training/parameters.cpp lora_targets_role): a fused
-    // qkv (or gate_up) linear is adapted once when any of its roles is targeted; a plain MLP has
-    // no gate.
-    const bool fused_qkv = a.attention.layout == QkvLayout::kFused;
-    const bool fused_gate_up = a.mlp.gated && a.mlp.fused_gate_up;
-    const bool qkv_targeted = targeted("q") || targeted("k") || targeted("v");
-    const bool gate_up_targeted = targeted("gate") || targeted("up");
-    struct Adapter { bool on; std::int64_t in, out; bool mlp; };
-    const Adapter adapters[] = {
-        {fused_qkv ? qkv_targeted : targeted("q"), h, fused_qkv ? heads * d + kvh * d + kv_out : heads * d, false},
-        {!fused_qkv && targeted("k"), h, kvh * d, false},
-        {!fused_qkv && targeted("v"), h, kv_out, false},
-        {targeted("o"), attn_out, h, false},
-        {fused_gate_up ? gate_up_targeted : a.mlp.gated && targeted("gate"), h, fused_gate_up ? 2 * f_in : f_in, true},
-        {!fused_gate_up && targeted("up"), h, f_in, true},
-        {targeted("down"), f_in, h, true}};
-    for (const Adapter& r : adapters) {
-      if (!r.on) continue;
-      if (merged_experts && r.mlp) continue;  // the experts' adapters act through the merged stacks
+    // One adapter per matmul of the block program that carries one (BlockOp::adapted: a fused qkv
+    // or gate_up linear once when any of its roles is targeted; a plain MLP has no gate):
+    // attention's at their widths on this rank; an MLP's at its whole width, a routed expert's
+    // for its top_k copies together; the shared expert's are not counted here.
+    for (std::size_t i = 0; i < program.op_count; ++i) {
+      const BlockOp& op = program.ops[i];
+      if (!op.adapted || op.part == BlockPart::kSharedExpert) continue;
+      if (merged_experts && op.part != BlockPart::kAttention) continue;  // the experts' adapters act through the merged stacks
+      auto width = [&](const SplitWidth& w) {
+        if (op.part == BlockPart::kAttention) return w.at(tp);
+        return (op.part == BlockPart::kRoutedExpert && w.a.rule == SplitRule::kColumns ? a.moe.top_k : 1) * w.at(1);
+      };
+      const struct { std::int64_t in, out; } r{width(op.in), width(op.out)};
       s += ab * t.lora_rank;
       if (t.lora_dropout > 0) s += ab * r.in + r.in;            // dropped input + bool mask
       else if (adapter_own_copy) s += ab * r.in;
@@ -366,8 +310,6 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     });
     out.mm_policy_kept_per_token = kept;
   }
-  // Dropout after the attention output and after the MLP: a 1-byte mask each, full width.
-  if (a.hidden_dropout > 0) seq += 2 * h;
   const std::int64_t seq_div = split.sequence_parallel ? tp : 1;
   const std::int64_t input_div = split.gathered_linear_inputs ? 1 : seq_div;
   out.saved_per_token = s + ceil_div(seq, seq_div) + ceil_div(linear_inputs, input_div);

@@ -119,16 +119,6 @@ inline std::int64_t block_child_inputs(const ModelArchitecture& a) {
   return a.norms_per_layer == 1 ? 2 : a.norms_per_layer + 2;
 }
 
-/// Heads whose K and V reach the attention kernel (whole model): every query head for MLA and
-/// when the model repeats K/V for its query groups (TrainingSetup::attention_repeats_kv), else the
-/// key/value heads. The kernel saves them and a context-parallel ring passes them on.
-std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t);
-
-/// SDPA takes the math kernel: the flash and memory-efficient kernels need as many K/V heads as
-/// query heads unless enable_gqa is passed (sdp_utils.cpp check_batch_size_and_num_heads_dense),
-/// and the model passes fewer (AttentionSpec::sdpa_unexpanded_kv).
-bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t);
-
 /// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse
 /// MLP; `cross_attention` for T5 decoders.
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,

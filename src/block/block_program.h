@@ -53,13 +53,52 @@ struct SavedInput {
 
 struct BlockOp {
   BlockPart part = BlockPart::kAttention;
+  /// The inventory role of the op's weight (q k v qkv o gate up gate_up down), which adapter
+  /// targets name (training/parameters.h adapter_targets_role).
+  const char* role = "";
   SplitWidth in, out;
   /// Column-parallel: reads the block's (norm) input, which tensor parallelism gathers under
   /// sequence parallelism and whose input gradient it reduces (q, k, v, gate, up; not o, down).
   bool column = false;
   SavedInput saves;
+  /// A LoRA-like adapter sits on the op's weight (the setup's targets name its role; set by the
+  /// setup-aware block_program). Its saved activations fold over these ops (block/activations.cpp).
+  bool adapted = false;
   /// Forward FLOPs per token on a rank of `tp`: 2 x in x out.
   double flops_per_token(std::int64_t tp) const;
+};
+
+/// The block's ops around its matmuls: norms (the block's, MLA's latent ones, per-head q/k
+/// norms), residual adds, rotary, the attention core, the MLP's activation function, dropout.
+enum class StepKind : std::uint8_t { kNorm, kLatentNorm, kQkNorm, kResidual, kRotary, kAttentionCore, kActivation, kDropout };
+
+/// One figure per way a framework runs the block's memory-bound ops: eager PyTorch, torch.compile
+/// (one kernel per elementwise chain), or hand-fused kernels (Megatron-LM's; TrainingSetup::
+/// fused_elementwise).
+struct ByRuntime {
+  float eager = 0, compiled = 0, fused = 0;  // small whole numbers: bytes per element, launches
+};
+
+/// One op between the matmuls, or several alike (the block's norms, its two residual adds, its
+/// dropouts: `elems.a.units` of them): what it moves through HBM and launches in the forward (the
+/// step time), and what it keeps for backward (the memory model). Per token of one rank.
+struct BlockStep {
+  StepKind kind = StepKind::kNorm;
+  /// The part of the block it runs in (the MLP side's norm and residual add: kMlp); a routed
+  /// expert's activation runs once per top-k copy, its widths are one copy's.
+  BlockPart part = BlockPart::kAttention;
+  /// Tensor parallelism leaves it whole and only sequence parallelism splits it (norms, residual
+  /// adds, dropout masks: the hidden-width tensors); else it runs on heads or MLP columns.
+  bool sequence_split = false;
+  SplitWidth elems;                 // elements it reads per token (its traffic's width)
+  ByRuntime hbm_bytes_per_elem;     // forward reads + writes per element (0: not counted)
+  ByRuntime kernels;                // forward launches
+  /// Bytes it saves for backward per token, and per token per key (eager attention's scores), as
+  /// the setup-aware block_program decides (dtype, kernel, trained weights, what selective
+  /// checkpointing recomputes); the setup-free program leaves them 0. An activation's saves are
+  /// per MLP column of its part (block/activations.cpp adds them with the part's matmul inputs).
+  SplitWidth saved;
+  SplitTerm saved_per_position;
 };
 
 /// One matmul of a block per token on one rank: its input and output widths (a BlockOp at a tp).
@@ -78,6 +117,11 @@ struct BlockProgram {
   std::int64_t routed_copies = 0;  // top_k of an MoE group
   std::array<BlockOp, kMaxOps> ops{};
   std::size_t op_count = 0;
+  /// norms, latent norms, q/k norms, rotary, attention core, 2 activations (routed and shared
+  /// expert), dropouts, residual adds.
+  static constexpr std::size_t kMaxSteps = 9;
+  std::array<BlockStep, kMaxSteps> steps{};
+  std::size_t step_count = 0;
 
   /// Hands every matmul to `f(op, split)` in forward order (routed experts once per copy), with
   /// `split` the tp its widths divide by: `tp`, or `expert_tp` for routed experts.
@@ -101,15 +145,25 @@ struct BlockProgram {
   std::size_t matmul_count() const;
 };
 
-/// The block's shapes: `moe` picks the sparse MLP. Nothing is saved (SavedInput left empty).
+/// The block's shapes and its steps' traffic and launches: `moe` picks the sparse MLP. Nothing
+/// is saved (SavedInput and BlockStep::saved left empty).
 BlockProgram block_program(const ModelArchitecture& a, bool moe);
 
-/// The block's shapes and what its matmuls save under `t`: a matmul keeps its input when its
-/// weight trains (`base_trains`) or an adapter on it saves the shared input (see SavedInput).
+/// The block's shapes, which matmuls carry a LoRA-like adapter, and what its matmuls and steps
+/// save under `t`: a matmul keeps its input when its weight trains (`base_trains`) or an adapter
+/// on it saves the shared input (see SavedInput); a norm, the attention core, dropout as
+/// BlockStep::saved says. Megatron's unfused eager attention launches its own kernels.
 BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains);
 
-/// Whether `t`'s adapter targets name `role` (or "all-linear").
-bool adapter_targets(const TrainingSetup& t, const char* role);
+/// Heads whose K and V reach the attention kernel (whole model): every query head for MLA and
+/// when the model repeats K/V for its query groups (TrainingSetup::attention_repeats_kv), else the
+/// key/value heads. The kernel saves them and a context-parallel ring passes them on.
+std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t);
+
+/// SDPA takes the math kernel: the flash and memory-efficient kernels need as many K/V heads as
+/// query heads unless enable_gqa is passed (sdp_utils.cpp check_batch_size_and_num_heads_dense),
+/// and the model passes fewer (AttentionSpec::sdpa_unexpanded_kv).
+bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t);
 
 /// LoRA on fused expert stacks (TrainingSetup::lora_merges_fused_experts) with an MLP role
 /// targeted: the grouped matmuls run on W + s·B·A, which needs a gradient.

@@ -47,7 +47,8 @@ struct FrameworkCapabilities {
   bool methods[kMethodCount] = {true, true, true, true, true, true, true, true, true,
                                 true, true, true, true, true, true, true, true, true,
                                 true, true, true, true, true, true, true, true, true, true,
-                                true, true, true, true, true, true, true, true, true, true, true, true};
+                                true, true, true, true, true, true, true, true, true, true, true, true,
+                                true, true, true};
   /// QLoRA's 4-bit base sharded by ZeRO-3 / FSDP.
   bool qlora_with_zero3 = true;
   bool multi_node = true;

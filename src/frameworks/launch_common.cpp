@@ -151,6 +151,9 @@ const char* peft_config_class(Method m) {
     case Method::kTrainableTokens: return "TrainableTokensConfig";
     case Method::kPvera: return "PveraConfig";
     case Method::kUnilora: return "UniLoraConfig";
+    case Method::kAdalora: return "AdaLoraConfig";
+    case Method::kPsoft: return "PsoftConfig";
+    case Method::kRandlora: return "RandLoraConfig";
     default: return "PrefixTuningConfig";
   }
 }

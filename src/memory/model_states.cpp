@@ -2,9 +2,11 @@
 #include "memory/model_states.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "block/adapters.h"
 #include "common/units.h"
 #include "memory/caching_allocator.h"
 #include "parallel/as_run.h"
@@ -154,6 +156,11 @@ void add_method_extras(const ModelArchitecture& arch, const TrainingSetup& t, co
   if (t.method == Method::kVera || t.method == Method::kPvera) {  // PVeRA's A has 2r rows (tuners/pvera/model.py)
     const std::int64_t rows_in = t.method == Method::kPvera ? 2 * vera_max_in : vera_max_in;
     dense.weights = checked_add(dense.weights, checked_mul(t.lora_rank * 4, rows_in + vera_max_out, "weight bytes"), "weight bytes");
+    return;
+  }
+  if (t.method == Method::kRandlora) {  // the shared random bases, fp32 (training/peft_linear_adapters.h)
+    const std::int64_t n = randlora_shared_elems(t.lora_rank, vera_max_in, vera_max_out);
+    dense.weights = checked_add(dense.weights, checked_mul(n, 4, "weight bytes"), "weight bytes");
     return;
   }
   if (t.method == Method::kUnilora) {  // the shared theta_d (tuners/unilora/model.py), trained in the adapter dtype
@@ -420,12 +427,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (t.method == Method::kAdapterV2 && ((in_stack && is_linear_in_block(s)) || (s.kind == ModuleKind::kLmHead && s.linear_weight))) {
       add_adapter(2 * s.shape[0]);
     }
-    if (adapters && lora_targets_role(t, s)) {
-      const std::int64_t in = s.shape[1];
-      const std::int64_t out = s.shape[0];
+    if (const std::optional<AdaptedLinear> adapter = adapters ? adapted_linear(t, s) : std::nullopt) {
+      const std::int64_t in = adapter->in;
+      const std::int64_t out = adapter->out;
       vera_max_in = std::max(vera_max_in, in);
       vera_max_out = std::max(vera_max_out, out);
-      const std::int64_t per_adapter = adapter_params(t, s.role, in, out);
+      const std::int64_t per_adapter = adapter->params;
       add_adapter(per_adapter);
       const std::int64_t adapted = checked_mul(copies, layers_in_group, "adapter size");
       for (const std::int64_t side : {in, out}) {  // A (r x in), B (out x r)
@@ -440,6 +447,12 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
         const std::int64_t b = orthogonal_block_for(t, in);
         const std::int64_t buffer = t.method == Method::kBoft ? checked_mul(4 * in, in, "buffer bytes") : 8 * b * (b - 1);
         cls[c].weights = checked_add(cls[c].weights, checked_mul(buffer, adapted, "buffer bytes"), "weight bytes");
+      }
+      // AdaLoRA (peft v0.21.2 tuners/adalora/model.py forward): loss += orth_reg_weight · mean ||PPᵀ - I||
+      // over every A and B, added after the model's forward, so backward reaches A and B first.
+      if (t.method == Method::kAdalora) {
+        m.regularizer_gradient_bytes += checked_mul(checked_mul(t.lora_rank * adapter_elem_bytes, in + out, "gradient bytes"),
+                                                    adapted, "gradient bytes");
       }
       if (is_more_peft_adapter(t.method)) {  // SHiRA's device indices, OSF's frozen SVD parts and its V_low gradient's storage
         const AdaptedLinearTerms terms = adapted_linear_terms(t, in, out, adapter_elem_bytes, wb);
@@ -561,6 +574,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const double ratio = static_cast<double>(m.gradients_bytes) / static_cast<double>(unsharded_gradients);
     m.layer_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.layer_gradient_bytes) * ratio);
     m.head_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.head_gradient_bytes) * ratio);
+    m.regularizer_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.regularizer_gradient_bytes) * ratio);
     m.root_sharded_gradient_bytes = static_cast<std::int64_t>(static_cast<double>(m.root_unsharded_gradient_bytes) * ratio);
   }
   m.unit_layer_bytes = m.gather_layer_bytes;
@@ -580,7 +594,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.gather_head_bytes = others(m.gather_head_bytes);
   }
   if (shard.behaviour.grads_in_param_chunks) {
-    m.gradients_bytes = m.layer_gradient_bytes = m.head_gradient_bytes = m.reduce_layer_bytes = 0;
+    m.gradients_bytes = m.layer_gradient_bytes = m.head_gradient_bytes = m.reduce_layer_bytes = m.regularizer_gradient_bytes = 0;
     m.largest_layer_gradient_bytes = 0;
   }
   if (z != Sharding::kZero3) {
@@ -675,6 +689,7 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.gradients_bytes = 0;
     m.layer_gradient_bytes = 0;
     m.head_gradient_bytes = 0;
+    m.regularizer_gradient_bytes = 0;
   }
   return m;
 }

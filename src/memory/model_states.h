@@ -91,6 +91,9 @@ struct ModelStates {
   std::int64_t unsharded_accumulated_gradient_bytes = 0;
   /// DDP: flat bucket copy of all gradients (gradient_as_bucket_view=False).
   std::int64_t ddp_bucket_bytes = 0;
+  /// Gradients made before the model's backward starts: AdaLoRA's orthogonal regulariser joins the
+  /// loss last, so its backward (A's and B's gradients) runs before the logits' (autograd's order).
+  std::int64_t regularizer_gradient_bytes = 0;
   /// Gradients are allocated with the model (Megatron's contiguous main_grad buffer, DeepSpeed
   /// ZeRO-3's flat gradient partition).
   bool gradients_at_init = false;

@@ -647,6 +647,13 @@ class Replay {
     const StepBase sb = step_base(states_live, grads_live);
     Breakdown base = sb.base;
     const bool zero3 = sb.zero3;
+    // Gradients the backward makes before the model's (AdaLoRA's regulariser), where gradients are
+    // not already whole; spread over the layers that accumulate into them.
+    std::int64_t rank_layers = 0;
+    for (const GroupActs& g : groups_) rank_layers += g.layers;
+    const std::int64_t early_grads =
+        grads_live || grads_persistent || in_backward_step ? 0 : states_.regularizer_gradient_bytes;
+    const std::int64_t early_grads_per_layer = early_grads / std::max<std::int64_t>(1, rank_layers);
     const std::int64_t root_gathered = sb.root_gathered, head_unit = sb.head_unit, embedding_unit = sb.embedding_unit;
     // Without reshard-after-forward a pipeline stage keeps its blocks gathered across all its
     // micro-batches; a single stage gathers them one by one in forward and frees them in backward.
@@ -790,6 +797,7 @@ class Replay {
       // cache (torch.autocast.__exit__ -> clear_autocast_cache, torch/amp/autocast_mode.py).
       b.temporaries_bytes -= amp_casts_at_forward_end() - amp_casts_after_forward();
       b.logits_loss_bytes = loss.backward + loss.held + loss.head_saved;
+      b.gradients_bytes += early_grads;
       b.cached_unusable_bytes = loss.cached;
       b.communication_bytes += beh.root_outputs_include_loss ? top_prefetched : 0;
       note(&at, tl, best, b, "backward", {"loss backward"}, -1, StepPart::kLossBackward);
@@ -797,6 +805,7 @@ class Replay {
       b.weights_bytes -= head_in_loss;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
+      b.gradients_bytes -= early_grads;
     } else {
       b.activations_bytes = all_kept + offload_window_;
       note(&at, tl, best, b, "forward", {"send activations"}, -1, StepPart::kForwardEnd);
@@ -820,7 +829,7 @@ class Replay {
     std::int64_t held_now = 0;
     b.gradients_bytes = in_backward_step ? states_.head_gradient_bytes
                                          : (grads_full ? states_.gradients_bytes
-                                                       : (root_reduced_last ? 0 : states_.head_gradient_bytes));
+                                                       : (root_reduced_last ? 0 : states_.head_gradient_bytes) + early_grads);
     // A tied output layer's gradient contribution to the shared table waits in autograd's input
     // buffer for the embedding's, from the output layer's backward to the embedding backward
     // (the table's accumulation node runs once both have arrived).
@@ -889,7 +898,8 @@ class Replay {
       Breakdown bottom = top;
       bottom.weights_bytes -= live_at_top;  // released after their backward
       if (!grads_full && !in_backward_step) {
-        bottom.gradients_bytes += checked_mul(states_.layer_gradient_bytes, g.layers, "gradient bytes");
+        // Gradients made early (early_grads) are accumulated into in place, not allocated again.
+        bottom.gradients_bytes += checked_mul(states_.layer_gradient_bytes - early_grads_per_layer, g.layers, "gradient bytes");
       }
       if (progressive) {
         bottom.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers - 1, "gather bytes");  // resharded after backward

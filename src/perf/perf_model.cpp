@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "block/activations.h"
+#include "block/adapters.h"
 #include "block/loss_kernels.h"
 #include "hardware/nvlink_topology.h"
 #include "parallel/as_run.h"
@@ -19,21 +20,8 @@ namespace memfit {
 
 namespace {
 
-// HBM bytes per element that eager PyTorch kernels move in the forward, counted from the ops
-// (reads + writes, 2-byte activations):
-//   RMSNorm/LayerNorm written out in the model (x.float(), pow, mean, x*rsqrt, type_as, *weight):
-//   6 + 8 + 4 + 8 + 6 + 4 = 36; a residual add: 2 + 2 + 2 = 6; gated activation (silu(gate) then
-//   * up): 4 + 6 = 10; plain activation (gelu): 4; rotary in fp32 (float(), complex mul, cast):
-//   6 + 12 + 6 = 24.
-constexpr double kEagerNormBytes = 36, kResidualBytes = 6, kEagerGatedBytes = 10, kPlainActBytes = 4,
-                 kEagerRotaryBytes = 24;
-// torch.compile fuses each chain into one kernel that reads its inputs once and writes once:
-// norm + residual 2 + 2 (+2 for the residual operand), gated 2 + 2 + 2, rotary 2 + 2.
-constexpr double kCompiledNormBytes = 6, kCompiledGatedBytes = 6, kCompiledRotaryBytes = 4;
-// Hand-fused kernels (Megatron-LM: fused layer norm, bias-dropout-add, bias-activation, rotary)
-// fuse each op but not the chain: a norm reads 2 and writes 2; the residual add stays a kernel of
-// its own (kResidualBytes); gated and plain activations and rotary as compiled.
-constexpr double kFusedNormBytes = 4;
+// The forward traffic and launches of the block's norms, residual adds, rotary, attention core and
+// activation are its program's steps (block/block_program.cpp).
 // The backward of an elementwise chain reads the saved inputs and the incoming gradient and
 // writes the outgoing one: about twice the forward traffic.
 constexpr double kBackwardElementwiseRatio = 2;
@@ -60,20 +48,8 @@ constexpr double kFlashHalfRateKeys = 240, kFlashLongKeys = 16384;
 // 128, causal and not, 512 to 16k tokens). The kernel runs at the flash rates (attention_efficiency_for,
 // FlashAttention-2's) divided by the middle of the forward range and by the backward's 2.
 constexpr double kTritonFlashForwardSlowdown = 1.4, kTritonFlashBackwardSlowdown = 2.0;
-// Kernels an eager PyTorch block launches in its forward (transformers modeling_llama.py, counted
-// from the code): an RMSNorm 8 (to fp32, pow, mean, + eps, rsqrt, x, to dtype, x weight); rotary
-// 5 each for q and k (x cos, rotate_half's neg and cat, x sin, +); the attention kernel and the
-// copy of its transposed output 2; SiLU and the gate product 2; two residual adds; one per linear.
-// torch.compile runs each elementwise chain as one kernel (norm with its residual add, rotary,
-// the activation product, the attention kernel); Megatron-LM's fused kernels one per op (norm,
-// bias-dropout-add twice, rotary for q and for k, the attention kernel, the activation). The
-// backward launches about two kernels per forward kernel (a linear's dgrad and wgrad GEMMs, an
+// The backward launches about two kernels per forward kernel (a linear's dgrad and wgrad GEMMs, an
 // elementwise op's gradient and its accumulation).
-constexpr double kEagerNormKernels = 8, kEagerRotaryKernels = 10, kEagerAttentionKernels = 2, kEagerGatedKernels = 2;
-// Megatron-LM's eager attention (ParallelAttention.forward, megatron/model/transformer.py @ 3d718bfc):
-// baddbmm for the scores, the fused scale-mask-softmax, the attention dropout, bmm for the context
-// and the context's permute + contiguous copy, where its fused attention is one kernel.
-constexpr double kMegatronEagerAttentionKernels = 5;
 constexpr double kBackwardKernelsPerForward = 2;
 constexpr double kLoraKernels = 4;
 // The output layer and the loss: the head GEMM, the loss's upcast, log-softmax, gather and mean.
@@ -216,11 +192,6 @@ double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const P
     }
   }
   return kept;
-}
-
-double ffn_width(const ModelArchitecture& a, bool moe) {
-  if (!moe) return static_cast<double>(a.mlp.intermediate_size);
-  return static_cast<double>(a.moe.top_k * a.moe.expert_intermediate_size + a.moe.shared_intermediate_size);
 }
 
 }  // namespace
@@ -553,11 +524,10 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
   b.causal = a.kind != ArchKind::kEncoder;
   b.sliding_window = a.attention.sliding_window;
   const bool lora = is_lora_like(t.method);
-  const double r = static_cast<double>(t.lora_rank);
   const AttentionSpec& at = a.attention;
   const AttentionDims dims = attention_dims(a);
   const double qk_dim = static_cast<double>(dims.qk_head_dim), v_dim = static_cast<double>(dims.v_head_dim);
-  const double heads = static_cast<double>(dims.heads), kv_heads = static_cast<double>(dims.kv_heads);
+  const double heads = static_cast<double>(dims.heads);
   const double h = static_cast<double>(a.hidden_size);
   double active_block_params = 0;
   // The block's matmuls as the framework's modules run them (fused projections read their input
@@ -595,10 +565,12 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
         pl.linear_in_width += static_cast<double>(s.shape[1]) * per_token_copies;
         pl.linear_count += per_token_copies;
       }
-      if (lora && lora_targets_role(t, s) && s.shape.size() == 2) {
-        const double one = r * static_cast<double>(s.shape[0] + s.shape[1]);
-        adapter_params += one * static_cast<double>(s.copies);
-        adapter_active += one * per_token_copies;
+      const std::optional<AdaptedLinear> adapter = lora ? adapted_linear(t, s) : std::nullopt;
+      if (adapter) {
+        // The trainable parameters the memory model holds (DoRA's magnitude beside A and B); the
+        // FLOPs of A and B, r(in + out) per token.
+        adapter_params += static_cast<double>(adapter->params) * static_cast<double>(s.copies);
+        adapter_active += static_cast<double>(adapter->lora_factor_elems) * per_token_copies;
         adapted_linears += per_token_copies;
       }
     }
@@ -615,15 +587,21 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.qk_dim = qk_dim;
     pl.v_dim = v_dim;
     pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;
-    const double ffn = ffn_width(a, g.moe);
-    const double norms = static_cast<double>(a.norms_per_layer);
-    const double rotated = at.rotary_dim > 0 ? (heads + kv_heads) * static_cast<double>(at.rotary_dim) : 0;
-    pl.elementwise_wide_fwd = norms * kEagerNormBytes * h + 2 * kResidualBytes * h;
-    pl.elementwise_split_fwd = (a.mlp.gated ? kEagerGatedBytes : kPlainActBytes) * ffn + kEagerRotaryBytes * rotated;
-    pl.elementwise_wide_fwd_compiled = norms * kCompiledNormBytes * h;
-    pl.elementwise_split_fwd_compiled = (a.mlp.gated ? kCompiledGatedBytes : kPlainActBytes) * ffn + kCompiledRotaryBytes * rotated;
-    pl.elementwise_wide_fwd_fused = norms * kFusedNormBytes * h + 2 * kResidualBytes * h;
-    pl.elementwise_split_fwd_fused = pl.elementwise_split_fwd_compiled;
+    // The block's steps (norms, residual adds, rotary, activation): their forward traffic on the
+    // hidden width (`wide`) and on heads and MLP columns, and their launches, per runtime.
+    const BlockProgram steps = block_program(a, t, g.moe, pl.base_trains);
+    ByRuntime step_kernels;
+    for (std::size_t i = 0; i < steps.step_count; ++i) {
+      const BlockStep& st = steps.steps[i];
+      const double copies = st.part == BlockPart::kRoutedExpert ? static_cast<double>(steps.routed_copies) : 1.0;
+      const double elems = static_cast<double>(st.elems.at(1)) * copies;
+      (st.sequence_split ? pl.elementwise_wide_fwd : pl.elementwise_split_fwd) += st.hbm_bytes_per_elem.eager * elems;
+      (st.sequence_split ? pl.elementwise_wide_fwd_compiled : pl.elementwise_split_fwd_compiled) += st.hbm_bytes_per_elem.compiled * elems;
+      (st.sequence_split ? pl.elementwise_wide_fwd_fused : pl.elementwise_split_fwd_fused) += st.hbm_bytes_per_elem.fused * elems;
+      step_kernels.eager += st.kernels.eager;
+      step_kernels.compiled += st.kernels.compiled;
+      step_kernels.fused += st.kernels.fused;
+    }
     // The block's matmuls: as the model's modules run them (the op policy counts those), and as
     // the framework runs them.
     const BlockProgram program = block_program(a, g.moe), run_program = block_program(as_run, g.moe);
@@ -643,17 +621,14 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.adapter_flops_fwd = 2.0 * adapter_active;
     pl.base_train_share = lora ? 0.0 : train_fraction;
     {
-      // Kernels per forward (kEager*Kernels and the others above), linears as the framework runs them.
+      // Kernels per forward: the steps' and one per linear as the framework runs them.
       const double linears = static_cast<double>(run_program.matmul_count());
-      const bool rotary = at.rotary_dim > 0;
-      const double act = a.mlp.gated ? kEagerGatedKernels : 1.0;
       // PEFT's LoRA Linear adds lora_A, lora_B, the scaling product and the sum per adapted
       // linear (and the dropout when it is on; peft tuners/lora/layer.py Linear.forward).
       const double adapters = adapted_linears * (kLoraKernels + (t.lora_dropout > 0 ? 1 : 0));
-      pl.kernels_fwd_eager = norms * kEagerNormKernels + 2 + (rotary ? kEagerRotaryKernels : 0) + kEagerAttentionKernels + act + linears + adapters;
-      pl.kernels_fwd_compiled = norms + (rotary ? 1 : 0) + 1 + 1 + linears + adapters;
-      const double fused_attention = t.attention == AttentionKernel::kEager ? kMegatronEagerAttentionKernels : 1;
-      pl.kernels_fwd_fused = norms + 2 + (rotary ? 2 : 0) + fused_attention + 1 + linears + adapters;
+      pl.kernels_fwd_eager = step_kernels.eager + linears + adapters;
+      pl.kernels_fwd_compiled = step_kernels.compiled + linears + adapters;
+      pl.kernels_fwd_fused = step_kernels.fused + linears + adapters;
     }
     b.layers.push_back(pl);
   }

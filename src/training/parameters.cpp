@@ -152,15 +152,18 @@ bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
     }
     return false;
   }
-  if (!is_linear_in_block(s)) return false;
+  return is_linear_in_block(s) && adapter_targets_role(t, s.role);
+}
+
+bool adapter_targets_role(const TrainingSetup& t, std::string_view role) {
   for (const std::string& target : t.lora_targets) {
     if (target == "all-linear") return true;
-    if (target == s.role) return true;
+    if (target == role) return true;
     // Fused projections carry the adapter when any of their parts is targeted.
-    if (s.role == "qkv" && (target == "q" || target == "k" || target == "v")) return true;
-    if (s.role == "gate_up" && (target == "gate" || target == "up")) return true;
-    if ((s.role == "q_a" || s.role == "q_b") && target == "q") return true;
-    if ((s.role == "kv_a" || s.role == "kv_b") && (target == "k" || target == "v")) return true;
+    if (role == "qkv" && (target == "q" || target == "k" || target == "v")) return true;
+    if (role == "gate_up" && (target == "gate" || target == "up")) return true;
+    if ((role == "q_a" || role == "q_b") && target == "q") return true;
+    if ((role == "kv_a" || role == "kv_b") && (target == "k" || target == "v")) return true;
   }
   return false;
 }

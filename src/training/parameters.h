@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "model/tensor_inventory.h"
@@ -42,6 +43,11 @@ bool globals_train(const TrainingSetup& t, std::int64_t num_layers) noexcept;
 bool head_weight_trains(const TrainingSetup& t, std::int64_t num_layers) noexcept;
 /// LoRA targets a linear weight of this role ("all-linear" = every linear in the blocks).
 bool lora_targets_role(const TrainingSetup& t, const TensorSpec& spec);
+/// Whether `t`'s adapter targets name a block linear of inventory role `role` (q k v o gate up
+/// down; "all-linear" names every one; a fused projection carries the adapter when any of its
+/// parts is named: qkv for q, k or v, gate_up for gate or up, MLA's q_a / q_b for q and kv_a /
+/// kv_b for k or v). The one rule for the inventory's linears and the block program's matmuls.
+bool adapter_targets_role(const TrainingSetup& t, std::string_view role);
 
 /// PEFT LoKr's split of a dimension into m <= n with m·n = dim, m the largest divisor with m + n
 /// shrinking (peft v0.21.2 tuners/lokr/layer.py factorization, factor -1).

@@ -196,6 +196,65 @@ AdaptedLinearTerms beft(std::int64_t out) {
   return l;
 }
 
+// AdaLoRA (peft v0.21.2 tuners/adalora/layer.py SVDLinear.forward, RankAllocator.update_ipt): A (r x in),
+// E (r x 1) and B (out x r) train at init_r. ranknum, moved to the base layer's dtype and upcast by
+// cast_adapter_dtype into a fresh ParameterDict entry, trains too (one value; requires_grad defaults
+// to True). x cast to A's dtype goes through (A * E)ᵀ, whose matmul saves that copy and, for x's
+// gradient, the r x in product; the r-wide h is saved for B's gradient, and the division by the
+// trained ranknum keeps its out-wide fp32 dividend. The loop's update_and_allocate keeps three tensors
+// of each lora_ tensor's size (ipt, exp_avg_ipt, exp_avg_unc) from the first step on. The orthogonal
+// regulariser (model.py forward) keeps r x r products only (its early gradients: model_states.cpp).
+AdaptedLinearTerms adalora(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = t.lora_rank;
+  const std::int64_t svd = r * (in + out + 1);
+  AdaptedLinearTerms l;
+  l.trainable_params = svd + 1;  // and ranknum
+  l.buffer_bytes = checked_mul(3 * ab, svd, "buffer bytes");  // the allocator's states
+  l.saved_per_token = ab * (in + r + out);
+  l.saved_weight_for_input_grad = checked_mul(ab * r, in, "adapter bytes");
+  return l;
+}
+
+// PSOFT (tuners/psoft/layer.py Linear.forward, OrthLayer): frozen fp32 SVD factors A (r x in) and
+// B (out x r), built after the layer's dtype move and so kept fp32, and OrthLayer's int64 triu
+// indices (rows and cols, one 2 x r(r-1)/2 storage); trained: the r(r-1)/2 skew entries and the two
+// r-wide magnitude vectors. xa = x Aᵀ meets frozen A (x's copy is not saved); xa Rᵀ saves the r-wide
+// xa for R's gradient and, where x needs a gradient, R. Building R each forward keeps four r x r
+// tensors (linalg.solve's A, LU and result, the first magnitude product; Cayley-Neumann keeps Q, Q²,
+// Q³, the series and the product: one more). Executed with saved-tensor hooks on CPU, peft 0.21.2.
+AdaptedLinearTerms psoft(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = t.lora_rank;
+  const std::int64_t square = checked_mul(ab * r, r, "adapter bytes");
+  AdaptedLinearTerms l;
+  l.trainable_params = r * (r - 1) / 2 + 2 * r;
+  l.buffer_bytes = checked_add(checked_mul(4 * r, in + out, "buffer bytes"), 8 * r * (r - 1), "buffer bytes");
+  l.saved_per_token = ab * r;
+  l.saved_weight = 4 * square;
+  l.saved_weight_for_input_grad = square;
+  return l;
+}
+
+// RandLoRA (tuners/randlora/layer.py get_scaled_bases, Linear.forward, UniqueBaseGrad): lambda (r x n)
+// and gamma (n x min) train, n = randlora_bases; each forward scales the shared A into an r·n x min
+// tensor (the custom function saves only its inputs). Where in <= out, F.linear(x.to(fp32), scaled)
+// saves x's copy and, for x's gradient, the scaled bases; the frozen B (a view of the shared bank:
+// flatten merges its contiguous last two dims) is kept for h's gradient at no cost. Where out < in,
+// the frozen B maps x (nothing saved), and F.linear(h, scaledᵀ) saves the n·r-wide h and, where x
+// needs a gradient, the scaled bases. Backward: the scaled bases' gradient and the einsums' broadcast
+// products (2 beyond the freed one). Executed with saved-tensor hooks on CPU, peft 0.21.2.
+AdaptedLinearTerms randlora(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab) {
+  const std::int64_t r = t.lora_rank;
+  const std::int64_t n = randlora_bases(r, in, out);
+  const std::int64_t lo = in < out ? in : out;
+  const std::int64_t scaled = checked_mul(ab * r * n, lo, "adapter bytes");
+  AdaptedLinearTerms l;
+  l.trainable_params = r * n + n * lo;
+  l.saved_per_token = in <= out ? ab * in : ab * n * r;
+  l.saved_weight_for_input_grad = scaled;
+  l.backward_transient = 2 * scaled;
+  return l;
+}
+
 }  // namespace
 
 AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab,
@@ -215,6 +274,9 @@ AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in,
     case Method::kBeft: return beft(out);
     case Method::kPvera: return pvera(t, out, ab);
     case Method::kUnilora: return unilora(t, in, out, ab);
+    case Method::kAdalora: return adalora(t, in, out, ab);
+    case Method::kPsoft: return psoft(t, in, out, ab);
+    case Method::kRandlora: return randlora(t, in, out, ab);
     default: return {};
   }
 }

@@ -1,6 +1,7 @@
 // PEFT's newer adapters on frozen linears: FourierFT, WaveFT, HiRA, SHiRA, PEANUT (a dense weight
 // built per forward), C3A (a block-circulant convolution of the input), the low-rank variants DeLoRA,
-// GraLoRA and DEFT, OSF's split singular vectors, and RoAd and BEFT on the frozen output. What one adapted linear adds: trainable and frozen tensors, what its forward saves for
+// GraLoRA and DEFT, OSF's split singular vectors, RoAd and BEFT on the frozen output, and AdaLoRA,
+// PSOFT and RandLoRA. What one adapted linear adds: trainable and frozen tensors, what its forward saves for
 // backward, and its backward's transient. Formulas only; no JSON.
 #pragma once
 #include <cstdint>
@@ -13,12 +14,27 @@ inline bool is_more_peft_adapter(Method m) {
   return m == Method::kFourierFt || m == Method::kWaveFt || m == Method::kHira || m == Method::kShira ||
          m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
          m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft || m == Method::kPvera ||
-         m == Method::kUnilora;
+         m == Method::kUnilora || m == Method::kAdalora || m == Method::kPsoft || m == Method::kRandlora;
 }
-/// The methods whose size is lora.rank (PEFT's r; OSF's trainable rank, min(in, out) - effective_rank).
+/// The methods whose size is lora.rank (PEFT's r; OSF's trainable rank, min(in, out) - effective_rank;
+/// AdaLoRA's init_r, the rank its tensors keep while the allocator masks singular values).
 inline bool is_ranked_more_peft_adapter(Method m) {
   return m == Method::kHira || m == Method::kShira || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
-         m == Method::kOsf || m == Method::kDeft || m == Method::kPvera || m == Method::kUnilora;
+         m == Method::kOsf || m == Method::kDeft || m == Method::kPvera || m == Method::kUnilora || m == Method::kAdalora ||
+         m == Method::kPsoft || m == Method::kRandlora;
+}
+/// RandLoRA's bases per adapted linear: ceil(min(in, out) / r), enough for full rank (peft v0.21.2
+/// tuners/randlora/layer.py update_layer num_bases).
+inline std::int64_t randlora_bases(std::int64_t rank, std::int64_t in, std::int64_t out) {
+  const std::int64_t m = in < out ? in : out;
+  return rank > 0 ? (m + rank - 1) / rank : 0;
+}
+/// RandLoRA's frozen random bases, shared by every adapted linear and sized by the largest adapted in
+/// and out (tuners/randlora/model.py _find_dim, _init_randlora_A_randlora_B): randlora_A (r x 1 x min)
+/// and randlora_B (max x bases x r), fp32 buffers (cast_adapter_dtype upcasts BufferDicts).
+inline std::int64_t randlora_shared_elems(std::int64_t rank, std::int64_t max_in, std::int64_t max_out) {
+  const std::int64_t lo = max_in < max_out ? max_in : max_out, hi = max_in < max_out ? max_out : max_in;
+  return rank * lo + hi * randlora_bases(rank, max_in, max_out) * rank;
 }
 /// UniLoRA's shared trained vector (peft v0.21.2 tuners/unilora/config.py theta_d_length 256), once per model.
 inline constexpr std::int64_t kUniloraThetaLength = 256;
@@ -60,5 +76,6 @@ struct AdaptedLinearTerms {
 
 AdaptedLinearTerms adapted_linear_terms(const TrainingSetup& t, std::int64_t in, std::int64_t out, std::int64_t ab,
                                       std::int64_t e);
+
 
 }  // namespace memfit

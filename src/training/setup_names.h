@@ -34,7 +34,9 @@ inline constexpr EnumName<Method> kMethodNames[] = {{"full", Method::kFull}, {"l
                                                     {"road", Method::kRoad},
                                                     {"osf", Method::kOsf}, {"deft", Method::kDeft}, {"beft", Method::kBeft},
                                                     {"trainable_tokens", Method::kTrainableTokens},
-                                                    {"pvera", Method::kPvera}, {"unilora", Method::kUnilora}};
+                                                    {"pvera", Method::kPvera}, {"unilora", Method::kUnilora},
+                                                    {"adalora", Method::kAdalora}, {"psoft", Method::kPsoft},
+                                                    {"randlora", Method::kRandlora}};
 inline constexpr EnumName<RoadVariant> kRoadVariantNames[] = {{"road_1", RoadVariant::kRoad1}, {"road_2", RoadVariant::kRoad2},
                                                               {"road_4", RoadVariant::kRoad4}};
 inline constexpr EnumName<MissShape> kMissShapeNames[] = {{"default", MissShape::kDefault}, {"bat", MissShape::kBat},

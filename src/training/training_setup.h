@@ -21,7 +21,9 @@ namespace memfit {
 /// fourierft .. peanut, road .. unilora: PEFT's newer adapters on linears (training/peft_linear_adapters.h):
 /// weight-space and FFT ones (FourierFT, WaveFT, HiRA, SHiRA, C3A, PEANUT), low-rank variants (DeLoRA,
 /// GraLoRA, DEFT, UniLoRA), an SVD split (OSF), output-side ones (RoAd's rotation, BEFT's bias) and
-/// PVeRA (VeRA's frozen projections with a sampled middle); trainable_tokens: PEFT's trainable rows of
+/// PVeRA (VeRA's frozen projections with a sampled middle), AdaLoRA (SVD-form LoRA with a rank
+/// allocator), PSOFT (an r x r orthogonal map between frozen SVD factors) and RandLoRA (trained
+/// scales of shared random bases); trainable_tokens: PEFT's trainable rows of
 /// the frozen token embedding. lily .. adamss: PEFT's shared-bank / shared-projection adapters
 /// (training/peft_shared_adapters.h): LiLy, TinyLoRA, VB-LoRA, FRoD, AdaMSS.
 enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kVera, kPromptTuning, kPrefixTuning,
@@ -29,8 +31,9 @@ enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kV
                     kMiss, kGlora,
                     kFourierFt, kWaveFt, kHira, kShira, kC3a, kDelora, kGralora, kPeanut,
                     kLily, kTinyLora, kVblora, kFrod, kAdamss,
-                    kRoad, kOsf, kDeft, kBeft, kTrainableTokens, kPvera, kUnilora };
-inline constexpr int kMethodCount = 40;
+                    kRoad, kOsf, kDeft, kBeft, kTrainableTokens, kPvera, kUnilora,
+                    kAdalora, kPsoft, kRandlora };
+inline constexpr int kMethodCount = 43;
 /// The shapes of PEFT's shared-bank adapters (peft v0.21.2 tuners/<method>/config.py defaults):
 /// LilyConfig stride_A / num_B, TinyLoraConfig u / weight_tying, VBLoRAConfig num_vectors /
 /// vector_length / topk, FrodConfig sparse_rate / runtime_offload_base_weight, AdamssConfig
@@ -292,7 +295,7 @@ inline bool is_adapter_method(Method m) {
          m == Method::kC3a || m == Method::kDelora || m == Method::kGralora || m == Method::kPeanut ||
          m == Method::kLily || m == Method::kTinyLora || m == Method::kVblora || m == Method::kFrod || m == Method::kAdamss ||
          m == Method::kRoad || m == Method::kOsf || m == Method::kDeft || m == Method::kBeft || m == Method::kPvera ||
-         m == Method::kUnilora;
+         m == Method::kUnilora || m == Method::kAdalora || m == Method::kPsoft || m == Method::kRandlora;
 }
 inline bool is_orthogonal(Method m) { return m == Method::kOft || m == Method::kBoft; }
 /// The rotation's block size: the request's, else PEFT's default for the method.

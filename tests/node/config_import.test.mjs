@@ -405,9 +405,9 @@ test('PEFT adapter_config.json: DoRA, PiSSA, regular-expression targets, MiSS mi
   assert.ok(narrow.notes.some((n) => /layers_to_transform adapts only some layers/.test(n)));
   assert.ok(narrow.notes.some((n) => /rank_pattern/.test(n)));
   assert.ok(ignoredKeys(narrow).includes('/layers_to_transform'), 'a narrower scope is listed as ignored, not dropped');
-  const adalora = read({ peft_type: 'ADALORA', r: 8 });
-  assert.equal(adalora.ok, false);
-  assert.deepEqual([adalora.error.code, adalora.error.path], ['invalid_value', '/peft_type']);
+  const hra = read({ peft_type: 'HRA', r: 8 });
+  assert.equal(hra.ok, false);
+  assert.deepEqual([hra.error.code, hra.error.path], ['invalid_value', '/peft_type']);
   const butterfly = read({ peft_type: 'BOFT', boft_block_size: 4, boft_n_butterfly_factor: 2 });
   assert.deepEqual([butterfly.error.code, butterfly.error.path], ['invalid_value', '/boft_n_butterfly_factor']);
   const regexNone = read({ peft_type: 'LORA', r: 8, target_modules: '.*mlp\\.fc[12]$' });
@@ -426,4 +426,21 @@ test('PEFT adapter_config.json of the output-side adapters: RoAd\'s variant, DEF
   const osf = read({ peft_type: 'OSF', effective_rank: 16 });
   assert.deepEqual([osf.error.code, osf.error.path], ['invalid_value', '/effective_rank']);
   assert.equal(read({ peft_type: 'PVERA', r: 64 }).result.request.training.lora.rank, 64);
+});
+
+test('PEFT adapter_config.json of AdaLoRA (init_r is the trained rank), PSOFT and RandLoRA (r); their shape-neutral keys read', () => {
+  const ada = fixture('peft_adalora_rank32.json');
+  assert.equal(ada.request.training.method, 'adalora');
+  assert.equal(ada.request.training.lora.rank, 64);  // init_r, not r 8 or target_r 32
+  for (const k of ['/r', '/target_r', '/tinit', '/tfinal', '/total_step', '/orth_reg_weight']) assert.ok(!ignoredKeys(ada).includes(k), k);
+  const psoft = fixture('peft_psoft_fast.json');
+  assert.deepEqual([psoft.request.training.method, psoft.request.training.lora.rank], ['psoft', 256]);
+  for (const k of ['/psoft_svd', '/use_cayley_neumann', '/psoft_alpha']) assert.ok(!ignoredKeys(psoft).includes(k), k);
+  const rand = fixture('peft_randlora.json');
+  assert.deepEqual([rand.request.training.method, rand.request.training.lora.rank], ['randlora', 32]);
+  assert.ok(!ignoredKeys(rand).includes('/randlora_alpha'));
+  const read = (o) => importConfig(JSON.stringify({ task_type: 'CAUSAL_LM', ...o }), { yaml: YAML, presets: PRESETS });
+  const unorth = read({ peft_type: 'PSOFT', r: 64, psoft_orth: false }).result;
+  assert.ok(ignoredKeys(unorth).includes('/psoft_orth'));
+  assert.ok(unorth.notes.some((n) => /psoft_orth false/.test(n)));
 });

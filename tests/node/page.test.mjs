@@ -96,6 +96,40 @@ test('BAdam and the P-tuning encoder: fields of their method only, asked of the 
   await again.close();
 });
 
+test('trainable tokens: a row count field of its method only, asked of the core, kept in the link; the newer PEFT methods listed', { skip }, async () => {
+  const hash = new URLSearchParams({ model: 'Qwen/Qwen3-0.6B', gpus: '1', per_node: '1', seq_len: '1024', micro_batch: '1' }).toString();
+  const page = await open(`${env.baseUrl}/index.html#${hash}`);
+  await settled(page);
+  assert.equal(await page.isVisible('#tokens'), false);
+  for (const m of ['adalora', 'psoft', 'randlora']) {
+    await page.selectOption('#method', m);
+    await settled(page);
+    const r = await assertMatchesCli(page);
+    assert.equal(r.request.training.method, m);
+    assert.equal(r.request.training.trainable_tokens, undefined);
+  }
+  await page.selectOption('#method', 'trainable_tokens');
+  await settled(page);
+  assert.equal(await page.isVisible('#tokens'), true);
+  const two = await assertMatchesCli(page);
+  assert.deepEqual(two.request.training.trainable_tokens, { count: 2 });
+  await page.fill('#tokens', '64');
+  await settled(page);
+  const many = await assertMatchesCli(page);
+  assert.deepEqual(many.request.training.trainable_tokens, { count: 64 });
+  assert.ok(many.result.states.trainable_params > two.result.states.trainable_params);
+  assert.match(page.url(), /tokens=64/);
+  const again = await open(page.url());
+  await settled(again);
+  assert.equal(await again.inputValue('#tokens'), '64');
+  await again.fill('#tokens', '0');
+  await again.waitForFunction(() => document.querySelector('#err-tokens').textContent !== '');
+  assert.match(await again.textContent('#err-tokens'), /must be/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  await again.close();
+});
+
 test('a share link restores every input and the chosen method', { skip }, async () => {
   const hash = new URLSearchParams({ model: 'meta-llama/Llama-3.1-70B-Instruct', method: 'qlora', lora_rank: '64',
     seq_len: '2048', gpu: 'A100-80GB', gpus: '2', per_node: '2', framework: 'hf_trainer' }).toString();

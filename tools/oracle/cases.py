@@ -662,6 +662,16 @@ NEWER_PEFT = {
     "trainable_tokens": {"peft_kwargs": {"token_indices": [0, 1]}, "families": ("llama3_gqa",)},
     "pvera": {"lora_rank": 256, "lora_targets": "q,v"},  # d_initial 0.1, save_projection
     "unilora": {"lora_rank": 32, "lora_targets": "q,v"},  # theta_d_length 256, proj_seed 42
+    # AdaLoRA: init_r 64 trains (target_r 32, tinit 200, tfinal 500, total_step 5000, orth_reg_weight 0.5); the loop
+    # calls update_and_allocate after each step (transformers_loop.run_case)
+    "adalora": {"lora_rank": 64, "lora_targets": "q,v"},
+    # PSOFT r 256 (alpha 256, psoft_init, orth, both magnitude vectors): "default" (full SVD, linalg.solve) and "fast"
+    # (svd_lowrank, Cayley-Neumann with 5 terms)
+    "psoft_default": {"method": "psoft", "peft_variant": "default", "lora_targets": "q,v", "peft_kwargs": {
+        "r": 256, "psoft_alpha": 256, "psoft_svd": "full", "use_cayley_neumann": False}},
+    "psoft_fast": {"method": "psoft", "peft_variant": "fast", "lora_targets": "q,v", "peft_kwargs": {
+        "r": 256, "psoft_alpha": 256, "psoft_svd": "lowrank", "use_cayley_neumann": True}},
+    "randlora": {"lora_rank": 32, "lora_targets": "q,v"},  # randlora_alpha 640, projection_prng_key 0, dense bases
 }
 # Not modelled by memfit yet, so outside the committed grid (the oracle test wants every committed case estimated);
 # records.jsonl keeps their first records: newer_peft_cases(NEWER_PEFT_UNMODELLED) runs them again.
@@ -676,6 +686,7 @@ def newer_peft_cases(methods=None):
     out = []
     for method, extra in (methods or NEWER_PEFT).items():
         extra = dict(extra)
+        method = extra.pop("method", method)
         for family in extra.pop("families", NEWER_PEFT_FAMILIES):
             model_id, layers, _ = FAMILIES[family]
             oracle_id = reduced_config(model_id, layers)

@@ -166,6 +166,16 @@ PEFT_BUILDERS.update({
     "unilora": lambda peft, c: peft.UniLoraConfig(r=c["lora_rank"], theta_d_length=256, proj_seed=42,
                                                   init_theta_d_bound=0.02, target_modules=peft_targets(c),
                                                   task_type="CAUSAL_LM"),
+    "adalora": lambda peft, c: peft.AdaLoraConfig(init_r=c["lora_rank"], target_r=32, r=8, lora_alpha=8, beta1=0.85,
+                                                  beta2=0.85, deltaT=1, orth_reg_weight=0.5, tinit=200, tfinal=500,
+                                                  total_step=5000, target_modules=peft_targets(c),
+                                                  task_type="CAUSAL_LM"),
+    "psoft": lambda peft, c: peft.PsoftConfig(ab_svd_init="psoft_init", psoft_orth=True, psoft_mag_a=True,
+                                              psoft_mag_b=True, num_cayley_neumann_terms=5,
+                                              target_modules=peft_targets(c), task_type="CAUSAL_LM", **c["peft_kwargs"]),
+    "randlora": lambda peft, c: peft.RandLoraConfig(r=c["lora_rank"], randlora_alpha=640, projection_prng_key=0,
+                                                    save_projection=True, sparse=False, very_sparse=False,
+                                                    target_modules=peft_targets(c), task_type="CAUSAL_LM"),
 })
 
 
@@ -376,6 +386,8 @@ def run_case(case, config_path, steps=None, shard=None, step_context=None):
                     if p.grad is not None and tracker.block_of(p.grad) is not None:
                         tracker.mark(p.grad, "gradients")
                 opt.step()
+                if case["method"] == "adalora":  # AdaLoRA's RankAllocator: after the step, before zero_grad
+                    model.base_model.update_and_allocate(step)
                 for state in opt.state.values():
                     for v in state.values():
                         if isinstance(v, torch.Tensor) and tracker.block_of(v) is not None:

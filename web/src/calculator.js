@@ -9,7 +9,7 @@
   const MAX_CONFIG_IN_LINK = 64 * 1024;  // longer pasted configs are not put in the URL
   // Where a core error's JSON Pointer is shown: the first prefix that matches.
   const ERROR_SLOTS = [
-    ['/model', 'err-config'], ['/training/lora', 'err-lora'], ['/training/seq_len', 'err-seq_len'], ['/training/micro_batch', 'err-micro_batch'],
+    ['/model', 'err-config'], ['/training/lora', 'err-lora'], ['/training/trainable_tokens', 'err-tokens'], ['/training/seq_len', 'err-seq_len'], ['/training/micro_batch', 'err-micro_batch'],
     ['/training/grad_accum', 'err-grad_accum'], ['/training/framework_version', 'err-fw_version'], ['/training', 'err-training'], ['/cluster/gpus_per_node', 'err-per_node'],
     ['/cluster/gpus', 'err-gpus'], ['/cluster/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/0/count', 'err-gpus'],
     ['/cluster/gpu_mix/0/gpu/memory_gib', 'err-gpu_mem'], ['/cluster/gpu_mix/1/count', 'err-gpus2'], ['/cluster', 'err-cluster'],

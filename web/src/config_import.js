@@ -880,7 +880,8 @@
     SHIRA: 'shira', C3A: 'c3a', DELORA: 'delora', GRALORA: 'gralora', PEANUT: 'peanut', PROMPT_TUNING: 'prompt_tuning',
     PREFIX_TUNING: 'prefix_tuning', P_TUNING: 'p_tuning', ADAPTION_PROMPT: 'adaption_prompt', LILY: 'lily',
     TINYLORA: 'tinylora', VBLORA: 'vblora', FROD: 'frod', ADAMSS: 'adamss', ROAD: 'road', OSF: 'osf', DEFT: 'deft',
-    BEFT: 'beft', TRAINABLE_TOKENS: 'trainable_tokens', PVERA: 'pvera', UNILORA: 'unilora' };
+    BEFT: 'beft', TRAINABLE_TOKENS: 'trainable_tokens', PVERA: 'pvera', UNILORA: 'unilora', ADALORA: 'adalora',
+    PSOFT: 'psoft', RANDLORA: 'randlora' };
   // The shared-bank adapters' shape keys (peft v0.21.2 tuners/<method>/config.py) -> training.<method>.<field>.
   const SHARED_ADAPTER_KEYS = { lily: { stride_A: 'stride_a', num_B: 'num_b' }, tinylora: { u: 'u', weight_tying: 'weight_tying' },
     vblora: { num_vectors: 'num_vectors', vector_length: 'vector_length', topk: 'topk' },
@@ -916,7 +917,7 @@
 
   function mapPeftMethod(m, method) {
     if (['lora', 'loha', 'lokr', 'vera', 'hira', 'shira', 'gralora', 'peanut', 'delora', 'miss', 'glora', 'lily', 'tinylora', 'vblora',
-      'adamss', 'deft', 'pvera', 'unilora'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
+      'adamss', 'deft', 'pvera', 'unilora', 'psoft', 'randlora'].includes(method)) peftInt(m, 'r', '/training/lora/rank');
     for (const [key, field] of Object.entries(SHARED_ADAPTER_KEYS[method] ?? {})) {
       const v = m.take([key]);
       if (typeof v === 'number' || typeof v === 'boolean') m.set(`/training/${method}/${field}`, v, [key]);
@@ -975,8 +976,9 @@
     }
   }
 
-  /// RoAd's variant, DEFT's para, OSF's rank, trainable tokens' rows, UniLoRA's bank (peft v0.21.2
-  /// tuners/{road,deft,osf,trainable_tokens,unilora}/config.py).
+  /// RoAd's variant, DEFT's para, OSF's rank, trainable tokens' rows, UniLoRA's bank, AdaLoRA's init_r,
+  /// PSOFT's and RandLoRA's shape-neutral keys (peft v0.21.2
+  /// tuners/{road,deft,osf,trainable_tokens,unilora,adalora,psoft,randlora}/config.py).
   function mapPeftOutputSide(m, method) {
     if (method === 'road') {
       const variant = m.take(['variant']);
@@ -1002,6 +1004,23 @@
       if (!Array.isArray(indices) || !indices.length) return m.fail('invalid_value', ['token_indices'], 'token_indices must list the token rows that train');
       m.set('/training/trainable_tokens/count', indices.length, ['token_indices']);
       m.take(['target_modules']);
+    }
+    if (method === 'adalora') {
+      // init_r is the rank A, E and B keep; the allocator's schedule and the regulariser's weight change no shape.
+      peftInt(m, 'init_r', '/training/lora/rank');
+      for (const k of ['r', 'target_r', 'tinit', 'tfinal', 'deltaT', 'beta1', 'beta2', 'orth_reg_weight', 'total_step', 'lora_alpha', 'lora_dropout']) m.take([k]);
+    }
+    if (method === 'psoft') {
+      // peft v0.21.2 tuners/psoft/config.py: the SVD mode and the Cayley-Neumann series change only r x r work.
+      for (const k of ['psoft_alpha', 'psoft_dropout', 'ab_svd_init', 'psoft_svd', 'psoft_svd_lowrank_niter', 'use_cayley_neumann',
+        'num_cayley_neumann_terms', 'cayley_neumann_eps', 'init_weights']) m.take([k]);
+      for (const k of ['psoft_orth', 'psoft_mag_a', 'psoft_mag_b']) {
+        if (m.bool([k]) === false) { m.unread([k]); m.note(`${k} false: memfit counts PSOFT's default trained R (skew entries and both magnitude vectors; at most r² + 2r a linear)`); }
+      }
+    }
+    if (method === 'randlora') {
+      for (const k of ['randlora_alpha', 'randlora_dropout', 'projection_prng_key', 'save_projection', 'init_weights']) m.take([k]);
+      for (const k of ['sparse', 'very_sparse']) m.bool([k]);  // ternary bases, stored dense as the default's
     }
     if (method === 'unilora') {
       const length = m.take(['theta_d_length']);

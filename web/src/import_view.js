@@ -6,7 +6,7 @@
   // Request fields the form holds, by their state key.
   const FIELDS = {
     '/model/preset': 'model', '/training/framework': 'framework', '/training/method': 'method', '/training/lora/rank': 'lora_rank',
-    '/training/lora/targets': 'lora_targets', '/training/lora/modules_to_save': 'lora_saved', '/training/badam/active_block': 'badam', '/training/prompt_encoder': 'prompt_encoder', '/training/precision': 'precision', '/training/optimizer': 'optimizer',
+    '/training/lora/targets': 'lora_targets', '/training/lora/modules_to_save': 'lora_saved', '/training/badam/active_block': 'badam', '/training/prompt_encoder': 'prompt_encoder', '/training/trainable_tokens/count': 'tokens', '/training/precision': 'precision', '/training/optimizer': 'optimizer',
     '/training/micro_batch': 'micro_batch', '/training/grad_accum': 'grad_accum', '/training/seq_len': 'seq_len',
     '/training/activation_checkpointing': 'ckpt', '/training/attention': 'attention', '/training/loss': 'loss',
     '/training/compile': 'compile', '/cluster/gpus': 'gpus', '/cluster/gpus_per_node': 'per_node',
@@ -14,7 +14,7 @@
   // The form's LoRA target choices, by their sorted module list.
   const TARGETS = { 'k,o,q,v': 'attention', 'q,v': 'qv', 'down,gate,k,o,q,up,v': 'all-linear' };
   // Training keys an import replaces (a key the file does not give goes back to its default).
-  const TRAINING_KEYS = ['framework', 'method', 'lora_rank', 'lora_targets', 'lora_saved', 'badam', 'prompt_encoder', 'precision', 'optimizer', 'micro_batch', 'grad_accum',
+  const TRAINING_KEYS = ['framework', 'method', 'lora_rank', 'lora_targets', 'lora_saved', 'badam', 'prompt_encoder', 'tokens', 'precision', 'optimizer', 'micro_batch', 'grad_accum',
     'seq_len', 'ckpt', 'attention', 'loss', 'compile'];
 
   function leaves(value, prefix, out) {

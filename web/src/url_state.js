@@ -5,7 +5,7 @@
 (function (ns) {
   const DEFAULTS = Object.freeze({
     model: 'meta-llama/Llama-3.1-8B', config: '', hf: '',
-    framework: 'hf_trainer', fw_version: '', method: 'full', lora_rank: '16', lora_targets: 'all-linear', lora_saved: '', badam: '', prompt_encoder: '',
+    framework: 'hf_trainer', fw_version: '', method: 'full', lora_rank: '16', lora_targets: 'all-linear', lora_saved: '', badam: '', prompt_encoder: '', tokens: '2',
     precision: '', optimizer: '', micro_batch: '', grad_accum: '', seq_len: '4096',
     ckpt: '', attention: '', loss: '', compile: '',
     gpu: 'H100-80GB', gpu_mem: '', gpus: '8', per_node: '8', gpu2: '', gpus2: '8', host_mem: '', train_tokens: '', pick: '', units: 'GiB',
@@ -57,6 +57,7 @@
     }
     if (state.method === 'full' && state.badam) training.badam = { active_block: state.badam };
     if (state.method === 'p_tuning' && state.prompt_encoder) training.prompt_encoder = state.prompt_encoder;
+    if (state.method === 'trainable_tokens') training.trainable_tokens = { count: number(state.tokens) };
     for (const [key, field] of TRAINING_FIELDS) if (state[key]) training[field] = state[key];
     for (const [key, field] of NUMERIC_TRAINING) if (state[key] !== '') training[field] = number(state[key]);
     if (state.compile) training.compile = state.compile === 'true';

@@ -41,7 +41,8 @@ std::vector<std::string> hf_modules(const std::vector<std::string>& roles) {
 // prompt_tuning,prefix_tuning,adaption_prompt,p_tuning,oft,boft,ln_tuning,miss,glora}/config.py: target_modules,
 // feedforward_modules, r, num_virtual_tokens, adapter_len, adapter_layers, encoder_reparameterization_type,
 // oft_block_size, boft_block_size; tuners/{fourierft,waveft,hira,shira,c3a,delora,gralora,peanut}/config.py: n_frequency, r, block_size;
-// tuners/{road,osf,deft,beft,trainable_tokens}/config.py: variant, rank_pattern, para, token_indices).
+// tuners/{road,osf,deft,beft,trainable_tokens}/config.py: variant, rank_pattern, para, token_indices;
+// tuners/{adalora,psoft,randlora}/config.py: init_r, total_step, r).
 void python_other_peft(Text& p, const TrainingSetup& t, const ModelArchitecture& a) {
   const std::int64_t num_layers = a.num_layers;
   if (!base_frozen(t.method) || is_lora_like(t.method)) return;
@@ -88,7 +89,13 @@ void python_other_peft(Text& p, const TrainingSetup& t, const ModelArchitecture&
     case Method::kGralora:
     case Method::kPvera:
     case Method::kUnilora:
+    case Method::kPsoft:
+    case Method::kRandlora:
     case Method::kPeanut: p << peft_config_class(t.method) << "(r=" << t.lora_rank << ", target_modules=" << target_text; break;
+    // tuners/adalora/config.py: init_r is the trained rank; total_step (required) as the script's max_steps.
+    case Method::kAdalora:
+      p << "AdaLoraConfig(init_r=" << t.lora_rank << ", total_step=1000, target_modules=" << target_text;
+      break;
     case Method::kC3a: p << "C3AConfig(block_size=" << circulant_block(t) << ", target_modules=" << target_text; break;
     // peft v0.21.2 tuners/{lily,tinylora,vblora,frod,adamss}/config.py: r, stride_A, num_B, u, weight_tying,
     // num_vectors, vector_length, topk, sparse_rate, runtime_offload_base_weight, num_subspaces, subspace_rank.
@@ -289,13 +296,25 @@ LaunchFormat python_script(const LaunchInput& in) {
       << "                                             config=\"ds_config.json\")  # micro-batch " << t.micro_batch
       << ", accumulation " << t.grad_accum << "\n";
     p << "for batch in loader:  # sequences of " << t.seq_len << " tokens, " << t.micro_batch << " per GPU\n"
-      << "    loss = engine(**batch).loss\n    engine.backward(loss)\n    engine.step()\n";
+      << "    loss = engine(**batch).loss\n    engine.backward(loss)\n";
+    // AdaLoRA's allocator reads the gradients, which engine.step() zeroes (safe_get_full_grad under ZeRO).
+    if (t.method == Method::kAdalora) p << "    model.base_model.update_and_allocate(engine.global_steps)  # AdaLoRA's rank allocator\n";
+    p << "    engine.step()\n";
   } else {
     p << "args = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=" << t.micro_batch
       << ", gradient_accumulation_steps=" << t.grad_accum << ",\n"
       << "                         gradient_checkpointing=" << (ckpt ? "True" : "False") << ", bf16=" << (mixed == "bf16" ? "True" : "False")
       << ", fp16=" << (mixed == "fp16" ? "True" : "False") << ", max_steps=1000)\n";
-    p << "trainer = Trainer(model=model, args=args, train_dataset=dataset)  # your dataset: sequences of " << t.seq_len << " tokens\n"
+    const bool adalora = t.method == Method::kAdalora;
+    if (adalora) {
+      // peft v0.21.2 tuners/adalora/model.py update_and_allocate: after each optimizer step, before
+      // zero_grad; transformers' Trainer calls on_optimizer_step there.
+      p << "from transformers import TrainerCallback\n\n\nclass AdaLoraAllocate(TrainerCallback):\n"
+        << "    def on_optimizer_step(self, args, state, control, **kwargs):\n"
+        << "        model.base_model.update_and_allocate(state.global_step)\n\n\n";
+    }
+    p << "trainer = Trainer(model=model, args=args, train_dataset=dataset" << (adalora ? ", callbacks=[AdaLoraAllocate()]" : "")
+      << ")  # your dataset: sequences of " << t.seq_len << " tokens\n"
       << "trainer.train()\n";
   }
   f.text = p.str();

@@ -63,3 +63,20 @@ TEST_CASE("PVeRA and UniLoRA estimate with PEFT's ranks; UniLoRA's theta_d count
   CHECK(unilora["result"]["states"]["trainable_params"] == 256);
   request_support::expect_error(request({{"method", "pvera"}, {"lora", {{"dropout", 0.1}}}}), "/training/lora/dropout");
 }
+
+TEST_CASE("AdaLoRA, PSOFT and RandLoRA estimate with PEFT's ranks and take lora.rank only", "[api][peft]") {
+  const json ada = run(request({{"method", "adalora"}}));
+  REQUIRE(ada["ok"] == true);
+  CHECK(ada["result"]["training"]["lora"]["rank"] == 12);  // AdaLoraConfig init_r
+  const json ada64 = run(request({{"method", "adalora"}, {"lora", {{"rank", 64}}}}));
+  REQUIRE(ada64["ok"] == true);
+  CHECK(ada64["result"]["states"]["trainable_params"].get<std::int64_t>() >
+        ada["result"]["states"]["trainable_params"].get<std::int64_t>());
+  for (const char* m : {"psoft", "randlora"}) {
+    const json j = run(request({{"method", m}}));
+    REQUIRE(j["ok"] == true);
+    CHECK(j["result"]["training"]["lora"]["rank"] == 32);
+  }
+  request_support::expect_error(request({{"method", "psoft"}, {"lora", {{"dropout", 0.1}}}}), "/training/lora/dropout");
+  request_support::expect_error(request({{"method", "randlora"}, {"lora", {{"n_frequency", 100}}}}), "/training/lora/n_frequency");
+}

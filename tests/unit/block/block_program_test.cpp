@@ -187,3 +187,82 @@ TEST_CASE("merged LoRA expert stacks make the routed matmuls save their inputs, 
   CHECK(inputs_of(p, BlockPart::kSharedExpert, 2).full_width == 0);
   CHECK(inputs_of(p, BlockPart::kSharedExpert, 2).split == 0);
 }
+
+TEST_CASE("a Llama block's steps: its two norms, rotary, the attention core, the activation and two residual adds", "[block]") {
+  const ModelArchitecture a = llama3_8b();
+  const BlockProgram p = block_program(a, false);
+  std::vector<StepKind> kinds;
+  double wide_eager = 0, split_eager = 0, wide_compiled = 0;
+  ByRuntime kernels;
+  for (std::size_t i = 0; i < p.step_count; ++i) {
+    const BlockStep& s = p.steps[i];
+    kinds.push_back(s.kind);
+    const double elems = static_cast<double>(s.elems.at(1));
+    (s.sequence_split ? wide_eager : split_eager) += s.hbm_bytes_per_elem.eager * elems;
+    if (s.sequence_split) wide_compiled += s.hbm_bytes_per_elem.compiled * elems;
+    kernels.eager += s.kernels.eager;
+    kernels.compiled += s.kernels.compiled;
+    kernels.fused += s.kernels.fused;
+    CHECK(s.saved.at(1) == 0);  // the setup-free program saves nothing
+  }
+  CHECK(kinds == std::vector<StepKind>{StepKind::kNorm, StepKind::kRotary, StepKind::kAttentionCore, StepKind::kActivation,
+                                       StepKind::kResidual});
+  // Eager: 36 bytes per norm element and 6 per residual add on the hidden width; SwiGLU's 10 per
+  // MLP column, rotary's 24 per rotated q and k element (32 + 8 heads of 128).
+  CHECK(wide_eager == 2 * 36.0 * 4096 + 2 * 6.0 * 4096);
+  CHECK(split_eager == 10.0 * 14336 + 24.0 * (32 + 8) * 128);
+  CHECK(wide_compiled == 2 * 6.0 * 4096);  // the residual add fused into the norm's kernel
+  CHECK(kernels.eager == 2 * 8 + 10 + 2 + 2 + 2);
+  CHECK(kernels.compiled == 2 + 1 + 1 + 1);
+  CHECK(kernels.fused == 2 + 1 + 2 + 2 + 1);
+}
+
+TEST_CASE("the steps save the norms' fp32 copies and the flash kernel's q, k, v and logsumexp, split by tp", "[block]") {
+  const ModelArchitecture a = llama3_8b();
+  TrainingSetup t;
+  t.precision = Precision::kBf16;
+  t.attention = AttentionKernel::kFlash;
+  t.method = Method::kLora;  // frozen norm weights: no normalised copy
+  auto saved = [&](StepKind kind, std::int64_t tp) {
+    const BlockProgram p = block_program(a, t, false, false);
+    std::int64_t bytes = 0;
+    for (std::size_t i = 0; i < p.step_count; ++i) {
+      if (p.steps[i].kind == kind) bytes += p.steps[i].saved.at(tp);
+    }
+    return bytes;
+  };
+  CHECK(saved(StepKind::kNorm, 1) == 2 * (4 * 4096 + 4));  // fp32 input copy and rsqrt, per norm
+  // q (32 heads) and the fp32 logsumexp, k and v (8 heads of 128) in bf16.
+  CHECK(saved(StepKind::kAttentionCore, 1) == 32 * (2 * 128 + 4) + 8 * 2 * 256);
+  CHECK(saved(StepKind::kAttentionCore, 8) == 4 * (2 * 128 + 4) + 1 * 2 * 256);
+  CHECK(saved(StepKind::kAttentionCore, 16) == 2 * (2 * 128 + 4) + 1 * 2 * 256);  // a K/V head per rank
+  // Selective checkpointing recomputes the core: the logsumexp goes, q, k, v stay.
+  t.checkpointing = Checkpointing::kSelective;
+  CHECK(saved(StepKind::kAttentionCore, 1) == 32 * 2 * 128 + 8 * 2 * 256);
+}
+
+TEST_CASE("an MoE block's activation runs per routed copy and in the shared expert, its launches once", "[block]") {
+  const BlockProgram p = block_program(moe_toy(), true);
+  double elems = 0, eager_kernels = 0;
+  int activations = 0;
+  for (std::size_t i = 0; i < p.step_count; ++i) {
+    const BlockStep& s = p.steps[i];
+    if (s.kind != StepKind::kActivation) continue;
+    ++activations;
+    elems += static_cast<double>(s.elems.at(1)) * (s.part == BlockPart::kRoutedExpert ? static_cast<double>(p.routed_copies) : 1.0);
+    eager_kernels += s.kernels.eager;
+  }
+  CHECK(activations == 2);
+  CHECK(elems == 2 * 5 + 12);       // top 2 experts of width 5, the shared expert's 12
+  CHECK(eager_kernels == 2);        // SiLU and the gate product, once per block
+  // SwiGLU saves gate out, act out and up out per column of a rank (bf16): the routed expert's 5
+  // columns split 2 ways round up to 3.
+  TrainingSetup t;
+  t.precision = Precision::kBf16;
+  const BlockProgram saved = block_program(moe_toy(), t, true, true);
+  for (std::size_t i = 0; i < saved.step_count; ++i) {
+    const BlockStep& s = saved.steps[i];
+    if (s.kind == StepKind::kActivation && s.part == BlockPart::kRoutedExpert) CHECK(s.saved.at(2) == 3 * 2 * 3);
+    if (s.kind == StepKind::kActivation && s.part == BlockPart::kSharedExpert) CHECK(s.saved.at(2) == 3 * 2 * 6);
+  }
+}

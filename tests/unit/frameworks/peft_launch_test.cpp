@@ -141,3 +141,22 @@ TEST_CASE("the Python script builds RoAd's, DEFT's, OSF's and trainable tokens' 
   CHECK(has(format(launch_configs(in), "python_script").text,
             "TrainableTokensConfig(token_indices=list(range(2)), target_modules=[\"embed_tokens\"]"));
 }
+
+TEST_CASE("the Python script builds AdaLoRA's, PSOFT's and RandLoRA's configs; AdaLoRA's allocator runs after each step", "[launch][peft]") {
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  LaunchInput in = llama_q_v(a);
+  in.setup.method = Method::kAdalora;
+  in.setup.lora_rank = 64;
+  const std::string ada = format(launch_configs(in), "python_script").text;
+  CHECK(has(ada, "AdaLoraConfig(init_r=64, total_step=1000, target_modules=['q_proj', 'v_proj']"));
+  CHECK(has(ada, "model.base_model.update_and_allocate(state.global_step)"));
+  CHECK(has(ada, "callbacks=[AdaLoraAllocate()]"));
+  in.setup.method = Method::kPsoft;
+  in.setup.lora_rank = 256;
+  const std::string psoft = format(launch_configs(in), "python_script").text;
+  CHECK(has(psoft, "PsoftConfig(r=256, target_modules="));
+  CHECK_FALSE(has(psoft, "update_and_allocate"));
+  in.setup.method = Method::kRandlora;
+  in.setup.lora_rank = 32;
+  CHECK(has(format(launch_configs(in), "python_script").text, "RandLoraConfig(r=32, target_modules="));
+}

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "hf_config/parse_hf_config.h"
+#include "memory/model_states.h"
 #include "memory/timeline.h"
 #include "parallel/as_run.h"
 #include "perf/perf_model.h"
@@ -158,4 +159,23 @@ TEST_CASE("pure bf16 ZeRO-3 with an fp32 reduction moves 4-byte gradients in bot
   const StepTime st = estimate_step_time(build_perf_basis(a, inv, t), t, l, h100s(8));
   CHECK(st.gradient_reduce_element_bytes == 4.0);
   CHECK(estimate_distributed(a, inv, t, l, {}, false).peak().states.reduce_layer_bytes == block_elements(inv) * (2 + 4));
+}
+
+TEST_CASE("the step time trains the adapters' parameters the memory model holds, DoRA's magnitude included", "[consistency]") {
+  // Both read block/adapters.h adapted_linear: LoRA's r(in + out) per adapted linear, DoRA's
+  // magnitude vector (out) beside it; fused qkv, MoE experts and a plain MLP.
+  const char* model = GENERATE("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "microsoft/phi-2", "EleutherAI/pythia-160m");
+  const Method method = GENERATE(Method::kLora, Method::kQlora, Method::kDora);
+  const ModelArchitecture a = preset(model);
+  const TensorInventory inv = build_tensor_inventory(a);
+  TrainingSetup t;
+  t.method = method;
+  t.precision = Precision::kBf16;
+  t.lora_rank = 16;
+  t.lora_targets = {"all-linear"};
+  const ModelStates m = compute_model_states(a, inv, t);
+  INFO(model << ", method " << static_cast<int>(method));
+  REQUIRE(m.adapter_params > 0);
+  CHECK(m.trainable_params == m.adapter_params);
+  CHECK(build_perf_basis(a, inv, t).trainable_params == static_cast<double>(m.adapter_params));
 }

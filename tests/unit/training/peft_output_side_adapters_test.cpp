@@ -77,3 +77,40 @@ TEST_CASE("PVeRA saves VeRA's outputs with its sampled middle; UniLoRA LoRA's wi
   CHECK(unilora.saved_weight == 4 * out * 32);                 // B
   CHECK(unilora.saved_weight_for_input_grad == 4 * 32 * in);  // A
 }
+
+TEST_CASE("AdaLoRA trains A, E, B and ranknum at init_r and keeps the rank allocator's three states of each", "[training][peft]") {
+  const std::int64_t in = 3072, out = 1024;
+  const AdaptedLinearTerms ada = adapted_linear_terms(setup(Method::kAdalora, 64), in, out, 4, 2);
+  CHECK(ada.trainable_params == 64 * (in + out + 1) + 1);  // A (r x in), B (out x r), E (r x 1), ranknum
+  CHECK(ada.buffer_bytes == 3 * 4 * 64 * (in + out + 1));  // ipt, exp_avg_ipt, exp_avg_unc of A, E, B
+  CHECK(ada.saved_per_token == 4 * (in + 64 + out));  // x's fp32 copy, h, the dividend of / ranknum
+  CHECK(ada.saved_weight_for_input_grad == 4 * 64 * in);  // A * E
+}
+
+TEST_CASE("PSOFT trains an r x r skew map and two vectors between frozen fp32 SVD factors, saving r values a token", "[training][peft]") {
+  const std::int64_t in = 3072, out = 1024, r = 256;
+  const AdaptedLinearTerms ps = adapted_linear_terms(setup(Method::kPsoft, r), in, out, 4, 2);
+  CHECK(ps.trainable_params == r * (r - 1) / 2 + 2 * r);
+  CHECK(ps.buffer_bytes == 4 * r * (in + out) + 2 * 8 * (r * (r - 1) / 2));  // A, B; triu rows and cols
+  CHECK(ps.saved_per_token == 4 * r);  // xa only: x meets frozen A
+  CHECK(ps.saved_weight == 4 * 4 * r * r);  // solve's A, LU, result; the first magnitude product
+  CHECK(ps.saved_weight_for_input_grad == 4 * r * r);  // R
+}
+
+TEST_CASE("RandLoRA trains scales of the shared bases; which side saves per token depends on the linear's shape", "[training][peft]") {
+  const std::int64_t r = 32;
+  CHECK(randlora_bases(r, 3072, 1024) == 32);
+  CHECK(randlora_bases(r, 100, 4096) == 4);  // rounded up to full rank
+  CHECK(randlora_shared_elems(r, 3072, 3072) == r * 3072 + 3072 * 96 * r);
+  const TrainingSetup t = setup(Method::kRandlora, r);
+  // q (in <= out): x's fp32 copy per token; the scaled bases (r·n x in) for x's gradient.
+  const AdaptedLinearTerms q = adapted_linear_terms(t, 3072, 3072, 4, 2);
+  CHECK(q.trainable_params == r * 96 + 96 * 3072);  // lambda, gamma
+  CHECK(q.saved_per_token == 4 * 3072);
+  CHECK(q.saved_weight_for_input_grad == 4 * 96 * r * 3072);
+  CHECK(q.saved_weight == 0);  // B is a view of the shared bank
+  // v (out < in): the n·r-wide hidden per token.
+  const AdaptedLinearTerms v = adapted_linear_terms(t, 3072, 1024, 4, 2);
+  CHECK(v.saved_per_token == 4 * 32 * r);
+  CHECK(v.saved_weight_for_input_grad == 4 * 32 * r * 1024);
+}
