@@ -108,8 +108,8 @@ test('search: fastest layouts that fit, --top N, launch configs', () => {
   const rejected = Object.values(j.counts.rejected).reduce((a, b) => a + b, 0);
   assert.equal(j.counts.enumerated, j.counts.valid + rejected);
   assert.equal(j.launch.length, 11);
-  // The default framework (hf_trainer) launches with accelerate and a train.py, both marked for it.
-  assert.deepEqual(j.launch.filter((f) => f.for_framework).map((f) => f.format), ['accelerate_yaml', 'python_script']);
+  // The default framework (hf_trainer) launches a train.py (first: the model, method and arguments) with accelerate, both marked for it.
+  assert.deepEqual(j.launch.filter((f) => f.for_framework).map((f) => f.format), ['python_script', 'accelerate_yaml']);
   for (const f of j.launch.filter((x) => x.for_framework)) assert.ok(f.supported && f.text.length > 0, f.format);
   assert.ok(j.methods.some((m) => m.method === 'DDP'));
 });
@@ -136,6 +136,22 @@ test('launch: configs for the request layout; a bad layout names its field', () 
   const bad = memfit('launch', file);
   assert.equal(bad.code, 2);
   assert.equal(JSON.parse(bad.out).error.path, '/parallel');
+});
+
+test('launch: QLoRA on one GPU under the HF Trainer opens with the train.py that loads 4-bit and adds the adapter', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'memfit-cli-'));
+  const file = join(dir, 'qlora.json');
+  writeFileSync(file, JSON.stringify({
+    model: { preset: 'meta-llama/Llama-3.1-8B' },
+    training: { framework: 'hf_trainer', method: 'qlora', base_quant: 'nf4', lora: { rank: 16 } },
+    cluster: { gpu: { preset: 'RTX-4090' }, gpus: 1 },
+  }));
+  const r = memfit('launch', file);
+  assert.equal(r.code, 0, r.err);
+  const first = JSON.parse(r.out).formats.find((f) => f.for_framework);
+  assert.equal(first.format, 'python_script');
+  assert.match(first.text, /BitsAndBytesConfig/);
+  assert.match(first.text, /LoraConfig/);
 });
 
 test('a reader that closes the pipe early ends the CLI quietly', async () => {

@@ -85,7 +85,9 @@ FrameworkCapabilities hf_trainer_capabilities() {
   // ParallelismConfig tp/cp is not offered yet).
   no_model_parallel(c);
   c.selective_checkpointing = false;
-  c.launch_formats = {"accelerate_yaml", "python_script"};
+  // train.py first: it holds the model, the method (PEFT, bitsandbytes) and TrainingArguments; the
+  // accelerate file only the distribution (near empty on one GPU).
+  c.launch_formats = {"python_script", "accelerate_yaml"};
   c.sources = {"huggingface/accelerate @ d6d3e03: docs/source/usage_guides/fsdp.md, deepspeed.md (strategies, offload)",
                "deepspeedai/DeepSpeed v0.16.4: docs/_pages/config-json.md (offload_optimizer stages 1-3, offload_param stage 3)",
                "huggingface/transformers v5.15.0: src/transformers/modeling_utils.py (gradient_checkpointing_enable: per layer)",
