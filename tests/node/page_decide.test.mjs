@@ -596,6 +596,40 @@ test('nothing fits: the settings that would, each searched by the core, fastest 
   await page.close();
 });
 
+test('nothing fits for a full fine-tune: checkpointing, 8-bit states, LoRA and QLoRA each searched alone; offered exactly when the core finds a fit, with its numbers', { skip }, async () => {
+  const state = { method: 'full', gpu: 'A100-40GB', gpus: '1', per_node: '1', micro_batch: '2', ckpt: 'none', optimizer: 'adamw' };
+  const page = await open(at(state));
+  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
+  const { request, result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
+  const find = (pattern) => items.find(([b]) => pattern.test(b));
+  const variant = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
+  const offered = [];
+  for (const [pattern, training] of [[/^Use full activation checkpointing$/, { activation_checkpointing: 'full' }],
+    [/^Use 8-bit AdamW optimizer states$/, { optimizer: 'adamw_8bit' }],
+    [/^Use LoRA adapters instead of every weight$/, { method: 'lora' }], [/^Use QLoRA: LoRA over a 4-bit \(NF4\) base$/, { method: 'qlora' }]]) {
+    // The page searches each lever with the form's other settings as set (micro-batch 2, no checkpointing).
+    const c = variant({ micro_batch: 2, activation_checkpointing: 'none', ...training }).recommended;
+    const item = find(pattern);
+    if (!c) {
+      assert.equal(item, undefined, `${pattern} offered, but the core finds no layout that fits`);
+      continue;
+    }
+    assert.ok(item, `${pattern} missing though ${c.method} fits:\n${items.join('\n')}`);
+    const host = c.memory.host_bytes_per_node > 0 ? `, host ${gib(c.memory.host_bytes_per_node)} per node` : '';
+    const expected = `→ ${c.method}: ${gib(c.memory.device_total_bytes)} per GPU (${percent(c.memory.usage_fraction)})${host}`;
+    assert.ok(item[1].includes(expected), `${item[1]} vs ${expected}`);
+    offered.push(pattern.source);
+  }
+  // On a 40 GB card without checkpointing, checkpointing alone fits with the optimizer offloaded (its host
+  // memory shown); the others are offered or not as the core answers them (above).
+  assert.ok(offered.includes(/^Use full activation checkpointing$/.source), offered.join(', '));
+  assert.match(find(/^Use full activation checkpointing$/)[1], /host [\d.]+ GiB per node/);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('a host memory per node set: layouts whose offload needs more are "host OOM", sorted last and never ★', { skip }, async () => {
   // The version named: at the high end of the unknown version's range only offload layouts fit.
   const page = await open(at({ model: 'meta-llama/Llama-3.1-70B-Instruct', fw_version: '2026-01' }));
