@@ -43,6 +43,20 @@ function candidateRequest(request, c) {
 }
 
 /// No axe violation at 1280 x 900 and 390 x 844; a full-page screenshot of each in artifacts/.
+/// The page at `url` once it has listed its levers (nothing fits: checked against the CLI): its
+/// request, each lever as [button text, whole line], and the first lever whose button matches.
+async function openLevers(url, timeout) {
+  const page = await open(url);
+  await page.waitForSelector('.calc[data-levers="1"]', { timeout });
+  const { request, result } = await assertMatchesCli(page);
+  assert.equal(result.fit.verdict, 'oom');
+  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
+  return { page, request, items, find: (pattern) => items.find(([b]) => pattern.test(b)) };
+}
+
+/// The core's search behind the page's `request` with `training` changed, as a lever asks it.
+const leverSearch = (request, training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
+
 async function checkAxeAndShoot(page, name) {
   for (const [width, height] of [[390, 844], [1280, 900]]) {
     await page.setViewportSize({ width, height });
@@ -558,12 +572,7 @@ test('TRL and Unsloth: their own launch file first, their loss kernels in the se
 
 test('nothing fits: the settings that would, each searched by the core, fastest under 90 % first, applied with a click', { skip }, async () => {
   const state = { method: 'qlora', gpu: 'RTX-4090', gpus: '1', per_node: '1', micro_batch: '4' };
-  const page = await open(at(state));
-  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
-  const { request, result } = await assertMatchesCli(page);
-  assert.equal(result.fit.verdict, 'oom');
-  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
-  const find = (pattern) => items.find(([b]) => pattern.test(b));
+  const { page, request, items, find } = await openLevers(at(state), 30000);
   // The review's two biggest levers: the fused loss kernel and micro-batch 1 × accumulation 4.
   const loss = find(/^Use fused linear \+ cross-entropy loss kernel$/);
   const accum = find(/^Use micro-batch 1 × gradient accumulation 4 \(the same batch\)$/);
@@ -571,10 +580,9 @@ test('nothing fits: the settings that would, each searched by the core, fastest 
   const together = find(/, together$/);
   assert.ok(loss && accum && together, items.join('\n'));
   assert.match(together[0], /fused linear \+ cross-entropy loss kernel, micro-batch 1 × gradient accumulation 4, 8-bit AdamW optimizer states, together/);
-  const variant = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
   for (const [[, text], training] of [[loss, { loss: 'fused' }], [accum, { micro_batch: 1, grad_accum: 4 }],
     [together, { loss: 'fused', micro_batch: 1, grad_accum: 4, optimizer: 'adamw_8bit' }]]) {
-    const c = variant(training).recommended;
+    const c = leverSearch(request, training).recommended;
     assert.ok(text.includes(`→ ${c.method}: ${gib(c.memory.device_total_bytes)} per GPU (${percent(c.memory.usage_fraction)})`), `${text} vs ${c.method} ${gib(c.memory.device_total_bytes)}`);
   }
   // Ranked: under 90 % first, fastest first; a shorter sequence last.
@@ -598,19 +606,13 @@ test('nothing fits: the settings that would, each searched by the core, fastest 
 
 test('nothing fits for a full fine-tune: checkpointing, 8-bit states, LoRA and QLoRA each searched alone; offered exactly when the core finds a fit, with its numbers', { skip }, async () => {
   const state = { method: 'full', gpu: 'A100-40GB', gpus: '1', per_node: '1', micro_batch: '2', ckpt: 'none', optimizer: 'adamw' };
-  const page = await open(at(state));
-  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 30000 });
-  const { request, result } = await assertMatchesCli(page);
-  assert.equal(result.fit.verdict, 'oom');
-  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
-  const find = (pattern) => items.find(([b]) => pattern.test(b));
-  const variant = (training) => cli('search', { ...searchRequest(request), training: { ...searchRequest(request).training, ...training }, search: { top: 1, launch: false } });
+  const { page, request, items, find } = await openLevers(at(state), 30000);
   const offered = [];
   for (const [pattern, training] of [[/^Use full activation checkpointing$/, { activation_checkpointing: 'full' }],
     [/^Use 8-bit AdamW optimizer states$/, { optimizer: 'adamw_8bit' }],
     [/^Use LoRA adapters instead of every weight$/, { method: 'lora' }], [/^Use QLoRA: LoRA over a 4-bit \(NF4\) base$/, { method: 'qlora' }]]) {
     // The page searches each lever with the form's other settings as set (micro-batch 2, no checkpointing).
-    const c = variant({ micro_batch: 2, activation_checkpointing: 'none', ...training }).recommended;
+    const c = leverSearch(request, { micro_batch: 2, activation_checkpointing: 'none', ...training }).recommended;
     const item = find(pattern);
     if (!c) {
       assert.equal(item, undefined, `${pattern} offered, but the core finds no layout that fits`);
@@ -767,11 +769,7 @@ test('the ★ is a layout the chosen framework runs, and its own launch file exp
 });
 
 test('a tiny GPU: levers still come (the GPU\'s own memory, a GPU with more memory, more GPUs), ranked and applied with a click', { skip }, async () => {
-  const page = await open(at({ gpu_mem: '1' }));
-  await page.waitForSelector('.calc[data-levers="1"]', { timeout: 60000 });
-  const { request, result } = await assertMatchesCli(page);
-  assert.equal(result.fit.verdict, 'oom');
-  const items = await page.$$eval('#suggestions li', (lis) => lis.map((li) => [li.querySelector('button').textContent, li.textContent]));
+  const { page, request, items } = await openLevers(at({ gpu_mem: '1' }), 60000);
   assert.match(await page.textContent('#suggestions h3'), /How to make it fit/);
   const own = items.find(([b]) => /own memory \(not 1 GiB\)/.test(b));
   const larger = items.find(([b]) => /a GPU with more memory/.test(b));
