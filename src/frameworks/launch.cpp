@@ -3,6 +3,8 @@
 // file runs them in the order the answer lists them and marks the request's framework's.
 #include "frameworks/launch.h"
 
+#include <iterator>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -14,42 +16,52 @@ namespace memfit {
 
 namespace {
 
-// The framework each framework-specific format launches: a method outside that framework's
-// capabilities (its profile.cpp, e.g. Axolotl's lora / qlora / dora and full) has no spelling in it.
-constexpr std::pair<std::string_view, Framework> kFormatFrameworks[] = {
-    {"axolotl_yaml", Framework::kAxolotl},       {"llamafactory_yaml", Framework::kLlamaFactory},
-    {"torchtune_command", Framework::kTorchtune}, {"unsloth_python", Framework::kUnsloth},
-    {"megatron_args", Framework::kMegatron},      {"torchtitan_toml", Framework::kTorchtitan},
-    {"fsdp_qlora_command", Framework::kFsdpQlora}};
+// Every writer, in the order the answer lists the formats a framework does not claim (a new
+// writer: one row here, declared in launch_common.h). `trains_only` names the framework a format
+// launches, whose capabilities bound the methods it can spell (e.g. Axolotl's lora / qlora / dora
+// and full); a format without one launches whatever the method.
+struct LaunchWriter {
+  LaunchFormat (*write)(const LaunchInput&);
+  std::optional<Framework> trains_only;
+};
+constexpr LaunchWriter kLaunchWriters[] = {
+    {launch_files::deepspeed, std::nullopt},
+    {launch_files::accelerate, std::nullopt},
+    {launch_files::megatron, Framework::kMegatron},
+    {launch_files::torchtitan, Framework::kTorchtitan},
+    {launch_files::torchtune, Framework::kTorchtune},
+    {launch_files::trl_sft, std::nullopt},
+    {launch_files::unsloth_script, Framework::kUnsloth},
+    {launch_files::python_script, std::nullopt},
+    {launch_files::fsdp_qlora, Framework::kFsdpQlora},
+    {launch_files::axolotl_yaml, Framework::kAxolotl},
+    {launch_files::llamafactory_yaml, Framework::kLlamaFactory},
+};
 
 /// A format whose framework cannot train the method is unsupported, said, instead of a file that
 /// silently trains something else.
-void refuse_untrained_method(LaunchFormat& f, Method method) {
-  for (const auto& [format, framework] : kFormatFrameworks) {
-    if (format != f.format || !f.supported) continue;
-    const FrameworkCapabilities caps = framework_capabilities(framework);
-    if (caps.methods[static_cast<int>(method)]) return;
-    std::string trained;
-    for (const auto& [name, m] : kMethodNames) {
-      if (caps.methods[static_cast<int>(m)]) trained += (trained.empty() ? "" : ", ") + std::string(name);
-    }
-    f.supported = false;
-    f.text.clear();
-    f.notes.assign({f.file_name + " cannot train " + name_of(method, kMethodNames) + ": its framework trains " + trained});
-    return;
+void refuse_untrained_method(LaunchFormat& f, const LaunchWriter& writer, Method method) {
+  if (!writer.trains_only || !f.supported) return;
+  const FrameworkCapabilities caps = framework_capabilities(*writer.trains_only);
+  if (caps.methods[static_cast<int>(method)]) return;
+  std::string trained;
+  for (const auto& [name, m] : kMethodNames) {
+    if (caps.methods[static_cast<int>(m)]) trained += (trained.empty() ? "" : ", ") + std::string(name);
   }
+  f.supported = false;
+  f.text.clear();
+  f.notes.assign({f.file_name + " cannot train " + name_of(method, kMethodNames) + ": its framework trains " + trained});
 }
 
 }  // namespace
 
 std::vector<LaunchFormat> launch_configs(const LaunchInput& in) {
-  using namespace launch_files;
-  // Every writer, in the order the answer lists the formats a framework does not claim (a new
-  // writer: one entry here, declared in launch_common.h).
-  std::vector<LaunchFormat> all = {deepspeed(in),     accelerate(in),     megatron(in),        torchtitan(in),
-                                   torchtune(in),     trl_sft(in),        unsloth_script(in),  python_script(in),
-                                   fsdp_qlora(in),    axolotl_yaml(in),   llamafactory_yaml(in)};
-  for (LaunchFormat& f : all) refuse_untrained_method(f, in.setup.method);
+  std::vector<LaunchFormat> all;
+  all.reserve(std::size(kLaunchWriters));
+  for (const LaunchWriter& writer : kLaunchWriters) {
+    all.push_back(writer.write(in));
+    refuse_untrained_method(all.back(), writer, in.setup.method);
+  }
   const std::vector<std::string> own = framework_capabilities(in.framework).launch_formats;
   // The framework's own formats first, in the order its capabilities list them (its main file first).
   std::vector<LaunchFormat> ordered;

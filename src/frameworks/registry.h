@@ -1,8 +1,8 @@
 // The framework registry: one entry per framework, in kFrameworks (the order of
 // framework_profiles(), which docs and the page list). A framework is a folder
 // frameworks/<key>/ holding profile.cpp (its profile, dated history and capabilities) and, when
-// memfit writes its launch file, launch.cpp (listed in frameworks/launch.cpp). README "Add a
-// framework" is the checklist.
+// memfit writes its launch file, launch.cpp (a row of kLaunchWriters in frameworks/launch.cpp).
+// README "Add a framework" is the checklist.
 #pragma once
 #include <initializer_list>
 #include <vector>
