@@ -39,13 +39,13 @@ struct FrameworkProfile {
   Framework id;
   std::string key;                   // request value: "hf_trainer"
   std::string name;                  // "Hugging Face Trainer"
-  TrainingSetup defaults;            // a complete setup; request fields override it
-  DistributedBehaviour dist;         // its distributed code's memory behaviours
-  std::vector<std::string> sources;  // repository @ revision: file, one per default
-  std::vector<DatedBehaviour> history;
+  TrainingSetup defaults{};            // a complete setup; request fields override it
+  DistributedBehaviour dist{};         // its distributed code's memory behaviours
+  std::vector<std::string> sources{};  // repository @ revision: file, one per default
+  std::vector<DatedBehaviour> history{};
   /// Every counter the framework's memory log prints (empty: only `defaults.logged_counter`). A
   /// published figure that does not say which it is spans them (result `framework.logged_counters`).
-  std::vector<MemoryCounter> logged_counters;
+  std::vector<MemoryCounter> logged_counters{};
   /// Defaults that depend on which of the framework's recipes runs — by the method and whether
   /// the run spans GPUs — as of `yyyymm` (0: the current code); applied once the cluster is
   /// known. Null: none.

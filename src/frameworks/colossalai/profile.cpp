@@ -6,7 +6,7 @@
 namespace memfit {
 
 FrameworkProfile colossalai_profile() {
-  FrameworkProfile p{Framework::kColossalai, "colossalai", "Colossal-AI (Gemini)", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kColossalai, .key = "colossalai", .name = "Colossal-AI (Gemini)"};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kAmpFp16;             // precision="fp16", master_weights=True
   t.optimizer = Optimizer::kAdamW;

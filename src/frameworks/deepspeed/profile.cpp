@@ -6,7 +6,7 @@
 namespace memfit {
 
 FrameworkProfile deepspeed_profile() {
-  FrameworkProfile p{Framework::kDeepspeed, "deepspeed", "DeepSpeed", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kDeepspeed, .key = "deepspeed", .name = "DeepSpeed"};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kAmpBf16;             // bf16 model + fp32 master partitions
   t.optimizer = Optimizer::kAdamW;

@@ -6,7 +6,7 @@
 namespace memfit {
 
 FrameworkProfile fsdp_qlora_profile() {
-  FrameworkProfile p{Framework::kFsdpQlora, "fsdp_qlora", "Answer.AI fsdp_qlora", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kFsdpQlora, .key = "fsdp_qlora", .name = "Answer.AI fsdp_qlora"};
   TrainingSetup& t = p.defaults;
   t.method = Method::kQlora;                     // train_type="qlora"
   t.precision = Precision::kBf16;                // precision="bf16": pure bf16, quant_storage bf16

@@ -7,7 +7,7 @@
 namespace memfit {
 
 FrameworkProfile hf_trainer_profile() {
-  FrameworkProfile p{Framework::kHfTrainer, "hf_trainer", "Hugging Face Trainer (+ PEFT)", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kHfTrainer, .key = "hf_trainer", .name = "Hugging Face Trainer (+ PEFT)"};
   TrainingSetup& t = p.defaults;
   // v5 from_pretrained loads the checkpoint dtype (bf16); bf16=True autocasts over bf16 weights,
   // so weights, gradients and AdamW states are all bf16 (no fp32 master).

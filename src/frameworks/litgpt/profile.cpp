@@ -5,7 +5,7 @@
 namespace memfit {
 
 FrameworkProfile litgpt_profile() {
-  FrameworkProfile p{Framework::kLitgpt, "litgpt", "LitGPT", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kLitgpt, .key = "litgpt", .name = "LitGPT"};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kBf16;                // config_hub/finetune/*.yaml: precision bf16-true
   t.optimizer = Optimizer::kAdamW;

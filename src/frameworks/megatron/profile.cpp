@@ -6,7 +6,7 @@
 namespace memfit {
 
 FrameworkProfile megatron_profile() {
-  FrameworkProfile p{Framework::kMegatron, "megatron", "Megatron-LM / Megatron-Core", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kMegatron, .key = "megatron", .name = "Megatron-LM / Megatron-Core"};
   TrainingSetup& t = p.defaults;
   // --bf16: bf16 params, fp32 main params and fp32 main_grad (18 B/param with Adam); amp_bf16
   // carries the same 18 bytes (fp32 weights + fp32 grads + 8 state + 2 bf16 copy).

@@ -5,7 +5,7 @@
 namespace memfit {
 
 FrameworkProfile other_profile() {
-  FrameworkProfile p{Framework::kOther, "other", "other (PyTorch defaults)", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kOther, .key = "other", .name = "other (PyTorch defaults)"};
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
   p.sources = {"pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)"};
   return p;

@@ -6,7 +6,7 @@
 namespace memfit {
 
 FrameworkProfile torchtitan_profile() {
-  FrameworkProfile p{Framework::kTorchtitan, "torchtitan", "torchtitan", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kTorchtitan, .key = "torchtitan", .name = "torchtitan"};
   TrainingSetup& t = p.defaults;
   // training.dtype float32 with mixed_precision_param bfloat16: on one device torch.autocast.
   t.precision = Precision::kAmpBf16;

@@ -6,7 +6,7 @@
 namespace memfit {
 
 FrameworkProfile torchtune_profile() {
-  FrameworkProfile p{Framework::kTorchtune, "torchtune", "torchtune", {}, {}, {}, {}};
+  FrameworkProfile p{.id = Framework::kTorchtune, .key = "torchtune", .name = "torchtune"};
   TrainingSetup& t = p.defaults;
   t.precision = Precision::kBf16;                // dtype: bf16 builds the model in bf16, no master
   t.optimizer = Optimizer::kAdamW;
