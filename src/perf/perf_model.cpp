@@ -1172,10 +1172,16 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   st.comm.tp_s = m * sc.tp_s;
   st.comm.cp_s = m * sc.cp_s;
   st.comm.ep_s = m * sc.ep_s;
-  // Pipeline: fill and drain of (p - 1) / v micro-batch slots (Narayanan et al. 2021, §2.2),
-  // and one activation send plus one gradient receive per micro-batch and chunk boundary.
+  // Pipeline: fill and drain (Narayanan et al. 2021, §2.2: (p - 1) / v micro-batch slots when the
+  // stages are equal), and one activation send plus one gradient receive per micro-batch and chunk
+  // boundary. The fill is the first micro-batch's forward through the stages before the pacing
+  // one, the drain the last micro-batch's backward back through them, so each of those stages adds
+  // its own time, not the pacing stage's: p stages over m micro-batches take sum t_i + (m - 1) max t_i
+  // (identical jobs through a flow shop). The stages between the ends are charged the first
+  // stage's time (an even split gives the first the most layers; it also holds the embedding).
   if (l.pp > 1) {
-    st.bubble_s = (p - 1) / v * per_mb;
+    const double first_s = stage_micro_batch_s(costs.first), last_s = stage_micro_batch_s(costs.last);
+    st.bubble_s = ((p - 2) * first_s + std::min(first_s, last_s)) / v;
     double msg = tokens * static_cast<double>(b.hidden) * act_bytes / sp_div;
     double regather = 0;
     if (l.behaviour.pp_scatter_gather && !l.sequence_parallel && l.tp > 1) {
@@ -1368,7 +1374,7 @@ std::vector<std::string> perf_assumptions(const PerfConstants& k, const ClusterS
   out.emplace_back("data-parallel reductions overlap the last backward; ZeRO-3 gathers overlap compute except the first block's");
   std::snprintf(buf, sizeof buf, "compute runs %.1f %% slower while an overlapped collective runs beside it", 100 * k.overlap_compute_slowdown);
   out.emplace_back(buf);
-  out.emplace_back("tensor-parallel collectives of the forward are not overlapped (no async TP); the backward's run beside their GEMMs where the framework launches them asynchronously (Megatron-LM, Transformer Engine); pipeline bubble (p-1)/v micro-batch slots");
+  out.emplace_back("tensor-parallel collectives of the forward are not overlapped (no async TP); the backward's run beside their GEMMs where the framework launches them asynchronously (Megatron-LM, Transformer Engine); pipeline bubble: the fill and drain through the stages other than the pacing one, each at its own time, over v ((p-1)/v slots for equal stages)");
   out.emplace_back("context-parallel ring: each step's transfer overlaps that step's attention (PyTorch's all-gather rotation: the first step's only; its fp32 merges as eager kernels); its half-block steps fill the SMs in whole waves of FlashAttention-2's grid, and each step launches its own kernels");
   out.emplace_back("load-balanced experts and stages; no data-loading overhead");
   return out;

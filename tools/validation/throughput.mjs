@@ -238,7 +238,7 @@ const frozen = existsSync(freezeFile)
 
 const out = tables(shaped, { titan: 'torchtitan', tune: 'torchtune', megatron: 'Megatron-LM' });
 out.push('', '**Blind rows** (`tests/validation/throughput_blind.json`: published runs the model was not shaped on; the blind columns are the frozen first predictions):', '');
-out.push(...tables(blind, { nemo: 'NeMo', bridge: 'Megatron-Bridge', bloom: 'BigScience BLOOM tuning', foundry: 'MosaicML llm-foundry', dlperf: 'DLPerf Megatron-LM (V100)' }, frozen));
+out.push(...tables(blind, { nemo: 'NeMo', bridge: 'Megatron-Bridge', bloom: 'BigScience BLOOM tuning', foundry: 'MosaicML llm-foundry', dlperf: 'DLPerf Megatron-LM (V100)', libai: 'LiBai\'s Megatron-LM baseline (V100)' }, frozen));
 out.push('', '**Ranking per source.** A cluster is one model, task and sequence length on the same GPUs, number included. Optimistic: memfit faster than measured (the dangerous direction for a plan).', '');
 const current = ['', (r) => r.predicted];
 out.push(...rankingTable('shaped-on source', bySource(shaped), [current]));

@@ -1,5 +1,5 @@
-// The step-time model's relations: recomputation costs time, the bubble is (p-1)/(m v) of the
-// compute, collectives crossing nodes are slower, each framework's kernels and collectives as
+// The step-time model's relations: recomputation costs time, the bubble is the other stages' fill
+// and drain, collectives crossing nodes are slower, each framework's kernels and collectives as
 // cited, and stage costs independent of what the search reuses them across.
 #include <catch2/catch.hpp>
 
@@ -135,10 +135,13 @@ TEST_CASE("Megatron's hand-fused kernels move each elementwise op's operands onc
   CHECK_FALSE(framework_profile(Framework::kTorchtitan).defaults.fused_elementwise);
 }
 
-TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]") {
+TEST_CASE("the pipeline bubble is the fill and drain through the other stages, each at its own time", "[perf][pp]") {
+  // Llama 3.1 8B: the last stage adds the 128256-wide output layer and the loss, so it sets the
+  // pace; the fill and drain pass the p - 1 stages before it, each at the first stage's time.
   const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   const PerfBasis b = basis_of(a, bf16(1, 4096));
   const ClusterSpec c = cluster("H100-80GB", 8);
+  const auto gpu_s = [](const StageCost& s) { return s.compute_s + s.tp_s + s.cp_s + s.ep_s; };
   for (std::int64_t m : {4, 8, 16}) {
     for (std::int64_t v : {1, 2}) {
       ParallelLayout l;
@@ -146,8 +149,17 @@ TEST_CASE("the pipeline bubble is (p - 1) / (m v) of the compute", "[perf][pp]")
       l.dp = 2;
       l.vpp = v;
       l.schedule = v > 1 ? PipelineSchedule::kInterleaved : PipelineSchedule::k1F1B;
-      const StepTime s = estimate_step_time(b, bf16(1, 4096, m), l, c);
-      CHECK(s.bubble_s / s.compute_s == Approx(3.0 / static_cast<double>(m * v)).epsilon(1e-9));
+      const TrainingSetup t = bf16(1, 4096, m);
+      const StageCosts sc = stage_costs(b, t, l, c);
+      const double first = gpu_s(sc.first), last = gpu_s(sc.last);
+      REQUIRE(sc.first.launch_s < first);  // GPU-bound: a stage's time is its GPU time
+      REQUIRE(last > first);
+      const StepTime s = estimate_step_time(b, t, l, c);
+      CHECK(s.per_micro_batch_s == Approx(last).epsilon(1e-12));
+      CHECK(s.bubble_s == Approx(3.0 * first / static_cast<double>(v)).epsilon(1e-12));
+      // Shorter than (p - 1) / v slots of the pacing stage, which equal stages would give.
+      CHECK(s.bubble_s < 3.0 / static_cast<double>(v) * s.per_micro_batch_s);
+      CHECK(s.compute_s == Approx(static_cast<double>(m) * sc.last.compute_s).epsilon(1e-12));
     }
   }
 }
