@@ -348,6 +348,9 @@ function rowToRequest(row, config) {
   // `fsdp_version=2` (or accelerate's YAML spelling `fsdp_version 2`) in the notes: accelerate ran FSDP2
   // (fully_shard) under the HF Trainer.
   if (/(^|[\s;,(])fsdp_version[= ]2\b/.test(row.notes || '')) parallel.fsdp_version = 2;
+  // `cpu_ram_efficient_loading=true` in the notes: accelerate's fsdp_cpu_ram_efficient_loading (rank 0 loads on the
+  // host, FSDP1 builds each unit on the GPU from there: parallel.cpu_ram_efficient_loading).
+  if (/(^|[\s;,(])cpu_ram_efficient_loading=true\b/.test(row.notes || '')) parallel.cpu_ram_efficient_loading = true;
   // The FSDP plugin's own checkpointing (accelerate's fsdp_activation_checkpointing), as the notes say it.
   if (/activation checkpointing by the FSDP plugin|(^|[\s;,(])fsdp_activation_checkpointing[= ]true\b/.test(row.notes || '')) {
     parallel.fsdp_activation_checkpointing = true;

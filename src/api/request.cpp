@@ -615,9 +615,12 @@ bool read_backend(const Json& parallel) {
 // accelerate re-enabled FSDP2 for bitsandbytes 4-bit models in v1.7.0 (PR #3546, 2025-05).
 constexpr std::int64_t kAccelerateFsdp2QloraYyyymm = 202505;
 
-// Frameworks whose FSDP is accelerate's plugin (its fsdp_config keys apply).
+// Frameworks whose FSDP is accelerate's plugin (its fsdp_config keys apply). Axolotl hands its
+// fsdp_config and fsdp_version to the Trainer's accelerate plugin (axolotl-ai-cloud/axolotl @ 067b021c:
+// src/axolotl/utils/schemas/config.py fsdp_config, fsdp_version).
 bool fsdp_through_accelerate(const FrameworkProfile& profile) {
-  return profile.id == Framework::kHfTrainer || profile.id == Framework::kTrl || profile.id == Framework::kTransformersLoop;
+  return profile.id == Framework::kHfTrainer || profile.id == Framework::kTrl || profile.id == Framework::kTransformersLoop ||
+         profile.id == Framework::kAxolotl;
 }
 
 // accelerate's FSDP2 plugin checkpointed each child of a wrapped block rather than the block
@@ -635,7 +638,7 @@ void read_fsdp_plugin_checkpointing(const Json& parallel, const FrameworkProfile
   if (!f.bool_or({"fsdp_activation_checkpointing"}, false)) return;
   if (!fsdp_through_accelerate(profile)) {
     throw Error(ErrorCode::kInvalidValue, f.path("fsdp_activation_checkpointing"),
-                "fsdp_activation_checkpointing is accelerate's FSDP plugin option (hf_trainer, trl, transformers_loop)");
+                "fsdp_activation_checkpointing is accelerate's FSDP plugin option (hf_trainer, trl, transformers_loop, axolotl)");
   }
   if (t.checkpointing == Checkpointing::kSelective) {
     throw Error(ErrorCode::kInvalidValue, f.path("fsdp_activation_checkpointing"),
@@ -654,7 +657,7 @@ void read_fsdp_version(const FieldReader& f, const FrameworkProfile& profile, st
   const std::int64_t version = f.int_or({"fsdp_version"}, 1, 2, 1);
   if (!fsdp_through_accelerate(profile)) {
     throw Error(ErrorCode::kInvalidValue, f.path("fsdp_version"),
-                "fsdp_version selects accelerate's FSDP under hf_trainer, trl and transformers_loop; " + profile.key +
+                "fsdp_version selects accelerate's FSDP under hf_trainer, trl, transformers_loop and axolotl; " + profile.key +
                     " fixes its own");
   }
   if (version == 2) {
@@ -673,7 +676,7 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     const FieldReader f(*j, path);
     reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "etp", "sequence_parallel", "sharding",
                             "shard_degree", "schedule", "stage_layers", "reshard_after_forward", "backend",
-                            "fsdp_version", "fsdp_activation_checkpointing", "zero3_init"});
+                            "fsdp_version", "fsdp_activation_checkpointing", "zero3_init", "cpu_ram_efficient_loading"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -696,6 +699,21 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     }
     p.behaviour.reshard_after_forward = f.bool_or({"reshard_after_forward"}, p.behaviour.reshard_after_forward);
     if (f.has({"fsdp_version"})) read_fsdp_version(f, profile, framework_yyyymm, p.behaviour);
+    // parallel.cpu_ram_efficient_loading: accelerate's fsdp_cpu_ram_efficient_loading (sync_module_states):
+    // rank 0 holds the model in host memory, the others on the meta device, and FSDP1 builds each unit
+    // on the GPU from there, as Answer.AI's low_memory loading does (DistributedBehaviour::
+    // fsdp1_wrap_from_host; accelerate @ d6d3e03 utils/dataclasses.py FullyShardedDataParallelPlugin
+    // cpu_ram_efficient_loading, accelerator.py prepare_model FSDP(sync_module_states, param_init_fn,
+    // device_id); axolotl @ 15f7910d3 utils/model_shard_quant.py load_sharded_model_quant: rank 0 on
+    // the CPU, the others on meta). FSDP2 loads a full state dict instead: no change there.
+    if (f.has({"cpu_ram_efficient_loading"})) {
+      const bool efficient = f.bool_or({"cpu_ram_efficient_loading"}, false);
+      if (!fsdp_through_accelerate(profile)) {
+        throw Error(ErrorCode::kInvalidValue, f.path("cpu_ram_efficient_loading"),
+                    "cpu_ram_efficient_loading is accelerate's FSDP plugin option (hf_trainer, trl, transformers_loop, axolotl)");
+      }
+      if (efficient && !p.behaviour.gather_copy_out) p.behaviour.fsdp1_wrap_from_host = true;
+    }
     // parallel.zero3_init: whether the model was built under deepspeed.zero.Init (DeepSpeed's
     // documented way, and what transformers does when the DeepSpeed config is registered before
     // from_pretrained); false: DistributedBehaviour::zero3_autograd_holds_gathered.

@@ -17,6 +17,10 @@ namespace memfit {
 
 namespace {
 
+// bitsandbytes Optimizer8bit.init_state with optim_bits 32: state1 and state2 as float32
+// (bitsandbytes 0.49.1 optim/optimizer.py), 8 bytes per parameter for AdamW.
+constexpr std::int64_t kBnb32bitStateBytes = 8;
+
 // Millionths of a byte per parameter of a quantised frozen linear with `in` input features.
 std::int64_t quant_micro_bytes(BaseQuant q, std::int64_t in) {
   switch (q) {
@@ -268,6 +272,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   std::int64_t projected_step_temp = 0, largest_unprojected = 0;
   // Adam-mini's second moments: one per output row (or head, fewer) of a matrix, one per other tensor.
   std::int64_t adam_mini_v = 0;
+  // nn.Embedding weights that bitsandbytes' 8-bit optimizer steps with 32-bit states
+  // (TrainingSetup::bnb8_embedding_states_fp32), by class.
+  std::int64_t bnb_fp32_state_elems[2] = {};
+  const bool bnb8 = t.optimizer == Optimizer::kAdamW8bit || t.optimizer == Optimizer::kPagedAdamW8bit;
   std::int64_t layer_grad_sum = 0;
   std::int64_t layer_gather = 0, layer_reduce = 0, layer_reduce_input = 0;  // of the layer being visited
   std::int64_t layer_cast = 0;  // autocast's 16-bit weight copies of the layer being visited
@@ -350,6 +358,10 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       largest_trainable = std::max(largest_trainable, per_copy * bytes_per);
       large_states += large_pool_states(t.optimizer, per_copy, master_in_opt && bytes_per == wb ? 4 : bytes_per, n);
       if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = per_copy * bytes_per;
+      if (bnb8 && t.bnb8_embedding_states_fp32 && (s.kind == ModuleKind::kEmbedding || s.kind == ModuleKind::kPositionEmbedding)) {
+        bnb_fp32_state_elems[c] += n;
+        large_states += checked_mul(n, kBnb32bitStateBytes - state_bytes_per_param(t.optimizer, bytes_per), "state bytes");
+      }
       if (t.optimizer == Optimizer::kAdafactor) adafactor_step_temp = std::max(adafactor_step_temp, per_copy * 4 * (bytes_per == 4 ? 2 : 4));
       if (t.optimizer == Optimizer::kMuon && is_linear_in_block(s) && s.shape.size() == 2) {
         muon_matrix_state[c] += n * (master_in_opt ? 4 : bytes_per);
@@ -525,6 +537,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     }
   }
   cls[0].states += adafactor_state + adam_mini_v;
+  for (int c = 0; c < 2; ++c) {
+    cls[c].states += checked_mul(bnb_fp32_state_elems[c], kBnb32bitStateBytes - state_bytes_per_param(t.optimizer, 2), "state bytes");
+  }
   for (int c = 0; c < 2; ++c) cls[c].states = cls[c].states - std::min(cls[c].states, projected_full_state[c]) + projected_low_state[c];
   // state_bytes_per_param counts Muon's elements as AdamW's; the matrices keep one buffer, not two.
   for (int c = 0; c < 2; ++c) cls[c].states -= std::min(cls[c].states, muon_matrix_state[c]);

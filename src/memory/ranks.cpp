@@ -33,6 +33,12 @@ NcclUse nccl_use(const ParallelLayout& l) {
     spans_world = spans_world || g[0] == world;
   }
   if (world > 1 && !spans_world) add(world, 1);
+  // A sharded run on one GPU still runs its data-parallel collectives (FSDP2 fully_shard, DeepSpeed
+  // ZeRO) on a one-rank NCCL communicator: NVML used beyond the reserved pool reads 1.89-1.90 GiB for
+  // the accelerate FSDP2 runs on one H200 against 1.35 GiB for the same Trainers unsharded
+  // (tests/validation/measured_h200_trainers: TG-13 vs TG-12, TG-04 and TG-10 vs TG-03), one
+  // communicator's buffers (RuntimeProfile::nccl_communicator_bytes).
+  if (world == 1 && l.sharding != Sharding::kNone) ++n.communicators;
   n.p2p_peers = l.cp_kind == ContextParallelKind::kUlysses ? l.cp - 1 : 0;
   return n;
 }

@@ -255,6 +255,11 @@ struct TrainingSetup {
   /// allocator keeps those segments, so the reserved counter of every later window starts there.
   std::int64_t nf4_quantize_at_init_bytes_per_param = 0;
   bool kbit_prep_fp32 = true;       // PEFT prepare_model_for_kbit_training: non-quantised params fp32
+  /// bitsandbytes' 8-bit optimizers keep 32-bit states for every nn.Embedding weight: the HF
+  /// Trainer registers GlobalOptimManager overrides {"optim_bits": 32} for them (transformers
+  /// v4.52.0 trainer.py create_optimizer; before v4.52 only a class named "Adam8bit" matched,
+  /// which the Trainer never builds). A tied output layer is the same parameter.
+  bool bnb8_embedding_states_fp32 = false;
   MemoryCounter logged_counter = MemoryCounter::kMaxAllocated;
   AmpWeights amp_weights = AmpWeights::kAutocast;
   std::int64_t main_grad_bytes = 4; // master_in_optimizer: element bytes of the gradient buffer

@@ -20,6 +20,12 @@ FrameworkProfile axolotl_profile() {
   t.packed = false;                              // sample_packing: None (dynamic padding)
   t.attention = AttentionKernel::kSdpa;          // attn_implementation None: transformers' sdpa
   t.lora_dropout = 0.0;                          // lora_dropout: 0.0
+  // Its memory logs: utils/bench.py log_gpu_memory_usage printed allocated, "+cache" (reserved) and
+  // "+misc" (NVML used beyond reserved) from 7b55fe641 (2023-08-13); core/trainers/base.py @ 067b021c
+  // logs memory/max_active, max_allocated and device_reserved peaks per logging step. A figure that
+  // does not name its counter may be any of them.
+  p.logged_counters = {MemoryCounter::kMaxAllocated, MemoryCounter::kPeakActive, MemoryCounter::kMaxReserved,
+                       MemoryCounter::kNvidiaSmi};
   // _configure_embedding_dtypes (outside FSDP): embed_tokens and lm_head (and every "norm"
   // module) to float32 over the 16-bit model; the recipe says when they go back.
   t.embeddings_fp32 = true;

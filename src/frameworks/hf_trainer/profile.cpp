@@ -23,6 +23,9 @@ FrameworkProfile hf_trainer_profile() {
   t.logged_counter = MemoryCounter::kMaxAllocated;  // TrainerMemoryTracker: max_memory_allocated
   t.logits_freed_before_backward = true;         // Trainer.compute_loss returns the loss only
   t.lora_merges_fused_experts = true;            // PEFT ParamWrapper on v5's 3-d expert stacks
+  // create_optimizer: a bitsandbytes optimizer with optim_bits 8 gets {"optim_bits": 32} for every
+  // nn.Embedding weight (transformers v4.52.0 trainer.py; v5.24.0 keeps it).
+  t.bnb8_embedding_states_fp32 = true;
   p.history = {{202502, "ForCausalLMLoss copies the shifted logits (logits[..., :-1, :].contiguous())",
                 "huggingface/transformers PR #35646 (merged 2025-01): pad the labels instead of shifting the logits; "
                 "first released in v4.49.0 (2025-02-17): v4.48.1 (2025-01-20) loss/loss_utils.py still copies",
@@ -54,6 +57,11 @@ FrameworkProfile hf_trainer_profile() {
                 "modeling_*.py *RotaryEmbedding._set_cos_sin_cache; v4.45.0 (2024-09-25) computes them per forward "
                 "(mixtral keeps its cache there, not modelled)",
                 [](TrainingSetup& s) { s.rotary_cache_per_layer = true; }},
+               {202505, "bitsandbytes' 8-bit optimizers step nn.Embedding weights with 8-bit states like every other weight",
+                "huggingface/transformers v4.51.3 (2025-04-14) trainer.py create_optimizer registers the 32-bit override only "
+                "when optimizer_cls.__name__ == \"Adam8bit\" (the Trainer builds bitsandbytes.optim.AdamW); v4.52.0 (2025-05) "
+                "matches any bitsandbytes optimizer with optim_bits 8",
+                [](TrainingSetup& s) { s.bnb8_embedding_states_fp32 = false; }},
                {202601, "MoE experts are nn.Linear modules of their own: LoRA adapts each beside its frozen weight",
                 "huggingface/transformers PR #41580, released in v5.0.0 (2026-01): experts as 3-d gate_up_proj/down_proj "
                 "tensors, which PEFT adapts with ParamWrapper (peft v0.21.2 tuners/lora/layer.py _LoraFactorsProxy: "

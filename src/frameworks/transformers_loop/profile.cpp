@@ -14,6 +14,7 @@ FrameworkProfile transformers_loop_profile() {
   // torch.optim.AdamW picks the foreach implementation on CUDA when neither flag is given.
   p.defaults.optimizer_impl = OptimizerImpl::kForeach;
   p.defaults.logits_freed_before_backward = false;  // the loop keeps `outputs` through backward
+  p.defaults.bnb8_embedding_states_fp32 = false;    // the loop builds its optimizer: no Trainer overrides
   p.defaults.outputs_held_across_steps = true;      // ... and the step, until the next forward rebinds it
   p.sources.push_back("pytorch/pytorch: torch/optim/optimizer.py (_default_to_fused_or_foreach)");
   p.sources.push_back("huggingface/accelerate: examples/nlp_example.py (outputs = model(**batch); loss.backward(); "

@@ -73,6 +73,15 @@ TEST_CASE("the Trainer's default AdamW is foreach before transformers picked the
   CHECK(framework_defaults(framework_profile(Framework::kTrl), 202411).optimizer_impl == OptimizerImpl::kForeach);
 }
 
+TEST_CASE("the Trainer keeps 32-bit states for embeddings under bitsandbytes' 8-bit optimizers from transformers 4.52", "[framework]") {
+  const FrameworkProfile& trainer = framework_profile(Framework::kHfTrainer);
+  CHECK(framework_defaults(trainer, 0).bnb8_embedding_states_fp32);
+  CHECK(framework_defaults(trainer, 202505).bnb8_embedding_states_fp32);       // v4.52.0
+  CHECK_FALSE(framework_defaults(trainer, 202504).bnb8_embedding_states_fp32); // v4.51.3: matched "Adam8bit" only
+  CHECK(framework_defaults(framework_profile(Framework::kAxolotl), 202605).bnb8_embedding_states_fp32);
+  CHECK_FALSE(framework_defaults(framework_profile(Framework::kTransformersLoop), 0).bnb8_embedding_states_fp32);
+}
+
 TEST_CASE("rotary caches per layer before transformers 4.45, for the models that kept them", "[framework]") {
   CHECK(loop_setup(202408, "qwen2").rotary_cache_per_layer);
   CHECK(loop_setup(202408, "phi").rotary_cache_per_layer);
@@ -125,4 +134,9 @@ TEST_CASE("torchtune's memory log prints three counters; most frameworks name on
   CHECK(tt.logged_counters.front() == tt.defaults.logged_counter);  // the default is among them
   CHECK(std::find(tt.logged_counters.begin(), tt.logged_counters.end(), MemoryCounter::kMaxReserved) != tt.logged_counters.end());
   CHECK(framework_profile(Framework::kHfTrainer).logged_counters.empty());
+  // Axolotl's logs print allocated, reserved and NVML used (bench.py, 2023-08) and the active peak (2026).
+  const FrameworkProfile& ax = framework_profile(Framework::kAxolotl);
+  REQUIRE(ax.logged_counters.size() == 4);
+  CHECK(ax.logged_counters.front() == ax.defaults.logged_counter);
+  CHECK(std::find(ax.logged_counters.begin(), ax.logged_counters.end(), MemoryCounter::kNvidiaSmi) != ax.logged_counters.end());
 }

@@ -86,3 +86,14 @@ TEST_CASE("the device total carries NCCL's bytes; allocated and reserved do not"
   CHECK(with.nccl_bytes - without.nccl_bytes == 10 * (32LL << 20));
   CHECK(with.device_total_bytes - without.device_total_bytes == 10 * (32LL << 20));
 }
+
+TEST_CASE("a sharded run on one GPU keeps a one-rank communicator; an unsharded one none", "[nccl]") {
+  ParallelLayout one = layout(1, 1, 1, 1);
+  CHECK(nccl_use(one).communicators == 0);
+  one.sharding = Sharding::kZero3;
+  const NcclUse sharded = nccl_use(one);
+  CHECK(sharded.communicators == 1);
+  CHECK(sharded.nvls_local_ranks == 0);  // no peer in the node to share NVLS buffers with
+  one.sharding = Sharding::kZero2;
+  CHECK(nccl_use(one).communicators == 1);
+}
