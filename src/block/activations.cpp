@@ -2,6 +2,7 @@
 #include "block/activations.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "common/units.h"
@@ -174,11 +175,13 @@ std::int64_t prefix_kv_per_layer(const TrainingSetup& t, std::int64_t kvh, std::
 }  // namespace
 
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
-                                   bool cross_attention, bool base_trains, const ActivationSplit& split) {
+                                   bool cross_attention, bool base_trains, const ActivationSplit& split,
+                                   BlockProgramMemo* programs) {
   const std::int64_t h = a.hidden_size;
   const std::int64_t tp = std::max<std::int64_t>(1, split.tp);
   // The block's matmuls and what they save of their inputs (block_program.h).
-  const BlockProgram program = block_program(a, t, moe, base_trains);
+  std::optional<BlockProgram> own;
+  const BlockProgram& program = programs ? programs->get(a, t, moe, base_trains) : own.emplace(block_program(a, t, moe, base_trains));
   const std::int64_t etp = split.expert_tp > 0 ? split.expert_tp : tp;  // MoE parallel folding's expert tp
   const std::array<MatmulInputSaves, kBlockPartCount> matmul_inputs = saved_matmul_inputs(program, tp, etp);
   // Tensor parallelism splits heads and MLP width (Megatron column/row linears); a GQA group
@@ -279,24 +282,32 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     // input. Dropout > 0 keeps a dropped copy and its mask instead. DoRA also keeps the base
     // output and the adapter output for the magnitude rescale (peft/tuners/lora/dora.py).
     const std::int64_t ab = t.adapters_fp32 ? 4 : e;
+    auto adapter_bytes = [&](const AdapterWidths& w) {
+      std::int64_t bytes = ab * t.lora_rank;
+      if (t.lora_dropout > 0) bytes += ab * w.in + w.in;  // dropped input + bool mask
+      else if (adapter_own_copy) bytes += ab * w.in;
+      if (t.method == Method::kDora) bytes += (e + ab) * w.out;
+      return bytes;
+    };
     // One adapter per matmul of the block program that carries one (BlockOp::adapted: a fused qkv
-    // or gate_up linear once when any of its roles is targeted; a plain MLP has no gate):
-    // attention's at their widths on this rank; an MLP's at its whole width, a routed expert's
-    // for its top_k copies together; the shared expert's are not counted here.
+    // or gate_up linear once when any of its roles is targeted; a plain MLP has no gate), at its
+    // widths on this rank (block_program.h adapter_widths: the widths model states give it). A
+    // routed expert's run once per top-k copy, each on the tokens routed to it: per copy at the
+    // expert tp, etp / tp of the sequence per rank, as its matmul inputs above.
+    std::int64_t routed = 0;
     for (std::size_t i = 0; i < program.op_count; ++i) {
       const BlockOp& op = program.ops[i];
-      if (!op.adapted || op.part == BlockPart::kSharedExpert) continue;
-      if (merged_experts && op.part != BlockPart::kAttention) continue;  // the experts' adapters act through the merged stacks
-      auto width = [&](const SplitWidth& w) {
-        if (op.part == BlockPart::kAttention) return w.at(tp);
-        return (op.part == BlockPart::kRoutedExpert && w.a.rule == SplitRule::kColumns ? a.moe.top_k : 1) * w.at(1);
-      };
-      const struct { std::int64_t in, out; } r{width(op.in), width(op.out)};
-      s += ab * t.lora_rank;
-      if (t.lora_dropout > 0) s += ab * r.in + r.in;            // dropped input + bool mask
-      else if (adapter_own_copy) s += ab * r.in;
-      if (t.method == Method::kDora) s += (e + ab) * r.out;
+      if (!op.adapted) continue;
+      if (op.part == BlockPart::kRoutedExpert) {
+        if (!merged_experts) routed += adapter_bytes(adapter_widths(op, etp));  // else through the merged stacks
+      } else {
+        s += adapter_bytes(adapter_widths(op, tp));
+      }
     }
+    if (routed > 0) s += ceil_div(a.moe.top_k * routed * etp, tp);
+    // The shared expert's sigmoid gate (Qwen2-MoE's shared_expert_gate, hidden -> 1; not a matmul
+    // of the program): an adapter on it when targeted, replicated.
+    if (moe && a.moe.shared_expert_gate && targeted("shared_gate")) s += adapter_bytes({h, 1});
   }
   add_peft_adapter_terms(a, t, heads, kvh, d, dv, e, moe, s, out);
   out.saved_per_layer += prefix_kv_per_layer(t, kvh, d, dv, e);

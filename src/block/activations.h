@@ -120,8 +120,10 @@ inline std::int64_t block_child_inputs(const ModelArchitecture& a) {
 }
 
 /// One decoder (or encoder) layer on one rank, per token of that rank; `moe` selects the sparse
-/// MLP; `cross_attention` for T5 decoders.
+/// MLP; `cross_attention` for T5 decoders. `programs`: the setup-aware block programs already
+/// derived (block_program.h BlockProgramMemo; none: derived here).
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
-                                   bool cross_attention, bool base_trains, const ActivationSplit& split = {});
+                                   bool cross_attention, bool base_trains, const ActivationSplit& split = {},
+                                   BlockProgramMemo* programs = nullptr);
 
 }  // namespace memfit

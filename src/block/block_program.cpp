@@ -2,6 +2,8 @@
 #include "block/block_program.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 #include "common/units.h"
 #include "training/parameters.h"
@@ -61,7 +63,7 @@ std::int64_t kernel_kv_heads(const ModelArchitecture& a, const TrainingSetup& t)
 }
 
 bool lora_merges_experts(const TrainingSetup& t, bool moe) {
-  return moe && is_lora_like(t.method) && t.lora_merges_fused_experts &&
+  return moe && is_lora_like(t.method) && t.lora_merges_fused_experts && !t.lora_routed_experts_unadapted &&
          (adapter_targets_role(t, "gate") || adapter_targets_role(t, "up") || adapter_targets_role(t, "down"));
 }
 
@@ -149,24 +151,24 @@ void add_mlp(BlockProgram& p, const ModelArchitecture& a, BlockPart part, std::i
 namespace {
 
 // What the steps save (BlockStep::saved). Each term names the tensor that stays alive.
-void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup& t, bool base_trains) {
+void save_steps(BlockProgram& p, const ModelArchitecture& a, const ProgramSetup& t) {
   const AttentionDims& d = p.attention;
   const std::int64_t h = a.hidden_size, e = activation_bytes(t.precision);
   // fp32 residual stream with 16-bit casts per linear: AMP, or fp32 embeddings under autocast.
-  const std::int64_t stream = fp32_residual_stream(t) ? 4 : e;
+  const std::int64_t stream = t.residual_fp32 ? 4 : e;
   // Norms: RMSNorm (HF) saves an fp32 copy of its input, rsqrt, and for its weight's gradient
   // the normalised pre-weight tensor (autograd saves a mul operand only when the other one needs
   // a gradient: a frozen weight keeps none); LayerNorm saves its input and fp32 mean/rstd. Under
   // AMP the residual stream is fp32. torch.compile fuses RMSNorm into one kernel that saves its
   // input and rsqrt; so does Liger's.
-  const bool norm_trains = base_trains || t.method == Method::kLnTuning;  // PEFT LN tuning's trained copies
+  const bool norm_trains = t.base_trains || t.method == Method::kLnTuning;  // PEFT LN tuning's trained copies
   const bool fused_norm = t.compile || t.liger_kernels;
   const std::int64_t norm_bytes = a.norm == NormKind::kRmsNorm
                                       ? (fused_norm ? stream * h + 4 : 4 * h + (norm_trains ? stream * h : 0) + 4)
                                       : (stream * h + 8);
   // Attention core. Selective checkpointing recomputes it, so its own saved tensors (the s x s
   // scores, the logsumexp) are dropped; q, k, v stay as the recompute's inputs.
-  const bool core_recomputed = t.checkpointing == Checkpointing::kSelective;
+  const bool core_recomputed = t.selective;
   const std::int64_t dq = d.qk_head_dim, dv = d.v_head_dim;
   for (std::size_t i = 0; i < p.step_count; ++i) {
     BlockStep& s = p.steps[i];
@@ -194,7 +196,8 @@ void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup
           const std::int64_t probs = a.attention_dropout > 0 ? 1 + e : (t.softmax_fused_16bit ? 0 : e);
           if (!core_recomputed) s.saved_per_position = {SplitRule::kHeads, d.heads, softmax + probs};
           s.kernels.fused = kMegatronEagerAttentionKernels;
-        } else if (sdpa_math_kernel(a, t)) {
+        } else if (t.attention == AttentionKernel::kSdpa && a.attention.sdpa_unexpanded_kv &&
+                   a.attention.num_kv_heads != a.attention.num_heads) {  // sdpa_math_kernel
           // torch's math SDPA (attention.cpp _scaled_dot_product_attention_math) upcasts 16-bit
           // inputs and saves fp32 copies of the scaled q, k and v and the fp32 probabilities,
           // which both the softmax and the second matmul save (measured on an H200, torch 2.11:
@@ -204,7 +207,10 @@ void save_steps(BlockProgram& p, const ModelArchitecture& a, const TrainingSetup
         } else {
           // q, k, v as the kernel takes them (kernel_kv_heads) and the fp32 logsumexp.
           s.saved = {{SplitRule::kHeads, d.heads, e * dq + (core_recomputed ? 0 : 4)},
-                     {SplitRule::kKvHeads, kernel_kv_heads(a, t), e * (dq + dv)}};
+                     {SplitRule::kKvHeads,
+                      a.attention.layout == QkvLayout::kLowRank || t.attention_repeats_kv ? a.attention.num_heads
+                                                                                          : a.attention.num_kv_heads,  // kernel_kv_heads
+                      e * (dq + dv)}};
         }
         break;
       case StepKind::kDropout: s.saved = s.elems; break;  // a 1-byte mask per element
@@ -261,11 +267,70 @@ BlockProgram block_program(const ModelArchitecture& a, bool moe) {
   return p;
 }
 
+namespace {
+
+// The op roles a LoRA-like adapter can sit on (BlockOp::role), one bit each in ProgramSetup::adapted_roles.
+constexpr const char* kAdaptableRoles[] = {"q", "k", "v", "qkv", "o", "gate", "up", "gate_up", "down"};
+
+std::uint16_t role_bit(std::string_view role) {
+  for (std::size_t i = 0; i < std::size(kAdaptableRoles); ++i) {
+    if (role == kAdaptableRoles[i]) return static_cast<std::uint16_t>(1u << i);
+  }
+  return 0;
+}
+
+}  // namespace
+
+ProgramSetup program_setup(const TrainingSetup& t, bool moe, bool base_trains) {
+  ProgramSetup s;
+  s.precision = t.precision;
+  s.method = t.method;
+  s.attention = t.attention;
+  s.moe = moe;
+  s.base_trains = base_trains;
+  s.residual_fp32 = fp32_residual_stream(t);
+  s.fp8_saves_fp8_inputs = t.fp8_saves_fp8_inputs;
+  s.adapters_fp32 = t.adapters_fp32;
+  s.merged_experts = lora_merges_experts(t, moe);
+  s.selective = t.checkpointing == Checkpointing::kSelective;
+  s.compile = t.compile;
+  s.liger_kernels = t.liger_kernels;
+  s.softmax_fused_16bit = t.softmax_fused_16bit;
+  s.attention_repeats_kv = t.attention_repeats_kv;
+  s.fused_elementwise = t.fused_elementwise;
+  s.routed_experts_unadapted = t.lora_routed_experts_unadapted;
+  if (is_lora_like(t.method)) {
+    for (const char* role : kAdaptableRoles) {
+      if (adapter_targets_role(t, role)) s.adapted_roles |= role_bit(role);
+    }
+  }
+  return s;
+}
+
 BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains) {
+  return block_program(a, program_setup(t, moe, base_trains));
+}
+
+// The reference stays valid until the next get (a new entry may move the others): callers read the
+// program within one layer_activations call.
+const BlockProgram& BlockProgramMemo::get(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains) {
+  if (arch_ != &a) {
+    entries_.clear();
+    arch_ = &a;
+  }
+  const ProgramSetup key = program_setup(t, moe, base_trains);
+  for (const auto& [setup, program] : entries_) {
+    if (setup == key) return program;
+  }
+  return entries_.emplace_back(key, block_program(a, key)).second;
+}
+
+BlockProgram block_program(const ModelArchitecture& a, const ProgramSetup& t) {
+  const bool moe = t.moe, base_trains = t.base_trains;
   BlockProgram p = block_program(a, moe);
   const std::int64_t e = activation_bytes(t.precision);
   // fp32 residual stream with 16-bit casts per linear: AMP, or fp32 embeddings under autocast.
-  const bool amp = fp32_residual_stream(t);
+  const bool amp = t.residual_fp32;
   const bool lora = is_lora_like(t.method);
   // fp8 linears (Transformer Engine) save their inputs as fp8 casts plus a scale.
   const bool fp8_saved = t.precision == Precision::kFp8 && t.fp8_saves_fp8_inputs;
@@ -273,19 +338,22 @@ BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, b
   // PEFT with fp32 adapters over a 16-bit model: each adapter's lora_A saves its own fp32 copy
   // of the input instead of the shared input (counted with the adapters, activations.cpp).
   const bool adapter_own_copy = lora && t.adapters_fp32 && e != 4;
-  // A LoRA-like adapter on each matmul whose role the targets name.
-  bool qkv_adapted = false, gate_up_adapted = false;  // an adapter on a matmul reading the (MLP's) norm output
+  // A LoRA-like adapter on each matmul whose role the targets name (a routed expert's unless PEFT
+  // leaves the fused stacks unadapted), and per part whether one sits on a matmul reading the
+  // part's input (the block's norm output for attention, the MLP's input).
+  std::array<bool, kBlockPartCount> column_adapted{};
   for (std::size_t i = 0; i < p.op_count; ++i) {
     BlockOp& op = p.ops[i];
-    op.adapted = lora && adapter_targets_role(t, op.role);
-    if (op.part == BlockPart::kAttention && op.column) qkv_adapted = qkv_adapted || op.adapted;
-    else if (op.column) gate_up_adapted = gate_up_adapted || op.adapted;
+    op.adapted = lora && (t.adapted_roles & role_bit(op.role)) != 0 &&
+                 !(op.part == BlockPart::kRoutedExpert && t.routed_experts_unadapted);
+    bool& part_adapted = column_adapted[static_cast<std::size_t>(op.part)];
+    if (op.column) part_adapted = part_adapted || op.adapted;
   }
   // A linear's input stays alive when its weight needs a gradient, or when an adapter on it saves
   // the shared input itself.
   auto input_saved = [&](bool adapter) { return base_trains || (lora && adapter && !adapter_own_copy); };
-  const bool merged_experts = lora_merges_experts(t, moe);  // the expert matmuls save their inputs
-  const bool qkv_saved = input_saved(qkv_adapted);
+  const bool merged_experts = t.merged_experts;  // the expert matmuls save their inputs
+  const bool qkv_saved = input_saved(column_adapted[static_cast<std::size_t>(BlockPart::kAttention)]);
   // q, k and v read one storage (one saved input); under AMP each separate projection keeps its
   // own 16-bit autocast copy. An MLP's gate and up each keep one under AMP (the fused gate_up too).
   const bool qkv_casts = amp && a.attention.layout == QkvLayout::kSeparate;
@@ -301,13 +369,17 @@ BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, b
     } else if (op.column) {
       const bool first = !p.ops[i - 1].column;  // an MLP's first column-parallel matmul
       const bool fused = a.mlp.gated && a.mlp.fused_gate_up;
-      if ((input_saved(gate_up_adapted) || merged) && (first || amp)) op.saves = {amp && fused ? 2 : 1, column_in};
+      if ((input_saved(column_adapted[static_cast<std::size_t>(op.part)]) || merged) && (first || amp)) op.saves = {amp && fused ? 2 : 1, column_in};
     } else if (input_saved(op.adapted) || merged) {
       op.saves = {1, fp8_saved ? 1 : e};  // down's input
     }
   }
-  save_steps(p, a, t, base_trains);
+  save_steps(p, a, t);
   return p;
+}
+
+AdapterWidths adapter_widths(const BlockOp& op, std::int64_t tp) {
+  return adapter_widths_on_rank(op.in.at(1), op.out.at(1), op.column ? AdapterSplit::kColumn : AdapterSplit::kRow, tp);
 }
 
 std::vector<BlockMatmul> block_matmuls(const BlockProgram& p, std::int64_t tp) {

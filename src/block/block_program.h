@@ -7,8 +7,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "block/adapters.h"
 #include "common/units.h"
 #include "model/architecture.h"
 #include "training/training_setup.h"
@@ -149,11 +151,42 @@ struct BlockProgram {
 /// is saved (SavedInput and BlockStep::saved left empty).
 BlockProgram block_program(const ModelArchitecture& a, bool moe);
 
+/// What the setup-aware block program reads of the setup, the layer group (`moe`) and whether its
+/// weights train: equal keys give equal programs of one architecture (BlockProgramMemo).
+struct ProgramSetup {
+  Precision precision = Precision::kBf16;
+  Method method = Method::kFull;
+  AttentionKernel attention = AttentionKernel::kFlash;
+  bool moe = false, base_trains = false;
+  bool residual_fp32 = false;        // fp32_residual_stream
+  bool fp8_saves_fp8_inputs = false, adapters_fp32 = false;
+  bool merged_experts = false;       // lora_merges_experts
+  bool selective = false;            // selective checkpointing recomputes the attention core
+  bool compile = false, liger_kernels = false, softmax_fused_16bit = false, attention_repeats_kv = false,
+       fused_elementwise = false;
+  bool routed_experts_unadapted = false;  // TrainingSetup::lora_routed_experts_unadapted
+  std::uint16_t adapted_roles = 0;   // a LoRA-like method's targets, one bit per op role
+  bool operator==(const ProgramSetup&) const = default;
+};
+ProgramSetup program_setup(const TrainingSetup& t, bool moe, bool base_trains);
+
 /// The block's shapes, which matmuls carry a LoRA-like adapter, and what its matmuls and steps
 /// save under `t`: a matmul keeps its input when its weight trains (`base_trains`) or an adapter
 /// on it saves the shared input (see SavedInput); a norm, the attention core, dropout as
 /// BlockStep::saved says. Megatron's unfused eager attention launches its own kernels.
 BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains);
+BlockProgram block_program(const ModelArchitecture& a, const ProgramSetup& s);
+
+/// The setup-aware programs of one architecture derived so far, by ProgramSetup: the search's
+/// candidates and a layout's rank kinds share them (the replay's layer activations read them).
+class BlockProgramMemo {
+ public:
+  const BlockProgram& get(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains);
+
+ private:
+  const ModelArchitecture* arch_ = nullptr;  // the architecture the entries are of
+  std::vector<std::pair<ProgramSetup, BlockProgram>> entries_;
+};
 
 /// Heads whose K and V reach the attention kernel (whole model): every query head for MLA and
 /// when the model repeats K/V for its query groups (TrainingSetup::attention_repeats_kv), else the
@@ -168,6 +201,12 @@ bool sdpa_math_kernel(const ModelArchitecture& a, const TrainingSetup& t);
 /// LoRA on fused expert stacks (TrainingSetup::lora_merges_fused_experts) with an MLP role
 /// targeted: the grouped matmuls run on W + s·B·A, which needs a gradient.
 bool lora_merges_experts(const TrainingSetup& t, bool moe);
+
+/// A LoRA-like adapter's widths on `op` on a rank of `tp` (`expert_tp` for a routed expert's): the
+/// op's whole widths divided as block/adapters.h adapter_widths_on_rank divides the inventory's
+/// tensor (column-parallel ops split the output, o and down the input), so that saved activations
+/// and model states count the same adapter.
+AdapterWidths adapter_widths(const BlockOp& op, std::int64_t tp);
 
 /// The block's matmuls at tensor-parallel degree `tp` in forward order (the program's fold).
 std::vector<BlockMatmul> block_matmuls(const BlockProgram& p, std::int64_t tp);

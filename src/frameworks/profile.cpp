@@ -46,6 +46,14 @@ void apply_model_code(TrainingSetup& t, const ModelArchitecture& a) {
     t.model_rotary_cache_values_per_dim = 2;
     t.model_rotary_cache_per_layer = is_lora_like(t.method);
   }
+  // PEFT v0.21.2 utils/transformers_weight_conversion.py _convert_peft_config_moe moves LoRA's
+  // MLP targets onto transformers 5's 3-d expert stacks only for the model types transformers
+  // maps to a conversion pattern (v5.24.0 conversion_mapping.py _MODEL_TO_CONVERSION_PATTERN:
+  // qwen3_moe, deepseek_v2/v3 ... -> qwen2_moe) and for mixtral (PEFT adds it); qwen2_moe itself
+  // and llama4_text are no key there, and a 3-d parameter is no nn.Linear for target_modules:
+  // their routed experts keep no adapter (the oracle's qwen2moe_shared records).
+  static const char* const kUnmappedMoe[] = {"qwen2_moe", "llama4_text"};
+  if (t.lora_merges_fused_experts && listed(kUnmappedMoe)) t.lora_routed_experts_unadapted = true;
   if (t.own_loss_in_logits_dtype && listed(kLossFunctionLate)) t.logits_upcast = false;
   if (!t.model_computes_loss) return;
   if (listed(kUpcastInModel)) {

@@ -439,7 +439,8 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     if (t.method == Method::kAdapterV2 && ((in_stack && is_linear_in_block(s)) || (s.kind == ModuleKind::kLmHead && s.linear_weight))) {
       add_adapter(2 * s.shape[0]);
     }
-    if (const std::optional<AdaptedLinear> adapter = adapters ? adapted_linear(t, s) : std::nullopt) {
+    // The adapter at this rank's widths (block/adapters.h: the base linear's tensor-parallel split).
+    if (const std::optional<AdaptedLinear> adapter = adapters ? adapted_linear_on_rank(t, s, shard.tp, shard.etp) : std::nullopt) {
       const std::int64_t in = adapter->in;
       const std::int64_t out = adapter->out;
       vera_max_in = std::max(vera_max_in, in);

@@ -152,6 +152,7 @@ bool lora_targets_role(const TrainingSetup& t, const TensorSpec& s) {
     }
     return false;
   }
+  if (s.kind == ModuleKind::kExpert && t.lora_routed_experts_unadapted && is_lora_like(t.method)) return false;
   return is_linear_in_block(s) && adapter_targets_role(t, s.role);
 }
 

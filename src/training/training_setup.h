@@ -228,6 +228,9 @@ struct TrainingSetup {
   /// LoRA on fused expert stacks (transformers 5's 3-d gate_up_proj/down_proj, PEFT ParamWrapper)
   /// materialises W + s·B·A per stack for the grouped matmul, which saves it for backward.
   bool lora_merges_fused_experts = false;
+  /// No LoRA-like adapter reaches the routed experts' fused stacks: PEFT retargets MLP names onto
+  /// them only for the model types transformers maps to a conversion pattern (apply_model_code).
+  bool lora_routed_experts_unadapted = false;
   bool softmax_fused_16bit = false;    // eager attention softmax fused in the compute dtype (Megatron FusedScaleMaskSoftmax)
   /// The block's elementwise chains run as hand-fused kernels that read their inputs once and
   /// write once: layer norm, bias + dropout + residual add, bias + activation, rotary (Megatron-LM:

@@ -39,7 +39,10 @@ FAMILIES = {
     "falcon_mqa": ("tiiuae/falcon-7b", 2, "MQA, parallel attention"),
     "gpt2_mha": ("openai-community/gpt2", 2, "MHA, LayerNorm, learned positions, Conv1D"),
     "qwen25_tied": ("Qwen/Qwen2.5-3B", 2, "GQA with q/k/v bias, tied embeddings"),
+    "qwen2moe_shared": ("Qwen/Qwen1.5-MoE-A2.7B", 2, "MoE, 60 experts top-4 and a gated shared expert"),
 }
+# The main grid's families; the others have blocks of their own.
+MAIN_FAMILIES = tuple(f for f in FAMILIES if f != "qwen2moe_shared")
 # The past version sets run the families that transformers 4.44 already had (no Qwen3, Gemma-3), less Mixtral:
 # before transformers 5 its router picks tokens with data-dependent `nonzero`, which fake tensors cannot run.
 PAST_FAMILIES = ("llama3_gqa", "llama32_tied", "qwen25_bias", "mistral_swa", "phi2_parallel", "gpt2_mha")
@@ -47,7 +50,7 @@ PAST_FAMILIES = ("llama3_gqa", "llama32_tied", "qwen25_bias", "mistral_swa", "ph
 EAGER_ONLY = {"gemma2_softcap"}
 # Families whose linears have Llama names (LoRA targets q,k,v,o,gate,up,down).
 LLAMA_NAMED = {"llama3_gqa", "llama32_tied", "llama2_mha", "qwen25_bias", "qwen3_qknorm", "mistral_swa",
-               "gemma2_softcap", "gemma3", "qwen3_moe", "mixtral_moe"}
+               "gemma2_softcap", "gemma3", "qwen3_moe", "mixtral_moe", "qwen2moe_shared"}
 
 # The main grid runs pure bf16; amp_bf16 (CUDA's autocast policy emulated on the fake cpu device, cuda_autocast.py)
 # has a block of its own, amp_cases().
@@ -151,7 +154,7 @@ def case_id(c):
 def all_cases():
     """Every case, in the order to run them: version sets and families interleaved."""
     cases, ids = [], set()
-    for version_set, families, grid in (("cur_2026_11", FAMILIES, "all"), ("y2025_06", PAST_FAMILIES, "core"),
+    for version_set, families, grid in (("cur_2026_11", MAIN_FAMILIES, "all"), ("y2025_06", PAST_FAMILIES, "core"),
                                         ("y2024_08", PAST_FAMILIES, "core")):
         for family in families:
             model_id, layers, _ = FAMILIES[family]
@@ -194,7 +197,7 @@ def all_cases():
                               list(VERSION_SETS).index(c["version_set"])))
     return (cases + trainer_cases() + peft_and_optimizer_cases() + fsdp2_cases() + gap_cases() + torchtune_cases() +
             long_context_cases() + litgpt_cases() + amp_cases() + more_peft_cases() + modules_to_save_cases() +
-            badam_cases() + bench_peft_cases() + newer_peft_cases())
+            badam_cases() + bench_peft_cases() + newer_peft_cases() + moe_adapter_cases())
 
 
 # --- Runners hf_trainer and trl (tools/oracle/hf_trainers.py) --------------------------------------------------------
@@ -697,3 +700,24 @@ def newer_peft_cases(methods=None):
                 out.append(c)
     # The 1 x 512 cases first, so that a partial run covers every method and family.
     return sorted(out, key=lambda c: (c["seq_len"], c["activation_checkpointing"] != "none"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# LoRA on a mixture-of-experts block with a shared expert (issue 30): Qwen1.5-MoE's layout (Qwen2MoeSparseMoeBlock:
+# 60 routed experts top-4, a shared expert MLP and its sigmoid gate, all nn.Linear but the routed experts' 3-d
+# stacks). LoRA on the attention only, on every Llama-named linear (the shared expert's gate/up/down with them), and
+# all-linear (the shared expert's gate too), at 1 x 512 and 1 x 1024 (the sequence slope) without checkpointing.
+MOE_ADAPTER_TARGETS = ("q,v", "q,k,v,o,gate,up,down", "all-linear")
+
+
+def moe_adapter_cases():
+    out = []
+    model_id, layers, _ = FAMILIES["qwen2moe_shared"]
+    oracle_id = reduced_config(model_id, layers)
+    for targets in MOE_ADAPTER_TARGETS:
+        for b, s in ((1, 512), (1, 1024)):
+            c = base_case("cur_2026_11", "qwen2moe_shared", oracle_id)
+            c.update(method="lora", lora_rank=16, lora_targets=targets, micro_batch=b, seq_len=s, layers=layers)
+            c["id"] = case_id(c)
+            out.append(c)
+    return out

@@ -76,3 +76,31 @@ TEST_CASE("the block program carries an adapter on the matmuls whose roles the t
   CHECK(adapted_linear(lora(Method::kLora, {"v", "up"}), tensor(inv, "qkv")));
   CHECK(adapted_linear(lora(Method::kLora, {"v", "up"}), tensor(inv, "gate_up")));
 }
+
+TEST_CASE("under tensor parallelism an adapter spans its base linear's widths on the rank", "[block]") {
+  // PEFT's LoraParallelLinear: a column-parallel base splits lora_B's output, a row-parallel one
+  // lora_A's input; the other factor stays whole.
+  const TensorInventory inv = build_tensor_inventory(llama3_8b());
+  const TrainingSetup t = lora(Method::kLora, {"all-linear"});
+  const auto q = adapted_linear_on_rank(t, tensor(inv, "q"), 4, 0);
+  REQUIRE(q);
+  CHECK(q->in == 4096);
+  CHECK(q->out == 1024);
+  CHECK(q->params == 16 * (4096 + 1024));
+  const auto down = adapted_linear_on_rank(t, tensor(inv, "down"), 4, 0);
+  REQUIRE(down);
+  CHECK(down->in == 14336 / 4);
+  CHECK(down->out == 4096);
+  const auto whole = adapted_linear_on_rank(t, tensor(inv, "down"), 1, 0);
+  REQUIRE(whole);
+  CHECK(whole->in == 14336);
+  // The block program's ops give the same widths (adapter_widths).
+  const BlockProgram p = block_program(llama3_8b(), t, false, false);
+  for (std::size_t i = 0; i < p.op_count; ++i) {
+    if (std::string(p.ops[i].role) != "down") continue;
+    CHECK(adapter_widths(p.ops[i], 4).in == down->in);
+    CHECK(adapter_widths(p.ops[i], 4).out == down->out);
+  }
+  // Methods PEFT does not divide under tensor parallelism keep the whole linear.
+  CHECK(adapted_linear_on_rank(lora(Method::kIa3, {"down"}), tensor(inv, "down"), 4, 0)->in == 14336);
+}

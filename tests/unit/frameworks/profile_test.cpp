@@ -97,6 +97,15 @@ TEST_CASE("LoRA merges fused expert stacks from transformers 5 on", "[framework]
   CHECK_FALSE(loop_setup(202506, "qwen3_moe").lora_merges_fused_experts);
 }
 
+TEST_CASE("PEFT leaves the routed experts of MoE types transformers maps to no conversion pattern unadapted", "[framework]") {
+  CHECK(loop_setup(0, "qwen2_moe").lora_routed_experts_unadapted);     // a pattern itself, no key
+  CHECK(loop_setup(0, "llama4_text").lora_routed_experts_unadapted);
+  CHECK_FALSE(loop_setup(0, "qwen3_moe").lora_routed_experts_unadapted);   // mapped to qwen2_moe
+  CHECK_FALSE(loop_setup(0, "mixtral").lora_routed_experts_unadapted);     // PEFT maps it
+  CHECK_FALSE(loop_setup(0, "deepseek_v3").lora_routed_experts_unadapted);
+  CHECK_FALSE(loop_setup(202512, "qwen2_moe").lora_routed_experts_unadapted);  // v4: nn.Linear experts, each adapted
+}
+
 TEST_CASE("PEFT before 0.12 keeps LoRA adapters in the model's dtype; transformers 4.48 still copies the shifted logits", "[framework]") {
   const FrameworkProfile& loop = framework_profile(Framework::kTransformersLoop);
   CHECK_FALSE(framework_defaults(loop, 202405).adapters_fp32);  // peft v0.11.1

@@ -5,6 +5,10 @@
 
 #include <random>
 
+#include <string>
+
+#include "block/activations.h"
+#include "block/block_program.h"
 #include "hf_config/parse_hf_config.h"
 #include "memory/model_states.h"
 #include "memory/timeline.h"
@@ -178,4 +182,66 @@ TEST_CASE("the step time trains the adapters' parameters the memory model holds,
   REQUIRE(m.adapter_params > 0);
   CHECK(m.trainable_params == m.adapter_params);
   CHECK(build_perf_basis(a, inv, t).trainable_params == static_cast<double>(m.adapter_params));
+}
+
+namespace {
+
+// A small Qwen2-MoE block: 8 routed experts top-2 beside a gated shared expert.
+ModelArchitecture shared_expert_moe() {
+  return parse_hf_config_text(R"({"model_type":"qwen2_moe","vocab_size":64,"hidden_size":64,"num_hidden_layers":2,
+    "num_attention_heads":4,"num_key_value_heads":4,"intermediate_size":128,"moe_intermediate_size":32,
+    "shared_expert_intermediate_size":96,"num_experts":8,"num_experts_per_tok":2})");
+}
+
+}  // namespace
+
+TEST_CASE("saved activations and model states count each LoRA adapter at the same widths on a rank", "[consistency]") {
+  // Both fold over the adapters block/adapters.h places: model states per inventory tensor
+  // (adapted_linear_on_rank), saved activations per op of the block program (adapter_widths).
+  // From the program's ops: r(in + out) per adapter on the rank, every routed expert's own
+  // (num_experts), the shared expert's and its gate's; and dropout's dropped input with its mask
+  // per adapter input on the rank, a routed expert's once per top-k copy.
+  const bool moe = GENERATE(false, true);
+  const std::int64_t tp = GENERATE(1, 2, 4);
+  const char* targets = GENERATE("all-linear", "q,v,gate,up,down");
+  const ModelArchitecture a = moe ? shared_expert_moe() : preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  TrainingSetup t;
+  t.method = Method::kLora;
+  t.precision = Precision::kBf16;
+  t.adapters_fp32 = false;
+  t.lora_rank = 16;
+  t.lora_targets.clear();
+  for (const char* p = targets; *p;) {
+    const char* end = p;
+    while (*end && *end != ',') ++end;
+    t.lora_targets.emplace_back(p, end);
+    p = *end ? end + 1 : end;
+  }
+  INFO((moe ? "MoE with a shared expert" : "Llama 3.1 8B") << ", tp " << tp << ", targets " << targets);
+  const BlockProgram program = block_program(a, t, moe, false);
+  std::int64_t params = 0, dropout_bytes = 0;
+  for (std::size_t i = 0; i < program.op_count; ++i) {
+    const BlockOp& op = program.ops[i];
+    if (!op.adapted) continue;
+    const AdapterWidths w = adapter_widths(op, tp);
+    const bool routed = op.part == BlockPart::kRoutedExpert;
+    params += t.lora_rank * (w.in + w.out) * (routed ? a.moe.num_experts : 1);
+    dropout_bytes += (2 + 1) * w.in * (routed ? a.moe.top_k : 1);
+  }
+  if (moe && std::string(targets) == "all-linear") {  // the shared expert's gate, hidden -> 1, replicated
+    params += t.lora_rank * (a.hidden_size + 1);
+    dropout_bytes += (2 + 1) * a.hidden_size;
+  }
+  REQUIRE(params > 0);
+  RankShard shard;
+  shard.tp = tp;
+  CHECK(compute_model_states(a, inv, t, shard).adapter_params == params * a.num_layers);
+  ActivationSplit split;
+  split.tp = tp;
+  TrainingSetup dropped = t;
+  dropped.lora_dropout = 0.1;
+  CHECK(layer_activations(a, dropped, moe, false, false, split).saved_per_token -
+            layer_activations(a, t, moe, false, false, split).saved_per_token ==
+        dropout_bytes);
 }
