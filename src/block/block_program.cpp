@@ -311,8 +311,6 @@ BlockProgram block_program(const ModelArchitecture& a, const TrainingSetup& t, b
   return block_program(a, program_setup(t, moe, base_trains));
 }
 
-// The reference stays valid until the next get (a new entry may move the others): callers read the
-// program within one layer_activations call.
 const BlockProgram& BlockProgramMemo::get(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool base_trains) {
   if (arch_ != &a) {
     entries_.clear();

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -185,7 +186,7 @@ class BlockProgramMemo {
 
  private:
   const ModelArchitecture* arch_ = nullptr;  // the architecture the entries are of
-  std::vector<std::pair<ProgramSetup, BlockProgram>> entries_;
+  std::deque<std::pair<ProgramSetup, BlockProgram>> entries_;  // a deque: references stay valid as it grows
 };
 
 /// Heads whose K and V reach the attention kernel (whole model): every query head for MLA and
