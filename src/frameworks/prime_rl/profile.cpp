@@ -1,0 +1,109 @@
+// prime-rl's SFT trainer (PrimeIntellect-ai/prime-rl, src/prime_rl/trainer/sft/train.py): its
+// profile (the defaults it runs with, its distributed behaviours and its dated history) and what it
+// runs (its capabilities); memfit writes no launch file for it. Registered in
+// frameworks/registry.h (kFrameworks).
+#include "frameworks/registry.h"
+
+namespace memfit {
+
+// The current code is prime-rl @ 559b44772 (2026-08-21); the dated entries go back to the SFT
+// trainer's first version (b683e2d69, 2025-08-13). Its FSDP2 + fp32-master recipe is torchtitan's
+// (prime-rl depends on torchtitan), so the profile starts from torchtitan's.
+FrameworkProfile prime_rl_profile() {
+  FrameworkProfile p = based_on(torchtitan_profile(), Framework::kPrimeRl, "prime_rl", "prime-rl SFT trainer");
+  TrainingSetup& t = p.defaults;
+  t.precision = Precision::kAmpBf16;              // model.optimization_dtype "float32" under MixedPrecisionPolicy(param bf16)
+  t.optimizer = Optimizer::kAdamW;                // optim AdamWConfig (weight_decay 0.01, max_norm 1.0)
+  t.optimizer_impl = OptimizerImpl::kForeach;     // optim.py: torch.optim.AdamW(params, lr, weight_decay, betas): foreach on CUDA
+  t.checkpointing = Checkpointing::kNone;         // model.ac None (--model.ac: checkpoint_wrapper on every freq-th block, freq 1)
+  t.selective_every_other_mm = false;
+  t.compile = false;                              // model.compile None
+  t.compile_loss = false;                         // model.py apply_compile: each decoder block compiled, the head and loss eager
+  t.compile_fuses_upcast = false;
+  t.attention = AttentionKernel::kFlash;          // model.attn "flash_attention_2"
+  t.micro_batch = 1;                              // data.micro_batch_size 1
+  t.packed = true;                                // data.pack_function "cat": samples packed to seq_len
+  // model.fused_lm_head_token_chunk_size 8192: sft/train.py computes the loss as -logprobs of the
+  // chunked LM head (models/layers/lm_head.py _SequenceChunkedLogProbEntropyFn: 8192-token x
+  // 8192-vocabulary tiles, fp32 running stats, saves hidden and logz, recomputes tiles in
+  // backward). memfit's nearest kernel is TRL's fused LM head (4096 x 32768 tiles, the same
+  // saved set); neither ever holds the [tokens, vocabulary] logits.
+  t.loss = LossKernel::kTrlFusedHead;
+  t.logits_upcast = true;
+  t.logits_upcast_in_model = true;                // forward(): cast_float_and_contiguous(out) (logits, logprobs .float())
+  // forward() drops the 16-bit projection output once it is upcast, before the loss and its
+  // backward: its freed block stays cached, too small for the fp32 loss buffers that follow.
+  t.logits_freed_before_backward = true;
+  t.outputs_held_across_steps = false;
+  t.expandable_segments = true;                   // entrypoints/sft.py launches the trainer with DEFAULT_TRAINER_ENV_VARS
+  t.logged_counter = MemoryCounter::kMaxReserved; // perf/peak_memory = torch.cuda.max_memory_reserved(), reset each step
+  // model.py setup_fsdp: fully_shard per block and the root, MixedPrecisionPolicy(param bf16,
+  // reduce_dtype "float32"), reshard_after_forward = model.reshard_after_forward (True) for every
+  // block: no last-block exception (an untied lm_head + final norm group stays gathered).
+  p.dist.last_unit_kept = false;
+  p.history = {
+      // Newest first: an entry reads what the later ones left.
+      {202607, "the SFT loss runs on the whole logits: VanillaOutputLinear's bf16 logits, upcast to fp32 by forward() "
+               "(cast_float_and_contiguous), torch CrossEntropyLoss(reduction=\"none\") on them",
+       "PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/sft/train.py (ce_loss on out[\"logits\"]), "
+       "trainer/model.py forward; e0d60e4d8 (2026-07-16, #3044 \"unify the loss path with the RL trainer\") moved SFT to "
+       "the chunked LM head",
+       [](TrainingSetup& s) { s.loss = LossKernel::kStandard; }},
+      {202603, "the loop keeps forward()'s output dict, and so the fp32 logits, through backward, the optimizer step and "
+               "the next forward (`del logits` drops an alias only)",
+       "PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/sft/train.py (out = forward(...); logits = "
+       "out[\"logits\"]; del logits; backward); 447cafede (2026-03-10, #1850) computes the loss in a function ending "
+       "`del out`",
+       [](TrainingSetup& s) { s.outputs_held_across_steps = true; }, nullptr, 202601},
+      {202602, "the `sft` command is the trainer itself: PyTorch's allocator defaults (no expandable segments)",
+       "PrimeIntellect-ai/prime-rl @ 8718eb143: pyproject.toml (sft = prime_rl.trainer.sft.train:main); 1826b1892 "
+       "(2026-02-24, #1859) launches it from entrypoints/sft.py with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+       [](TrainingSetup& s) { s.expandable_segments = false; }},
+      {202601, "forward() returns the model's logits as the model made them (bf16): the cross-entropy runs in bf16 and "
+               "the loop drops its reference before backward (`del logits`)",
+       "PrimeIntellect-ai/prime-rl @ 8b2ef0daa: src/prime_rl/trainer/model.py forward (model(...).logits), sft/train.py; "
+       "5ad6f62fc (2026-01-05, #1525 \"Fused LM Head\") returns cast_float_and_contiguous(out)",
+       [](TrainingSetup& s) {
+         s.logits_upcast = false;
+         s.logits_upcast_in_model = false;
+       },
+       nullptr, 202509},
+      {202509, "forward() returns model(...).logits.float(): fp32 logits, dropped by the loop before backward "
+               "(`del logits`)",
+       "PrimeIntellect-ai/prime-rl @ b683e2d69 (2025-08-13, #708 \"Add SFT support\"): src/prime_rl/trainer/model.py "
+       "forward; 0559e567f (2025-09-15, #914 \"Remove FP32 logit upcast again\")",
+       [](TrainingSetup& s) {
+         s.logits_upcast = true;
+         s.logits_upcast_in_model = true;
+       }}};
+  p.sources = {"PrimeIntellect-ai/prime-rl @ 559b44772: packages/prime-rl-configs/src/prime_rl/configs/trainer.py "
+               "(optimization_dtype, reduce_dtype, reshard_after_forward, attn, ac, compile, fused_lm_head_token_chunk_size)",
+               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/trainer/model.py (setup_fsdp, apply_ac, apply_compile, forward)",
+               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/trainer/sft/train.py (loss, max_memory_reserved)",
+               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/trainer/models/layers/lm_head.py "
+               "(_SequenceChunkedLogProbEntropyFn, cast_float_and_contiguous)",
+               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/utils/process.py (DEFAULT_TRAINER_ENV_VARS)",
+               "PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/optim.py (torch.optim.AdamW, no fused / foreach flag)",
+               "tools/oracle/prime_rl_sft_probe.py: the 2026-01 loop executed on CPU (peak at log_softmax backward, four "
+               "fp32 tokens x vocabulary tensors live; three with `del out`)"};
+  return p;
+}
+
+// FSDP2 on every layout (fully_shard even on one rank, HSDP with model.dp_replicate), FSDP2's
+// CPUOffloadPolicy (parameters, gradients and optimizer states together), ring-attention context
+// parallelism, expert parallelism; no pipeline parallelism; checkpointing by whole blocks only
+// (ac.freq: every freq-th block); full fine-tuning and its own LoRA. No launch file memfit writes.
+FrameworkCapabilities prime_rl_capabilities() {
+  FrameworkCapabilities c = torchtitan_capabilities();
+  off(c.sharding, {Sharding::kNone});  // model.py setup_model: setup_fsdp always, no DDP path
+  c.pp = c.vpp = false;                // parallel_dims.py: dp_replicate, dp_shard, cp, tp, ep; no pp
+  c.selective_checkpointing = false;   // config.py ActivationCheckpointConfig: freq only (model.py apply_ac)
+  only_methods(c, {Method::kFull, Method::kLora});
+  c.launch_formats = {};
+  c.sources = {"PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/model.py (setup_fsdp: fully_shard, "
+               "CPUOffloadPolicy when fsdp_cpu_offload; apply_ac; apply_ep), trainer/parallel_dims.py, trainer/config.py "
+               "(ActivationCheckpointConfig.freq), trainer/lora.py"};
+  return c;
+}
+
+}  // namespace memfit
