@@ -41,51 +41,34 @@ FrameworkProfile prime_rl_profile() {
   // reduce_dtype "float32"), reshard_after_forward = model.reshard_after_forward (True) for every
   // block: no last-block exception (an untied lm_head + final norm group stays gathered).
   p.dist.last_unit_kept = false;
+  // Newest first: an entry reads what the later ones left. Sources: PrimeIntellect-ai/prime-rl.
   p.history = {
-      // Newest first: an entry reads what the later ones left.
-      {202607, "the SFT loss runs on the whole logits: VanillaOutputLinear's bf16 logits, upcast to fp32 by forward() "
-               "(cast_float_and_contiguous), torch CrossEntropyLoss(reduction=\"none\") on them",
-       "PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/sft/train.py (ce_loss on out[\"logits\"]), "
-       "trainer/model.py forward; e0d60e4d8 (2026-07-16, #3044 \"unify the loss path with the RL trainer\") moved SFT to "
-       "the chunked LM head",
+      {202607, "the SFT loss runs on the whole logits, upcast to fp32 by forward()",
+       "@8718eb143 trainer/sft/train.py, model.py forward; e0d60e4d8 (2026-07-16, #3044): the chunked LM head",
        [](TrainingSetup& s) { s.loss = LossKernel::kStandard; }},
-      {202603, "the loop keeps forward()'s output dict, and so the fp32 logits, through backward, the optimizer step and "
-               "the next forward (`del logits` drops an alias only)",
-       "PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/sft/train.py (out = forward(...); logits = "
-       "out[\"logits\"]; del logits; backward); 447cafede (2026-03-10, #1850) computes the loss in a function ending "
-       "`del out`",
+      {202603, "the loop keeps forward()'s output (the fp32 logits) through backward, the step and the next forward",
+       "@8718eb143 trainer/sft/train.py (out = forward(...); del logits); 447cafede (2026-03-10, #1850): del out",
        [](TrainingSetup& s) { s.outputs_held_across_steps = true; }, nullptr, 202601},
-      {202602, "the `sft` command is the trainer itself: PyTorch's allocator defaults (no expandable segments)",
-       "PrimeIntellect-ai/prime-rl @ 8718eb143: pyproject.toml (sft = prime_rl.trainer.sft.train:main); 1826b1892 "
-       "(2026-02-24, #1859) launches it from entrypoints/sft.py with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+      {202602, "the sft command is the trainer itself: no expandable segments",
+       "@8718eb143 pyproject.toml; 1826b1892 (2026-02-24, #1859): entrypoints/sft.py sets them",
        [](TrainingSetup& s) { s.expandable_segments = false; }},
-      {202601, "forward() returns the model's logits as the model made them (bf16): the cross-entropy runs in bf16 and "
-               "the loop drops its reference before backward (`del logits`)",
-       "PrimeIntellect-ai/prime-rl @ 8b2ef0daa: src/prime_rl/trainer/model.py forward (model(...).logits), sft/train.py; "
-       "5ad6f62fc (2026-01-05, #1525 \"Fused LM Head\") returns cast_float_and_contiguous(out)",
+      {202601, "forward() returns the model's bf16 logits: the cross-entropy runs in bf16",
+       "@8b2ef0daa trainer/model.py forward; 5ad6f62fc (2026-01-05, #1525): cast_float_and_contiguous",
        [](TrainingSetup& s) {
          s.logits_upcast = false;
          s.logits_upcast_in_model = false;
        },
        nullptr, 202509},
-      {202509, "forward() returns model(...).logits.float(): fp32 logits, dropped by the loop before backward "
-               "(`del logits`)",
-       "PrimeIntellect-ai/prime-rl @ b683e2d69 (2025-08-13, #708 \"Add SFT support\"): src/prime_rl/trainer/model.py "
-       "forward; 0559e567f (2025-09-15, #914 \"Remove FP32 logit upcast again\")",
+      {202509, "forward() returns model(...).logits.float()",
+       "b683e2d69 (2025-08-13, #708) trainer/model.py forward; 0559e567f (2025-09-15, #914) dropped the upcast",
        [](TrainingSetup& s) {
          s.logits_upcast = true;
          s.logits_upcast_in_model = true;
        }}};
-  p.sources = {"PrimeIntellect-ai/prime-rl @ 559b44772: packages/prime-rl-configs/src/prime_rl/configs/trainer.py "
-               "(optimization_dtype, reduce_dtype, reshard_after_forward, attn, ac, compile, fused_lm_head_token_chunk_size)",
-               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/trainer/model.py (setup_fsdp, apply_ac, apply_compile, forward)",
-               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/trainer/sft/train.py (loss, max_memory_reserved)",
-               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/trainer/models/layers/lm_head.py "
-               "(_SequenceChunkedLogProbEntropyFn, cast_float_and_contiguous)",
-               "PrimeIntellect-ai/prime-rl @ 559b44772: src/prime_rl/utils/process.py (DEFAULT_TRAINER_ENV_VARS)",
-               "PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/optim.py (torch.optim.AdamW, no fused / foreach flag)",
-               "tools/oracle/prime_rl_sft_probe.py: the 2026-01 loop executed on CPU (peak at log_softmax backward, four "
-               "fp32 tokens x vocabulary tensors live; three with `del out`)"};
+  p.sources = {"PrimeIntellect-ai/prime-rl @ 559b44772: configs/trainer.py, trainer/model.py (setup_fsdp, apply_ac, "
+               "apply_compile, forward), trainer/sft/train.py, models/layers/lm_head.py, utils/process.py",
+               "PrimeIntellect-ai/prime-rl @ 8718eb143: trainer/optim.py (AdamW without flags)",
+               "tools/oracle/prime_rl_sft_probe.py (the 2026-01 loop on CPU)"};
   return p;
 }
 
@@ -100,9 +83,7 @@ FrameworkCapabilities prime_rl_capabilities() {
   c.selective_checkpointing = false;   // config.py ActivationCheckpointConfig: freq only (model.py apply_ac)
   only_methods(c, {Method::kFull, Method::kLora});
   c.launch_formats = {};
-  c.sources = {"PrimeIntellect-ai/prime-rl @ 8718eb143: src/prime_rl/trainer/model.py (setup_fsdp: fully_shard, "
-               "CPUOffloadPolicy when fsdp_cpu_offload; apply_ac; apply_ep), trainer/parallel_dims.py, trainer/config.py "
-               "(ActivationCheckpointConfig.freq), trainer/lora.py"};
+  c.sources = {"PrimeIntellect-ai/prime-rl @ 8718eb143: trainer/model.py, parallel_dims.py, config.py, lora.py"};
   return c;
 }
 
