@@ -74,12 +74,14 @@ FrameworkProfile prime_rl_profile() {
 
 // FSDP2 on every layout (fully_shard even on one rank, HSDP with model.dp_replicate), FSDP2's
 // CPUOffloadPolicy (parameters, gradients and optimizer states together), ring-attention context
-// parallelism, expert parallelism; no pipeline parallelism; checkpointing by whole blocks only
+// parallelism, expert parallelism; no tensor or pipeline parallelism; checkpointing by whole blocks only
 // (ac.freq: every freq-th block); full fine-tuning and its own LoRA. No launch file memfit writes.
 FrameworkCapabilities prime_rl_capabilities() {
   FrameworkCapabilities c = torchtitan_capabilities();
   off(c.sharding, {Sharding::kNone});  // model.py setup_model: setup_fsdp always, no DDP path
   c.pp = c.vpp = false;                // parallel_dims.py: dp_replicate, dp_shard, cp, tp, ep; no pp
+  // model.py setup_model: no tensor-parallel plan (parallelize_module only for EP experts), whatever model.tp says.
+  c.tp = c.sequence_parallel = false;
   c.selective_checkpointing = false;   // config.py ActivationCheckpointConfig: freq only (model.py apply_ac)
   only_methods(c, {Method::kFull, Method::kLora});
   c.launch_formats = {};

@@ -47,7 +47,13 @@ TEST_CASE("prime_rl: the current SFT trainer's defaults", "[frameworks][prime_rl
   CHECK(t.expandable_segments);
   CHECK(t.logged_counter == MemoryCounter::kMaxReserved);
   CHECK_FALSE(framework_behaviour(prime_rl(), 0).last_unit_kept);  // every block reshards after forward
-  CHECK(framework_capabilities(Framework::kPrimeRl).launch_formats.empty());
+  const FrameworkCapabilities c = framework_capabilities(Framework::kPrimeRl);
+  CHECK(c.launch_formats.empty());
+  CHECK_FALSE(c.sharding[static_cast<int>(Sharding::kNone)]);  // FSDP2 on every layout, no DDP
+  CHECK(c.sharding[static_cast<int>(Sharding::kZero3)]);
+  CHECK_FALSE(c.tp);  // no tensor-parallel plan is applied
+  CHECK_FALSE(c.pp);
+  CHECK(c.ep);
 }
 
 TEST_CASE("prime_rl: before 2026-07 the SFT loss runs on the whole fp32 logits", "[frameworks][prime_rl]") {
