@@ -17,7 +17,7 @@ namespace memfit {
 
 enum class Framework {
   kHfTrainer, kTransformersLoop, kPeftBench, kTorchtune, kTorchtitan, kMegatron, kDeepspeed,
-  kLitgpt, kFsdpQlora, kColossalai, kTrl, kUnsloth, kAxolotl, kLlamaFactory, kOther
+  kLitgpt, kFsdpQlora, kColossalai, kTrl, kUnsloth, kAxolotl, kLlamaFactory, kPrimeRl, kOther
 };
 
 /// A behaviour of the framework's code before a dated change: requests that name an earlier

@@ -27,6 +27,7 @@ FrameworkProfile trl_profile();
 FrameworkProfile unsloth_profile();
 FrameworkProfile axolotl_profile();
 FrameworkProfile llamafactory_profile();
+FrameworkProfile prime_rl_profile();
 FrameworkProfile other_profile();
 FrameworkCapabilities hf_trainer_capabilities();
 FrameworkCapabilities torchtune_capabilities();
@@ -39,6 +40,7 @@ FrameworkCapabilities trl_capabilities();
 FrameworkCapabilities unsloth_capabilities();
 FrameworkCapabilities axolotl_capabilities();
 FrameworkCapabilities llamafactory_capabilities();
+FrameworkCapabilities prime_rl_capabilities();
 std::vector<DatedCapability> hf_trainer_dated_capabilities();
 std::vector<DatedCapability> deepspeed_dated_capabilities();
 
@@ -64,6 +66,7 @@ inline constexpr FrameworkEntry kFrameworks[] = {
     {Framework::kUnsloth, unsloth_profile, unsloth_capabilities, nullptr},
     {Framework::kAxolotl, axolotl_profile, axolotl_capabilities, hf_trainer_dated_capabilities},
     {Framework::kLlamaFactory, llamafactory_profile, llamafactory_capabilities, hf_trainer_dated_capabilities},
+    {Framework::kPrimeRl, prime_rl_profile, prime_rl_capabilities, nullptr},
     {Framework::kOther, other_profile, nullptr, nullptr},
 };
 
