@@ -191,6 +191,8 @@ Json layout_to_json(const ParallelLayout& l) {
            {"zero3_grad_partition_at_init", b.zero3_grad_partition_at_init},
            {"fp32_grads_at_step", b.fp32_grads_at_step},
            {"fp32_grad_sub_group_elements", b.fp32_grad_sub_group_elements},
+           {"zero_offload_grads_on_host", b.zero_offload_grads_on_host},
+           {"zero_offload_grad_check_bytes_per_element", b.zero_offload_grad_check_bytes_per_element},
            {"reduce_bucket_bytes", b.reduce_bucket_bytes},
            {"prefetch_units", b.prefetch_units},
            {"prefetch_bytes", b.prefetch_bytes},

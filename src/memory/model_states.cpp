@@ -249,6 +249,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   std::int64_t trainable_elems[2][5] = {};
   ClassBytes cls[2];
   std::int64_t largest_trainable = 0;
+  // Trainable elements of the largest block tensor, the output layer (untied, or a tied copy) and the
+  // embedding table: the tensors DeepSpeed's offloaded ZeRO-2 checks one at a time.
+  std::int64_t largest_layer_trainable_elems = 0, head_trainable_elems = 0, embedding_trainable_elems = 0;
   std::int64_t adafactor_state = 0;
   std::int64_t large_states = 0;  // of large_pool_state_bytes, before sharding
   // bitsandbytes' quant states (absmax and its double-quantised scales) are attributes of each
@@ -356,6 +359,9 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
       trainable_elems[c][bytes_per] += n;
       if (bytes_per == 4 && autocast_amp(t)) m.master_weights_bytes += 4 * n;
       largest_trainable = std::max(largest_trainable, per_copy * bytes_per);
+      if (in_stack) largest_layer_trainable_elems = std::max(largest_layer_trainable_elems, per_copy);
+      if (s.kind == ModuleKind::kLmHead) head_trainable_elems = std::max(head_trainable_elems, per_copy);
+      if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") embedding_trainable_elems = per_copy;
       large_states += large_pool_states(t.optimizer, per_copy, master_in_opt && bytes_per == wb ? 4 : bytes_per, n);
       if (s.kind == ModuleKind::kEmbedding && s.role == "embedding") m.embedding_grad_bytes = per_copy * bytes_per;
       if (bnb8 && t.bnb8_embedding_states_fp32 && (s.kind == ModuleKind::kEmbedding || s.kind == ModuleKind::kPositionEmbedding)) {
@@ -693,6 +699,27 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     m.unmanaged_optimizer_states_bytes = 0;
     m.optimizer_step_temp_bytes = 0;
   }
+  if (t.offload == Offload::kOptimizer && z == Sharding::kZero2 && shard.behaviour.zero_offload_grads_on_host) {
+    // DeepSpeed's offloaded ZeRO-2 (v0.14.2 stage_1_and_2.py): each gradient of the rank's partition
+    // is reduced and copied to the host fp32 partition in its backward hook (copy_grads_in_partition
+    // -> async_inplace_copy_grad_to_fp32_buffer_from_gpu, then param.grad = None); no 16-bit partition
+    // on the device. The engine keeps temp_grad_buffer_for_gpu_offload, largest_param_numel elements
+    // in the model dtype, from its construction.
+    m.gradients_bytes = largest_trainable;
+    m.gradients_at_init = true;
+    m.layer_gradient_bytes = m.head_gradient_bytes = m.regularizer_gradient_bytes = 0;
+    // The output layer's gradient stays a tensor of its own when it exceeds the reduce bucket
+    // (extra_large_param_to_reduce); a smaller one is copied into the bucket (counted there).
+    const std::int64_t head_grad = checked_mul(head_trainable_elems, t.main_grad_bytes > 0 ? t.main_grad_bytes : wb, "gradient bytes");
+    m.offload_head_gradient_bytes = head_grad > shard.behaviour.reduce_bucket_bytes ? head_grad : 0;
+    // Before the copy, set_norm_for_param_grad_in_gpu takes the norm of an fp64 copy and
+    // update_overflow_tracker_for_param_grad checks the whole 16-bit gradient (_has_inf_or_nan);
+    // one parameter at a time, so the largest of each kind binds where it is reduced.
+    const std::int64_t per_element = shard.behaviour.zero_offload_grad_check_bytes_per_element;
+    m.offload_grad_check_layer_bytes = checked_mul(largest_layer_trainable_elems, per_element, "gradient bytes");
+    m.offload_grad_check_head_bytes = checked_mul(head_trainable_elems, per_element, "gradient bytes");
+    m.offload_grad_check_embedding_bytes = checked_mul(embedding_trainable_elems, per_element, "gradient bytes");
+  }
   if (t.offload == Offload::kParamsOptimizer) {
     // ZeRO-Infinity / FSDP CPUOffload(offload_params=True): parameter and gradient shards live
     // on the host; the GPU holds only what is gathered for compute and reduced from it.
@@ -723,7 +750,8 @@ const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const Ten
   key_.assign({static_cast<std::int64_t>(t.offload), static_cast<std::int64_t>(t.amp_weights), static_cast<std::int64_t>(t.method),
                shard.embedding, shard.head, shard.tp, shard.ep, shard.etp, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
                shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
-               b.pp_defers_grad_sync, b.reduce_in_fp32});
+               b.pp_defers_grad_sync, b.reduce_in_fp32, b.zero_offload_grads_on_host,
+               b.zero_offload_grad_check_bytes_per_element});
   if (trains_block_range(t)) {
     key_.push_back(t.badam_active_layer);
     for (const LayerRange& r : shard.layers) key_.insert(key_.end(), {r.first, r.count});

@@ -99,6 +99,14 @@ struct ModelStates {
   bool gradients_at_init = false;
   /// A reduce bucket allocated with the engine and kept (DeepSpeed ZeRO-3's ipg buffer).
   std::int64_t persistent_reduce_bucket_bytes = 0;
+  /// DeepSpeed ZeRO-2 with gradients reduced to the host (DistributedBehaviour::zero_offload_grads_on_host):
+  /// the checks made of one gradient as it is offloaded (zero_offload_grad_check_bytes_per_element), for the
+  /// largest block tensor, the output layer and the embedding table; and the output layer's 16-bit gradient,
+  /// live from its backward until it is reduced and offloaded (no device partition keeps it).
+  std::int64_t offload_grad_check_layer_bytes = 0;
+  std::int64_t offload_grad_check_head_bytes = 0;
+  std::int64_t offload_grad_check_embedding_bytes = 0;
+  std::int64_t offload_head_gradient_bytes = 0;
   bool operator==(const ModelStates&) const = default;
   /// Weights, gradients and optimizer states, paged ones included (the result's model_states_bytes).
   std::int64_t total_bytes() const {

@@ -722,12 +722,22 @@ class Replay {
         inside.weights_bytes += gathered_window;
         inside.side_stream_bytes = gathered_window;
       }
-      if (progressive) inside.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
+      if (progressive) {
+        const std::int64_t gathered = checked_mul(states_.gather_layer_bytes, gathered_layers + beh.prefetch_units, "gather bytes");
+        inside.weights_bytes += gathered;
+        // DeepSpeed gathers on its allgather stream (v0.14.2 partitioned_param_coordinator.py
+        // __all_gather_params under __allgather_stream; stage 3's overlap_comm defaults to true,
+        // zero/config.py): the blocks autograd holds stay in that stream's pool.
+        if (held_to_backward) inside.side_stream_bytes = gathered;
+      }
       if (&g == &groups_.back()) inside.weights_bytes += live_beside_top;
       note(&at, tl, best, inside, "forward", {"layers ", g.first_layer, g.first_layer + g.layers - 1}, g.first_layer + g.layers - 1, StepPart::kLayerForward);
       all_kept = b.activations_bytes;
     }
     if (progressive) b.weights_bytes += checked_mul(states_.gather_layer_bytes, gathered_layers, "gather bytes");
+    // The held blocks in the allgather stream's pool, until each one's backward releases it.
+    std::int64_t held_side = held_to_backward ? checked_mul(states_.gather_layer_bytes, gathered_layers, "gather bytes") : 0;
+    b.side_stream_bytes = held_side;
     const std::int64_t last_kept = zero3 && beh.reshard_after_forward && beh.last_unit_kept ? states_.gather_layer_bytes : 0;
     // FSDP2's root pre-backward hook prefetches the top block's all-gather (torch
     // _fully_shard/_fsdp_param_group.py pre_backward -> _backward_prefetch): its flat output is
@@ -740,6 +750,15 @@ class Replay {
     b.weights_bytes += live_kept;
     // AMP: autocast's 16-bit weight copies live from their forward use to the backward.
     b.temporaries_bytes = amp_casts_at_forward_end();
+    // DeepSpeed ZeRO-1/2 under contiguous_gradients allocates its ipg bucket as its backward()
+    // starts, before the loss's backward, and releases it in the epilogue after the last hook
+    // (v0.14.2 stage_1_and_2.py backward, independent_gradient_partition_epilogue): live at the loss
+    // backward, the output layer's and the embedding's (the blocks' events count it already).
+    const std::int64_t ipg_bucket =
+        (rank_.shard.sharding == Sharding::kZero1 || rank_.shard.sharding == Sharding::kZero2) &&
+                states_.persistent_reduce_bucket_bytes == 0
+            ? beh.reduce_bucket_bytes
+            : 0;
     LossBytes loss;
     if (rank_.kind.head) {
       // The final norm's saved tensors (the fp32 input copy 4h, and for a trained weight the
@@ -801,9 +820,9 @@ class Replay {
       b.logits_loss_bytes = loss.backward + loss.held + loss.head_saved;
       b.gradients_bytes += early_grads;
       b.cached_unusable_bytes = loss.cached;
-      b.communication_bytes += beh.root_outputs_include_loss ? top_prefetched : 0;
+      b.communication_bytes += (beh.root_outputs_include_loss ? top_prefetched : 0) + ipg_bucket;
       note(&at, tl, best, b, "backward", {"loss backward"}, -1, StepPart::kLossBackward);
-      b.communication_bytes -= beh.root_outputs_include_loss ? top_prefetched : 0;
+      b.communication_bytes -= (beh.root_outputs_include_loss ? top_prefetched : 0) + ipg_bucket;
       b.weights_bytes -= head_in_loss;
       b.cached_unusable_bytes = 0;
       b.logits_loss_bytes = loss.held;
@@ -844,7 +863,7 @@ class Replay {
       head.gradients_bytes += tied_held + head_waiting;
       head.logits_loss_bytes = checked_add(loss.held + loss.head_saved, loss.grad, "logit bytes");
       head.weights_bytes += head_unit;
-      head.communication_bytes += top_prefetched;
+      head.communication_bytes += top_prefetched + ipg_bucket;
       // Trainable tokens on a tied table: the copy's dense gradient beside the saved copy.
       if (a_.tie_word_embeddings) head.temporaries_bytes += states_.token_table_copy_bytes;
       // A chunked loss projects each chunk on its own (torchtune TransformerDecoder.chunked_output):
@@ -854,6 +873,9 @@ class Replay {
       if (t_.loss == LossKernel::kChunked && several_chunks) {
         head.temporaries_bytes += 2 * (tied_held > 0 ? tied_held : states_.head_gradient_bytes);
       }
+      // DeepSpeed's offloaded ZeRO-2: the output layer's gradient, reduced and checked in its hook
+      // (ModelStates::offload_grad_check_head_bytes) on the rank whose partition holds it.
+      head.temporaries_bytes += states_.offload_head_gradient_bytes + states_.offload_grad_check_head_bytes;
       note(&at, tl, best, head, "backward", {"output layer backward"}, -1, StepPart::kHeadBackward);
     }
     b.weights_bytes -= last_kept;  // the top block is gathered again below
@@ -879,13 +901,14 @@ class Replay {
       // A recomputed layer casts its weights again and saves the casts until its backward ends.
       const bool recast = g.recomputed && all_layers_checkpointed();
       top.temporaries_bytes += bwd_layer_temp + (recast ? states_.amp_largest_layer_weight_cast_bytes : 0);
+      top.temporaries_bytes += states_.offload_grad_check_layer_bytes;  // a block gradient offloaded (DeepSpeed ZeRO-2)
       top.communication_bytes += 2 * comm_layer_ + (states_.persistent_reduce_bucket_bytes > 0 ? 0 : beh.reduce_bucket_bytes);
       if (zero3) {
         // The block is gathered again (with its prefetched neighbour) and its unsharded
         // gradients wait for the reduce-scatter.
         if (beh.reshard_after_forward) {
           top.weights_bytes += gathered_window;  // else still gathered
-          top.side_stream_bytes = gathered_window;
+          top.side_stream_bytes = held_side + gathered_window;
         }
       }
       top.gradients_bytes += states_.reduce_layer_bytes;
@@ -905,6 +928,7 @@ class Replay {
       }
       if (progressive) {
         bottom.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers - 1, "gather bytes");  // resharded after backward
+        if (held_to_backward) bottom.side_stream_bytes -= checked_mul(states_.gather_layer_bytes, g.layers - 1, "gather bytes");
       }
       if (zero3 && beh.reshard_after_forward && g.first_layer == 0 && rank_.kind.embedding) {
         bottom.weights_bytes -= gathered_window - states_.gather_layer_bytes;  // no block below the first to prefetch
@@ -914,8 +938,9 @@ class Replay {
       note(&at, tl, best, bottom, "backward", {"layer ", g.first_layer}, g.first_layer, StepPart::kLayerBackward);
       held_now = reduced_held;
       b.gradients_bytes = bottom.gradients_bytes - states_.reduce_layer_bytes - tied_held - head_waiting;
-      b.side_stream_bytes = 0;
       if (progressive) b.weights_bytes -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
+      if (held_to_backward) held_side -= checked_mul(states_.gather_layer_bytes, g.layers, "gather bytes");
+      b.side_stream_bytes = held_side;
     }
     // At the embedding backward the table's two contributions meet (the held one, the dense
     // one below); on a first micro-batch the table's gradient is not assigned yet, so the held
@@ -934,11 +959,19 @@ class Replay {
                           (rank_.shard.sharding == Sharding::kNone || rank_.shard.sharding == Sharding::kZero1);
       // Trainable tokens: the table copy's dense gradient, before index_copy's backward takes the trained rows.
       b.temporaries_bytes = (stolen ? 0 : states_.embedding_grad_bytes + tied_held) + states_.token_table_copy_bytes;
-      b.communication_bytes += held_now;
+      // DeepSpeed ZeRO-1/2 reduces the table's gradient in its hook, inside the backward, while the
+      // ipg bucket is still allocated (ipg_bucket above).
+      // Offloaded, the gradient is then checked (ModelStates::offload_grad_check_embedding_bytes); one that
+      // fits the bucket was copied into it and freed first (reduce_independent_p_g_buckets_and_remove_grads).
+      if (states_.offload_grad_check_embedding_bytes > 0 && ipg_bucket > 0 && states_.embedding_grad_bytes <= ipg_bucket) {
+        b.temporaries_bytes -= std::min(b.temporaries_bytes, states_.embedding_grad_bytes + tied_held);
+      }
+      b.temporaries_bytes += states_.offload_grad_check_embedding_bytes;
+      b.communication_bytes += held_now + ipg_bucket;
       b.weights_bytes += embedding_unit;
       note(&at, tl, best, b, "backward", {"embedding backward"}, -1, StepPart::kBackwardEnd);
       b.weights_bytes -= embedding_unit;
-      b.communication_bytes -= held_now;
+      b.communication_bytes -= held_now + ipg_bucket;
     }
     if (root_reduced_last) {
       // The root reshards, then its reduce-scatter input (one buffer of the group's gradients in

@@ -54,6 +54,18 @@ struct DistributedBehaviour {
   /// copy at a time (stage3.py _prepare_fp32_grad_for_sub_group, sub_group_size elements; TG-14).
   bool fp32_grads_at_step = false;
   std::int64_t fp32_grad_sub_group_elements = 0;
+  /// DeepSpeed ZeRO-2 with the optimizer offloaded to the CPU (stage_1_and_2.py cpu_offload,
+  /// v0.12.6, v0.14.2 and v0.19.8 alike): no gradient partition on the device; each reduced
+  /// gradient of the rank's partition goes straight to the pinned fp32 partition on the host
+  /// (copy_grads_in_partition returns before grads_in_partition), and the engine keeps a buffer of
+  /// the largest parameter in the model dtype from its construction (temp_grad_buffer_for_gpu_offload).
+  bool zero_offload_grads_on_host = false;
+  /// ... and the device bytes per gradient element of the checks made as each of the partition's
+  /// gradients is reduced (set_norm_for_param_grad_in_gpu, update_overflow_tracker_for_param_grad):
+  /// 8 for the fp64 copy the norm is taken of; 11 where the inf/nan check also makes an fp32 copy,
+  /// three boolean masks and an fp32 cast of the last beside it (_has_inf_or_nan, v0.13.5 to
+  /// v0.19.5). One parameter at a time, the largest binding on the rank that owns it. 0: none.
+  std::int64_t zero_offload_grad_check_bytes_per_element = 0;
   /// Megatron-LM keeps the main_grad buffer it all-reduces in fp32 only under --bf16 or
   /// --accumulate-allreduce-grads-in-fp32; with --fp16 it holds and reduces the parameters' fp16
   /// (megatron/model/distributed.py _get_buffer_type @ 3d718bfc, 2021-08; before the buffer,

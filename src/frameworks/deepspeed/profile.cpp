@@ -32,6 +32,20 @@ FrameworkProfile deepspeed_profile() {
   p.dist.zero3_grad_partition_at_init = true;
   p.dist.fp32_grads_at_step = true;
   p.dist.fp32_grad_sub_group_elements = 1'000'000'000LL;
+  // ZeRO-2 with offload_optimizer cpu: gradients reduced to the host, no device partition
+  // (v0.14.2 stage_1_and_2.py copy_grads_in_partition, temp_grad_buffer_for_gpu_offload; the same
+  // at v0.12.6 and v0.19.8). v0.19.6 on: each gradient's norm in fp64 (set_norm_for_param_grad_in_gpu,
+  // zero/utils.py get_norm_dtype), its inf/nan check reduced without a copy (runtime/utils.py has_inf_or_nan).
+  p.dist.zero_offload_grads_on_host = true;
+  p.dist.zero_offload_grad_check_bytes_per_element = 8;
+  p.history = {
+      {202608,
+       "ZeRO-2's offloaded gradients checked elementwise for inf/nan (an fp32 copy, three boolean masks and an fp32 "
+       "cast: 11 bytes per element)",
+       "deepspeedai/DeepSpeed v0.14.2 (2024-04) and v0.19.5 (2026-08): runtime/zero/stage_1_and_2.py _has_inf_or_nan, "
+       "update_overflow_tracker_for_param_grad; v0.12.6 (2023-12) summed an fp32 copy (4 bytes, under the fp64 norm's 8); "
+       "v0.19.6: has_inf_or_nan",
+       nullptr, [](DistributedBehaviour& b) { b.zero_offload_grad_check_bytes_per_element = 11; }, 202401}};
   p.sources = {"deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/engine.py (get_data_types, optimizer)",
                "deepspeedai/DeepSpeed @ b344c04: deepspeed/runtime/zero/config.py, stage_1_and_2.py (ipg buffers)",
                "deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/utils.py (see_memory_usage)"};

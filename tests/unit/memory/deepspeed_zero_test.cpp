@@ -208,3 +208,81 @@ TEST_CASE("parallel.zero3_init is DeepSpeed's", "[deepspeed][zero]") {
   CHECK(out["error"]["code"] == "invalid_value");
   CHECK(out["error"]["path"] == "/parallel/zero3_init");
 }
+
+TEST_CASE("DeepSpeed ZeRO-3 on a model built outside zero.Init: the held blocks stay in the allgather stream's pool",
+          "[deepspeed][zero][reserved]") {
+  // Llama-3.1-8B blocks: 218.1 M parameters, gathered in fp16 on the allgather stream (v0.14.2
+  // partitioned_param_coordinator.py). The compute stream cannot reuse them once they are released,
+  // so what it allocates in the step (its peak over 16 tokens) adds to them in reserved.
+  constexpr std::int64_t kBlockBytes = 218'112'000LL * 2;
+  json held_req = unpatched_linear_request(8, "none", false), patched_req = unpatched_linear_request(8, "none", true);
+  held_req["training"]["seq_len"] = patched_req["training"]["seq_len"] = 16;
+  const json held = result_of(held_req), patched = result_of(patched_req);
+  CHECK(bytes(held, "peak_reserved_bytes") > bytes(held, "peak_allocated_bytes") + 8 * kBlockBytes);
+  CHECK(bytes(patched, "peak_reserved_bytes") < bytes(patched, "peak_allocated_bytes") + 5 * kBlockBytes);
+}
+
+namespace {
+
+// Llama-3.1-8B as the gpjt/fine-tune-2024-04 ZeRO-2 runs train it: HF Trainer on the DeepSpeed
+// engine, fp16, the optimizer offloaded to the CPU, full checkpointing, one short sequence.
+json offload_request(const char* framework_version, int gpus) {
+  json req = request("zero2", "hf_trainer", gpus);
+  req["training"]["precision"] = "amp_fp16";
+  req["training"]["offload"] = "optimizer";
+  req["training"]["seq_len"] = 16;
+  if (framework_version[0] != '\0') req["training"]["framework_version"] = framework_version;
+  return req;
+}
+
+const json& event(const json& r, const char* label) {
+  for (const json& e : r["timeline"]) {
+    if (e["label"] == label) return e;
+  }
+  FAIL("no timeline event " << label);
+  return r;
+}
+
+constexpr std::int64_t kVocabTimesHidden = 128'256LL * 4096;  // Llama-3.1-8B's embedding and output layer
+
+}  // namespace
+
+TEST_CASE("DeepSpeed ZeRO-2 with the optimizer offloaded keeps no gradient partition on the device",
+          "[deepspeed][zero][offload]") {
+  for (const int gpus : {1, 8}) {
+    const json r = result_of(offload_request("", gpus));
+    CHECK(r["parallel"]["behaviour"]["zero_offload_grads_on_host"] == true);
+    // temp_grad_buffer_for_gpu_offload: the largest parameter (the embedding table) in fp16, from engine
+    // init, whatever the partition's size.
+    CHECK(bytes(r["states"], "gradients_bytes") == 2 * kVocabTimesHidden);
+    CHECK(bytes(event(r, "embedding"), "gradients_bytes") == 2 * kVocabTimesHidden);
+  }
+}
+
+TEST_CASE("DeepSpeed ZeRO-2 offload checks each gradient as it is offloaded, by version",
+          "[deepspeed][zero][offload]") {
+  // 2024-01 .. 2026-07 (v0.13.5 .. v0.19.5): an fp32 copy, three masks and an fp32 cast, 11 bytes an
+  // element of the whole gradient; before and after, the fp64 copy the norm is taken of, 8.
+  struct Case { const char* version; std::int64_t per_element; };
+  for (const Case c : {Case{"2023-12", 8}, Case{"2024-04", 11}, Case{"2026-07", 11}, Case{"2026-08", 8}, Case{"", 8}}) {
+    const json r = result_of(offload_request(c.version, 8));
+    CHECK(r["parallel"]["behaviour"]["zero_offload_grad_check_bytes_per_element"] == c.per_element);
+    // The output layer's fp16 gradient (larger than the 5e8-element bucket: a tensor of its own) and its check.
+    CHECK(bytes(event(r, "output layer backward"), "temporaries_bytes") == (2 + c.per_element) * kVocabTimesHidden);
+    // The embedding's gradient and its check, beside the reduce bucket still allocated.
+    const json& embedding = event(r, "embedding backward");
+    CHECK(bytes(embedding, "temporaries_bytes") == (2 + c.per_element) * kVocabTimesHidden);
+    CHECK(bytes(embedding, "communication_bytes") >= 1'000'000'000LL);
+  }
+}
+
+TEST_CASE("DeepSpeed ZeRO-1/2's reduce bucket is allocated before the loss backward", "[deepspeed][zero]") {
+  const json r = result_of(request("zero2", "hf_trainer", 8));
+  CHECK(bytes(event(r, "loss backward"), "communication_bytes") -
+            bytes(event(r, "logits and cross-entropy"), "communication_bytes") ==
+        1'000'000'000LL);
+  // ZeRO-3's bucket lives from engine init: no step at the loss backward.
+  const json z3 = result_of(request("zero3", "hf_trainer", 8));
+  CHECK(bytes(event(z3, "loss backward"), "communication_bytes") ==
+        bytes(event(z3, "logits and cross-entropy"), "communication_bytes"));
+}
