@@ -658,6 +658,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   }
   m.optimizer_step_temp_bytes += fp32_step_gradient_bytes(shard, z, master_in_opt && !t.optimizer_in_backward,
                                                           stepped_params, t.main_grad_bytes);
+  // Megatron's fp16 optimizers step on an fp32 copy of each stepped 16-bit main_grad (as_run.h
+  // step_upcasts_main_grad), all made before the step.
+  if (!t.optimizer_in_backward && step_upcasts_main_grad(t, shard.behaviour)) {
+    m.optimizer_step_temp_bytes += checked_mul(stepped_params, 4, "optimizer step bytes");
+  }
   // BAdam's _grad_to_hp: each 16-bit gradient is cast to an fp32 .grad on the clone, then freed.
   if (badam) m.optimizer_step_temp_bytes += checked_mul(stepped_params, 4 - wb, "optimizer step bytes");
   if (t.optimizer == Optimizer::kPagedAdamW8bit || t.optimizer == Optimizer::kPagedAdamW32bit) {
@@ -707,7 +712,7 @@ const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const Ten
   key_.assign({static_cast<std::int64_t>(t.offload), static_cast<std::int64_t>(t.amp_weights), static_cast<std::int64_t>(t.method),
                shard.embedding, shard.head, shard.tp, shard.ep, shard.etp, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
                shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
-               b.pp_defers_grad_sync, b.reduce_in_fp32});
+               b.pp_defers_grad_sync, b.reduce_in_fp32, t.main_grad_bytes});
   if (trains_block_range(t)) {
     key_.push_back(t.badam_active_layer);
     for (const LayerRange& r : shard.layers) key_.insert(key_.end(), {r.first, r.count});
