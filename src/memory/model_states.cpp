@@ -689,6 +689,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const std::int64_t quant_states = quant_state_bytes[0] + quant_state_bytes[1];
     const std::int64_t kept = std::min(m.weights_bytes, quant_states);
     m.host_bytes += m.weights_bytes - kept + m.gradients_bytes;
+    // DeepSpeed's ZeRO-3 with offload_optimizer steps every sub-group on an fp32 gradient buffer of
+    // its own, pinned on the host from initialisation (stage3.py initialize_optimizer_states @ v0.16.4:
+    // subgroup_gradient_buffer per sub-group), beside the partitions' gradient buffer counted above
+    // (grad_partitions_flat_buffer on the offload device, in the gradient accumulation dtype).
+    if (master_in_opt && shard.behaviour.fp32_grads_at_step && !t.optimizer_in_backward) {
+      m.host_bytes += checked_mul(stepped_params, 4, "host bytes");
+    }
     m.weights_bytes = kept;
     m.master_weights_bytes = 0;
     m.gradients_bytes = 0;
