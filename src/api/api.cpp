@@ -194,6 +194,32 @@ std::string inspect(std::string_view request_text) {
 namespace {
 
 // The estimate of a read request (api::estimate), from its evaluation.
+// The request field (JSON Pointer) whose value a capability rule turns down: the training choice
+// for the rules on the method, optimizer, offload and checkpointing, the layout otherwise.
+const char* capability_field(std::string_view code) {
+  static constexpr std::pair<std::string_view, const char*> kFields[] = {
+      {"framework_method", "/training/method"},
+      {"framework_optimizer", "/training/optimizer"},
+      {"framework_offload_optimizer_not_on_cpu", "/training/optimizer"},
+      {"framework_no_param_offload", "/training/offload"},
+      {"framework_no_optimizer_offload", "/training/offload"},
+      {"framework_optimizer_offload_single_gpu", "/training/offload"},
+      {"framework_optimizer_offload_sharding", "/training/offload"},
+      {"framework_no_selective_checkpointing", "/training/activation_checkpointing"},
+      {"framework_no_tp", "/parallel/tp"},
+      {"framework_no_pp", "/parallel/pp"},
+      {"framework_no_vpp", "/parallel/vpp"},
+      {"framework_no_cp", "/parallel/cp"},
+      {"framework_no_ulysses", "/parallel/cp_kind"},
+      {"framework_no_ep", "/parallel/ep"},
+      {"framework_no_sequence_parallel", "/parallel/sequence_parallel"},
+      {"framework_moe_tp_needs_sequence_parallel", "/parallel/sequence_parallel"}};
+  for (const auto& [c, field] : kFields) {
+    if (c == code) return field;
+  }
+  return code.rfind("framework_no_zero", 0) == 0 || code == "framework_no_ddp" ? "/parallel/sharding" : "/parallel";
+}
+
 Json estimate_result(const EstimateRequest& r, const Evaluation& ev) {
   const TensorInventory& inv = *r.model.inventory;
   const DistributedEstimate& d = ev.distributed;
@@ -232,7 +258,8 @@ Json estimate_result(const EstimateRequest& r, const Evaluation& ev) {
   result["warnings"] = r.warnings;
   if (ev.capability_rule) {
     result["warnings"].push_back(r.framework->name + ": " + capability_message(ev.capability_rule) + " (" +
-                                 ev.capability_rule + "); the search does not offer this layout");
+                                 ev.capability_rule + " at " + capability_field(ev.capability_rule) +
+                                 "); the search does not offer this layout");
   }
   return result;
 }

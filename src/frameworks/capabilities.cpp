@@ -38,12 +38,14 @@ bool runs_everything(const FrameworkCapabilities& c) {
              c.qlora_with_zero3 && c.multi_node && c.multi_gpu && !c.optimizer_offload_single_gpu_only && !c.moe_tp_needs_sequence_parallel;
   for (int s = 0; s < 4; ++s) all = all && c.sharding[s] && c.optimizer_offload_with[s];
   for (bool m : c.methods) all = all && m;
+  for (int o = 0; o < kOptimizerCount; ++o) all = all && c.optimizers[o] && c.optimizer_offload_runs[o] && c.params_offload_runs[o];
   return all;
 }
 
 const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout& l, const TrainingSetup& t,
                             std::int64_t gpus_per_node, bool moe) {
   if (!c.methods[static_cast<int>(t.method)]) return "framework_method";
+  if (!c.optimizers[static_cast<int>(t.optimizer)]) return "framework_optimizer";
   if (!c.multi_gpu && l.gpus() > 1) return "framework_single_gpu";
   if (!c.multi_node && l.gpus() > gpus_per_node) return "framework_single_node";
   if (l.tp > 1) {
@@ -75,6 +77,8 @@ const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout
       if (c.optimizer_offload_single_gpu_only && l.gpus() > 1) return "framework_optimizer_offload_single_gpu";
       if (data_parallel && !c.optimizer_offload_with[static_cast<int>(l.sharding)]) return "framework_optimizer_offload_sharding";
     }
+    const bool (&runs)[kOptimizerCount] = params ? c.params_offload_runs : c.optimizer_offload_runs;
+    if (!runs[static_cast<int>(t.optimizer)]) return "framework_offload_optimizer_not_on_cpu";
   }
   if (t.checkpointing == Checkpointing::kSelective && !c.selective_checkpointing) return "framework_no_selective_checkpointing";
   if (t.method == Method::kQlora && l.sharding == Sharding::kZero3 && data_parallel && !c.qlora_with_zero3) {
@@ -86,6 +90,7 @@ const char* capability_rule(const FrameworkCapabilities& c, const ParallelLayout
 std::string capability_message(const char* code) {
   static constexpr std::pair<const char*, const char*> kMessages[] = {
       {"framework_method", "the framework does not train this method"},
+      {"framework_optimizer", "the framework's launch files do not set this optimizer"},
       {"framework_single_node", "the framework runs on one node only"},
       {"framework_single_gpu", "the framework's launch script trains on one GPU"},
       {"framework_no_tp", "the framework has no tensor parallelism"},
@@ -107,6 +112,10 @@ std::string capability_message(const char* code) {
       {"framework_no_optimizer_offload", "the framework does not offload the optimizer alone to the CPU"},
       {"framework_optimizer_offload_single_gpu", "the framework offloads the optimizer on one GPU only"},
       {"framework_optimizer_offload_sharding", "the framework offloads the optimizer only with another sharding"},
+      {"framework_offload_optimizer_not_on_cpu",
+       "the framework's CPU offload does not step this optimizer on the CPU (DeepSpeed's ZeRO-Offload runs its own CPU Adam / "
+       "Lion only; bitsandbytes' 8-bit and paged optimizers have no CPU step): offload with AdamW, or keep the 8-bit "
+       "optimizer on the GPU"},
       {"framework_no_selective_checkpointing", "the framework checkpoints whole blocks only (no selective recompute)"},
       {"framework_qlora_not_with_zero3", "this framework version cannot shard a 4-bit base with ZeRO-3 / FSDP"}};
   for (const auto& [c, m] : kMessages) {

@@ -29,6 +29,14 @@ struct FrameworkCapabilities {
   bool optimizer_offload_with[4] = {true, true, true, true};
   bool optimizer_offload_single_gpu_only = false;  // torchtune: torchao CPUOffloadOptimizer
   bool params_offload = true;                // parameter shards on the CPU (ZeRO-3 / FSDP)
+  /// Optimizers (by Optimizer value) whose step the framework's offload runs on the CPU, for the
+  /// optimizer offloaded alone (Offload::kOptimizer) and with the parameters (kParamsOptimizer).
+  /// DeepSpeed's ZeRO-Offload steps its own CPU optimizers only; FSDP's and torchao's offload step
+  /// the client optimizer on CPU tensors, which bitsandbytes' 8-bit and paged kernels do not take.
+  bool optimizer_offload_runs[kOptimizerCount] = {true, true, true, true, true, true, true,
+                                                  true, true, true, true, true, true, true};
+  bool params_offload_runs[kOptimizerCount] = {true, true, true, true, true, true, true,
+                                               true, true, true, true, true, true, true};
   bool tp = true;
   bool sequence_parallel = true;             // Megatron-style SP within the tp group
   bool tp_with_zero3 = true;
@@ -49,6 +57,8 @@ struct FrameworkCapabilities {
                                 true, true, true, true, true, true, true, true, true, true,
                                 true, true, true, true, true, true, true, true, true, true, true, true,
                                 true, true, true};
+  /// Optimizers (by Optimizer value) the framework's launch files set.
+  bool optimizers[kOptimizerCount] = {true, true, true, true, true, true, true, true, true, true, true, true, true, true};
   /// QLoRA's 4-bit base sharded by ZeRO-3 / FSDP.
   bool qlora_with_zero3 = true;
   bool multi_node = true;

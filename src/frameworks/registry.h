@@ -43,6 +43,7 @@ FrameworkCapabilities llamafactory_capabilities();
 FrameworkCapabilities prime_rl_capabilities();
 std::vector<DatedCapability> hf_trainer_dated_capabilities();
 std::vector<DatedCapability> deepspeed_dated_capabilities();
+std::vector<DatedCapability> torchtune_dated_capabilities();
 
 struct FrameworkEntry {
   Framework id;
@@ -55,7 +56,7 @@ inline constexpr FrameworkEntry kFrameworks[] = {
     {Framework::kHfTrainer, hf_trainer_profile, hf_trainer_capabilities, hf_trainer_dated_capabilities},
     {Framework::kTransformersLoop, transformers_loop_profile, nullptr, nullptr},
     {Framework::kPeftBench, peft_bench_profile, nullptr, nullptr},
-    {Framework::kTorchtune, torchtune_profile, torchtune_capabilities, nullptr},
+    {Framework::kTorchtune, torchtune_profile, torchtune_capabilities, torchtune_dated_capabilities},
     {Framework::kTorchtitan, torchtitan_profile, torchtitan_capabilities, nullptr},
     {Framework::kMegatron, megatron_profile, megatron_capabilities, nullptr},
     {Framework::kDeepspeed, deepspeed_profile, deepspeed_capabilities, deepspeed_dated_capabilities},
@@ -91,6 +92,31 @@ inline void only_methods(FrameworkCapabilities& c, std::initializer_list<Method>
   for (bool& m : c.methods) m = false;
   for (Method m : which) c.methods[static_cast<int>(m)] = true;
 }
+inline void only_optimizers(FrameworkCapabilities& c, std::initializer_list<Optimizer> which) {
+  for (bool& o : c.optimizers) o = false;
+  for (Optimizer o : which) c.optimizers[static_cast<int>(o)] = true;
+}
 inline void no_model_parallel(FrameworkCapabilities& c) { c.tp = c.sequence_parallel = c.pp = c.vpp = c.cp = c.ulysses_cp = c.ep = false; }
+
+// ZeRO-Offload steps DeepSpeed's own CPU optimizers only: ds_config's Adam/AdamW as DeepSpeedCPUAdam,
+// Lion as DeepSpeedCPULion (deepspeed/runtime/engine.py _configure_basic_optimizer @ v0.16.4). A client
+// optimizer is refused unless zero_force_ds_cpu_optimizer is false (engine.py _configure_optimizer
+// @ v0.16.4, default True in runtime/constants.py since v0.8.3), and accelerate swaps it for
+// DeepSpeedCPUAdam (accelerate @ d6d3e03 src/accelerate/utils/deepspeed.py map_pytorch_optim_to_deepspeed):
+// neither runs an 8-bit, paged, Adafactor, SGD or projected-gradient optimizer as the layout says.
+inline void deepspeed_cpu_optimizers_only(bool (&runs)[kOptimizerCount]) {
+  for (bool& r : runs) r = false;
+  runs[static_cast<int>(Optimizer::kAdamW)] = runs[static_cast<int>(Optimizer::kLion)] = true;
+}
+// bitsandbytes' 8-bit and paged optimizers on CPU tensors (FSDP's CPU offload, torchao's
+// CPUOffloadOptimizer): no CPU kernel for optimizer_update_8bit_blockwise before 0.50.0
+// (bitsandbytes 0.49.2 backends/: cuda and xpu only; 0.50.0, 2026-07, backends/cpu/ops.py registers
+// it, and optim/optimizer.py get_state_buffer falls back to unpaged states on the CPU).
+inline constexpr std::int64_t kBitsandbytesCpuStepSince = 202607;
+inline void no_bitsandbytes_on_cpu(bool (&runs)[kOptimizerCount]) {
+  for (Optimizer o : {Optimizer::kAdamW8bit, Optimizer::kPagedAdamW8bit, Optimizer::kPagedAdamW32bit}) runs[static_cast<int>(o)] = false;
+}
+inline constexpr const char* kBitsandbytesCpuStepSource =
+    "bitsandbytes-foundation/bitsandbytes 0.50.0 (2026-07): backends/cpu/ops.py optimizer_update_8bit_blockwise on the CPU";
 
 }  // namespace memfit

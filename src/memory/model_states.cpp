@@ -680,6 +680,11 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
   }
   m.optimizer_step_temp_bytes += fp32_step_gradient_bytes(shard, z, master_in_opt && !t.optimizer_in_backward,
                                                           stepped_params, t.main_grad_bytes);
+  // Megatron's fp16 optimizers step on an fp32 copy of each stepped 16-bit main_grad (as_run.h
+  // step_upcasts_main_grad), all made before the step.
+  if (!t.optimizer_in_backward && step_upcasts_main_grad(t, shard.behaviour)) {
+    m.optimizer_step_temp_bytes += checked_mul(stepped_params, 4, "optimizer step bytes");
+  }
   // BAdam's _grad_to_hp: each 16-bit gradient is cast to an fp32 .grad on the clone, then freed.
   if (badam) m.optimizer_step_temp_bytes += checked_mul(stepped_params, 4 - wb, "optimizer step bytes");
   if (t.optimizer == Optimizer::kPagedAdamW8bit || t.optimizer == Optimizer::kPagedAdamW32bit) {
@@ -727,6 +732,13 @@ ModelStates compute_model_states(const ModelArchitecture& arch, const TensorInve
     const std::int64_t quant_states = quant_state_bytes[0] + quant_state_bytes[1];
     const std::int64_t kept = std::min(m.weights_bytes, quant_states);
     m.host_bytes += m.weights_bytes - kept + m.gradients_bytes;
+    // DeepSpeed's ZeRO-3 with offload_optimizer steps every sub-group on an fp32 gradient buffer of
+    // its own, pinned on the host from initialisation (stage3.py initialize_optimizer_states @ v0.16.4:
+    // subgroup_gradient_buffer per sub-group), beside the partitions' gradient buffer counted above
+    // (grad_partitions_flat_buffer on the offload device, in the gradient accumulation dtype).
+    if (master_in_opt && shard.behaviour.fp32_grads_at_step && !t.optimizer_in_backward) {
+      m.host_bytes += checked_mul(stepped_params, 4, "host bytes");
+    }
     m.weights_bytes = kept;
     m.master_weights_bytes = 0;
     m.gradients_bytes = 0;
@@ -751,7 +763,7 @@ const ModelStates& ModelStatesMemo::get(const ModelArchitecture& arch, const Ten
                shard.embedding, shard.head, shard.tp, shard.ep, shard.etp, static_cast<std::int64_t>(shard.sharding), shard.dense_shard,
                shard.expert_shard, shard.data_parallel, shard.padded_vocab, b.ddp_bucket_copy, b.grad_buffer_at_init,
                b.pp_defers_grad_sync, b.reduce_in_fp32, b.zero_offload_grads_on_host,
-               b.zero_offload_grad_check_bytes_per_element});
+               b.zero_offload_grad_check_bytes_per_element, t.main_grad_bytes});
   if (trains_block_range(t)) {
     key_.push_back(t.badam_active_layer);
     for (const LayerRange& r : shard.layers) key_.insert(key_.end(), {r.first, r.count});

@@ -146,7 +146,7 @@ std::int64_t block_model_states_bytes(const ModelArchitecture& arch, const Tenso
 /// behaviours, and its layers as the count held of each inventory group (the layers themselves
 /// under freeze, which trains the last k). Shards that hold the same — e.g. the stages of
 /// layouts that differ only in their interleaving — share one computation. The key holds the
-/// setup's offload, AMP weight handling and method; one memo serves one model and otherwise one
+/// setup's offload, AMP weight handling, gradient buffer dtype and method; one memo serves one model and otherwise one
 /// setup (the search's: its layouts vary only those fields of the setup).
 class ModelStatesMemo {
  public:

@@ -1036,14 +1036,13 @@ Estimate estimate_rank(const ModelArchitecture& arch, const TensorInventory& inv
 }
 
 namespace {
-// FSDP with a 16-bit mixed-precision policy gathers 16-bit parameters: no autocast copies.
-// The setup as the layout runs it (resolve_distributed_setup), copied into `storage` only when
+// FSDP with a 16-bit mixed-precision policy gathers 16-bit parameters: no autocast copies; a
+// Megatron --fp16 gradient buffer is fp16. The setup as the layout runs it (resolve_distributed_setup), copied into `storage` only when
 // the layout changes it (a copy holds the LoRA target list).
 const TrainingSetup& resolved_setup(const ParallelLayout& l, const TrainingSetup& t,
                                     std::optional<TrainingSetup>& storage) {
-  if (!gathers_16bit_params(l, t)) return t;
-  storage = t;
-  storage->amp_weights = AmpWeights::kGathered16bit;
+  if (!setup_changes_as_run(l, t)) return t;
+  storage = resolve_distributed_setup(l, t);
   return *storage;
 }
 }  // namespace

@@ -89,7 +89,6 @@ inline RankPlan plan_rank(const ParallelLayout& l, const TrainingSetup& t) {
   } else {
     const GradientBytes g = base_gradient_bytes(t, l.behaviour, gathers_now);
     p.reduced_gradient_bytes = l.sharding == Sharding::kZero2 || l.sharding == Sharding::kZero3 ? g.reduced : g.computed;
-    if (l.behaviour.fp16_grads_reduce_in_fp16 && t.precision == Precision::kAmpFp16) p.reduced_gradient_bytes = 2;
   }
   p.recompute = recompute_policy(t);
   p.sharding = l.sharding;

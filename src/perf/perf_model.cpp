@@ -166,7 +166,7 @@ const std::vector<BlockMatmul>* matmuls_for(const PerfLayer& pl, std::int64_t tp
 double kept_activation_bytes(const PerfBasis& b, const TrainingSetup& t, const ParallelLayout& l, const RankPlan& plan) {
   const double tokens = static_cast<double>(plan.tokens_per_micro_batch), positions = static_cast<double>(plan.positions);
   std::optional<TrainingSetup> resolved;  // a copy (the LoRA target list) only when the layout changes it
-  if (gathers_16bit_params(l, t)) resolved = resolve_distributed_setup(l, t);
+  if (setup_changes_as_run(l, t)) resolved = resolve_distributed_setup(l, t);
   const TrainingSetup& run = resolved ? *resolved : t;
   std::optional<TrainingSetup> unchecked;
   if (policy_reads_unchecked_layer(run)) {
@@ -677,10 +677,10 @@ EagerAttentionGemms eager_attention_gemms(const PerfLayer& pl, std::int64_t micr
   return e;
 }
 
-// Bytes of one gradient element as the optimizer reads it (the fp32 main_grad under AMP).
-double gradient_element_bytes(const TrainingSetup& t) {
+// Bytes of one gradient element as the buffer holds it (the main_grad as run under AMP).
+double gradient_element_bytes(const TrainingSetup& t, const DistributedBehaviour& b) {
   if (!amp_like(t)) return static_cast<double>(weight_bytes(t.precision));
-  return t.amp_weights == AmpWeights::kMasterInOptimizer ? static_cast<double>(t.main_grad_bytes) : 4.0;
+  return t.amp_weights == AmpWeights::kMasterInOptimizer ? static_cast<double>(main_grad_bytes_as_run(t, b)) : 4.0;
 }
 
 // stage_costs with the layout's rank plan (tokens, activation split, recomputation) at hand.
@@ -704,12 +704,10 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
   const double elem_scale = act_bytes / 2.0;
   const bool nf4_base = effective_base_quant(t) == BaseQuant::kNf4;
   // A gradient add per micro-batch (grad_add_per_micro_batch): the 16-bit weight gradient read,
-  // the buffer read and written, per trained weight. Megatron-LM's 2021 buffer takes the
-  // parameters' dtype under --fp16 and fp32 only with --accumulate-allreduce-grads-in-fp32, which
-  // --bf16 forces (megatron/model/distributed.py _get_buffer_type, arguments.py @ 3d718bfc).
-  const bool fp16_buffer = t.precision == Precision::kAmpFp16 || t.precision == Precision::kFp16;
+  // the buffer read and written, per trained weight, in the buffer's dtype as run (fp16 under
+  // Megatron-LM's --fp16: main_grad_bytes_as_run).
   const double grad_add_bytes =
-      l.behaviour.grad_add_per_micro_batch ? act_bytes + 2.0 * (fp16_buffer ? 2.0 : gradient_element_bytes(t)) : 0.0;
+      l.behaviour.grad_add_per_micro_batch ? act_bytes + 2.0 * gradient_element_bytes(t, l.behaviour) : 0.0;
   const double ctx = !b.causal ? seq
                      : b.sliding_window > 0 ? std::min(static_cast<double>(b.sliding_window), seq / 2)
                                             : seq / 2;
@@ -1197,7 +1195,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double trainable_rank = sc.trainable / tp;  // before data-parallel sharding
   const bool amp = amp_like(t);
   // Gradients as the optimizer reads them, and as the data-parallel collective moves them.
-  const double grad_elem = gradient_element_bytes(t);
+  const double grad_elem = gradient_element_bytes(t, l.behaviour);
   st.gradient_reduce_element_bytes = static_cast<double>(plan.reduced_gradient_bytes);
   const double grad_bytes = trainable_rank * st.gradient_reduce_element_bytes;
   const double param16_bytes = sc.params * act_bytes;
@@ -1284,6 +1282,7 @@ StepTime estimate_step_time(const PerfBasis& b, const TrainingSetup& t, const Pa
   const double state = static_cast<double>(state_bytes_per_param(t.optimizer, static_cast<std::int64_t>(w_elem)));
   double bytes_per_param = 2 * w_elem + grad_elem + 2 * state;
   if (t.amp_weights == AmpWeights::kMasterInOptimizer && amp) bytes_per_param += 2 * 2;  // 16-bit model copy
+  if (step_upcasts_main_grad(t, l.behaviour)) bytes_per_param += 2 * 4;  // the fp32 copy written, then read
   const bool host_optimizer = t.offload == Offload::kOptimizer || t.offload == Offload::kParamsOptimizer;
   if (host_optimizer) {
     // The node's ranks step their shards on one host: at the measured AdamW rate of the setup's

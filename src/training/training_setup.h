@@ -75,6 +75,7 @@ enum class Precision { kFp32, kAmpBf16, kAmpFp16, kBf16, kFp16, kFp8 };
 /// first moment per element, one second moment per output row (Adam-mini's blocks).
 enum class Optimizer { kAdamW, kAdamW8bit, kPagedAdamW8bit, kPagedAdamW32bit, kAdamW4bit, kSgd,
                        kSgdMomentum, kAdafactor, kLion, kMuon, kGaloreAdamW, kApolloAdamW, kApolloMini, kAdamMini };
+inline constexpr int kOptimizerCount = 14;
 enum class OptimizerImpl { kForeach, kFused, kForLoop };
 /// full: every block recomputed from its input; selective: the attention core recomputed
 /// (Megatron `--recompute-activations`, core_attn).

@@ -4,7 +4,7 @@
 //   DeepSpeed: docs/_pages/config-json.md (deepspeed.ai/docs/config-json) @ v0.16.4: train_batch_size,
 //     train_micro_batch_size_per_gpu, gradient_accumulation_steps, bf16/fp16.enabled,
 //     zero_optimization.{stage, offload_optimizer.device (stages 1-3), offload_param.device (stage
-//     3 only), overlap_comm, contiguous_gradients}, gradient_clipping, tensor_parallel.autotp_size
+//     3 only), overlap_comm, contiguous_gradients}, optimizer.{type, params}, gradient_clipping, tensor_parallel.autotp_size
 //     (runtime/engine.py @ v0.16.4 rejects it with ZeRO stage 3; runtime/config.py checks
 //     train_batch_size against every rank, before the AutoTP groups exist).
 #include "frameworks/launch_common.h"
@@ -45,6 +45,10 @@ LaunchFormat deepspeed(const LaunchInput& in) {
   if (in.setup.offload == Offload::kParamsOptimizer) zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
   j["zero_optimization"] = zero;
   if (l.tp > 1) j["tensor_parallel"] = {{"autotp_size", l.tp}};  // DeepSpeed AutoTP (>= 0.16.4)
+  // The engine builds its optimizer from this (runtime/engine.py _configure_basic_optimizer): fused
+  // AdamW / Lion on the GPU, DeepSpeedCPUAdam / DeepSpeedCPULion under offload_optimizer.
+  j["optimizer"] = {{"type", in.setup.optimizer == Optimizer::kLion ? "Lion" : "AdamW"},
+                    {"params", {{"lr", in.setup.optimizer == Optimizer::kLion ? 1e-5 : 2e-5}, {"weight_decay", 0.0}}}};
   j["gradient_clipping"] = 1.0;
   f.text = j.dump(2) + "\n";
   if (l.tp > 1) {

@@ -55,6 +55,8 @@ FrameworkProfile deepspeed_profile() {
 FrameworkCapabilities deepspeed_capabilities() {
   FrameworkCapabilities c;
   off(c.optimizer_offload_with, {Sharding::kNone});
+  deepspeed_cpu_optimizers_only(c.optimizer_offload_runs);
+  deepspeed_cpu_optimizers_only(c.params_offload_runs);
   // AutoTP (tensor_parallel.autotp_size) without sequence parallelism, rejected with stage 3
   // (runtime/engine.py); pipeline parallelism needs the model rebuilt as a deepspeed.pipe
   // PipelineModule and MoE its deepspeed.moe layers: code, not a config, and not offered.
@@ -64,6 +66,9 @@ FrameworkCapabilities deepspeed_capabilities() {
   // The engine trains what the client script builds; memfit's DeepSpeed runs are full training
   // (adapters: hf_trainer with parallel.backend deepspeed).
   only_methods(c, {Method::kFull});
+  // ds_config's optimizer.type as the engine builds it (runtime/engine.py _configure_basic_optimizer
+  // @ v0.16.4): AdamW, Lion (FusedLion / DeepSpeedCPULion from v0.11.0).
+  only_optimizers(c, {Optimizer::kAdamW, Optimizer::kLion});
   c.launch_formats = {"deepspeed_json", "python_script"};
   c.sources = {"deepspeedai/DeepSpeed v0.16.4: docs/_pages/config-json.md (zero_optimization, offload, tensor_parallel.autotp_size)",
                "deepspeedai/DeepSpeed v0.16.4: deepspeed/runtime/engine.py (AutoTP rejected with ZeRO stage 3)",
@@ -73,7 +78,13 @@ FrameworkCapabilities deepspeed_capabilities() {
 
 std::vector<DatedCapability> deepspeed_dated_capabilities() {
   return {{202502, "tensor parallelism (AutoTP training, tensor_parallel.autotp_size)",
-          "deepspeedai/DeepSpeed v0.16.4 (2025-02): AutoTP training", [](FrameworkCapabilities& c) { c.tp = false; }}};
+          "deepspeedai/DeepSpeed v0.16.4 (2025-02): AutoTP training", [](FrameworkCapabilities& c) { c.tp = false; }},
+          {202310, "Lion (FusedLion; on the CPU under ZeRO-Offload, DeepSpeedCPULion)",
+           "deepspeedai/DeepSpeed v0.11.0 (2023-10): deepspeed/ops/lion/", [](FrameworkCapabilities& c) {
+             c.optimizers[static_cast<int>(Optimizer::kLion)] = false;
+             c.optimizer_offload_runs[static_cast<int>(Optimizer::kLion)] = false;
+             c.params_offload_runs[static_cast<int>(Optimizer::kLion)] = false;
+           }}};
 }
 
 }  // namespace memfit

@@ -35,7 +35,8 @@ LaunchFormat fsdp_qlora(const LaunchInput& in) {
     << " --world_size " << l.gpus() << " --batch_size " << t.micro_batch << " --gradient_accumulation_steps " << t.grad_accum
     << " --context_length " << t.seq_len << " --precision " << precision << " --sharding_strategy " << strategy
     << " --use_gradient_checkpointing " << (t.checkpointing != Checkpointing::kNone ? "true" : "false")
-    << " --use_cpu_offload " << (t.offload == Offload::kParamsOptimizer ? "true" : "false");
+    << " --use_cpu_offload " << (t.offload == Offload::kParamsOptimizer ? "true" : "false")
+    << " --optimizer " << (t.optimizer == Optimizer::kSgd ? "sgd" : "adamw");  // get_optimizer: adamw, adam, sgd, adadelta
   if (is_lora_like(t.method)) {
     const bool all = t.lora_targets.size() == 1 && t.lora_targets[0] == "all-linear";
     c << " --lora_rank " << t.lora_rank << " --lora_target_modules " << (all ? "all" : "default");

@@ -52,6 +52,8 @@ FrameworkCapabilities fsdp_qlora_capabilities() {
   c.selective_checkpointing = false;
   c.multi_node = false;
   only_methods(c, {Method::kFull, Method::kLora, Method::kQlora});
+  // --optimizer adamw | adam | sgd | adadelta (train.py get_optimizer: torch.optim, plain SGD).
+  only_optimizers(c, {Optimizer::kAdamW, Optimizer::kSgd});
   c.launch_formats = {"fsdp_qlora_command"};
   c.sources = {"AnswerDotAI/fsdp_qlora @ 05ed9f2: train.py (fsdp_main arguments: train_type, sharding_strategy, "
                "use_cpu_offload, use_gradient_checkpointing, world_size)"};

@@ -304,7 +304,17 @@ LaunchFormat python_script(const LaunchInput& in) {
     p << "args = TrainingArguments(output_dir=\"out\", per_device_train_batch_size=" << t.micro_batch
       << ", gradient_accumulation_steps=" << t.grad_accum << ",\n"
       << "                         gradient_checkpointing=" << (ckpt ? "True" : "False") << ", bf16=" << (mixed == "bf16" ? "True" : "False")
-      << ", fp16=" << (mixed == "fp16" ? "True" : "False") << ", max_steps=1000)\n";
+      << ", fp16=" << (mixed == "fp16" ? "True" : "False");
+    const std::string optim = hf_optim_name(t);
+    if (!optim.empty()) p << ",\n                         optim=\"" << optim << "\"";
+    // GaLore / APOLLO: the projected modules and the projection's rank and gap (transformers
+    // _get_galore_optimizer / _get_apollo_optimizer read optim_target_modules and optim_args).
+    if (projects_gradients(t.optimizer)) {
+      p << ", optim_target_modules=[\"attn\", \"mlp\"],\n                         optim_args=\"rank=" << t.projection_rank
+        << ",update_proj_gap=" << t.projection_update_gap << (t.optimizer == Optimizer::kApolloMini ? ",scale_type=tensor,scale=128" : "")
+        << "\"";
+    }
+    p << ", max_steps=1000)\n";
     const bool adalora = t.method == Method::kAdalora;
     if (adalora) {
       // peft v0.21.2 tuners/adalora/model.py update_and_allocate: after each optimizer step, before
@@ -318,6 +328,9 @@ LaunchFormat python_script(const LaunchInput& in) {
       << "trainer.train()\n";
   }
   f.text = p.str();
+  if (!deepspeed_loop && hf_optim_name(t).empty()) {
+    f.notes.emplace_back("TrainingArguments has no optim name for this optimizer: build it and pass Trainer(optimizers=(optimizer, None))");
+  }
   if (t.checkpointing == Checkpointing::kSelective) {
     f.notes.emplace_back("gradient_checkpointing recomputes whole decoder layers (full); selective recompute is not a Trainer option");
   }

@@ -88,6 +88,10 @@ FrameworkCapabilities hf_trainer_capabilities() {
   // accelerate: DDP, FSDP (FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2, HYBRID_SHARD) and DeepSpeed
   // ZeRO 1-3 with offload_optimizer (stages 1-3) and offload_param (stage 3); FSDP offload_params.
   off(c.optimizer_offload_with, {Sharding::kNone});
+  // The optimizer offloaded alone runs as DeepSpeed ZeRO-Offload (launch_common.cpp hf_sharding):
+  // DeepSpeed's CPU optimizers only. Parameter offload runs as FSDP's offload_params, which steps
+  // Trainer's optimizer on CPU tensors (bitsandbytes: dated below).
+  deepspeed_cpu_optimizers_only(c.optimizer_offload_runs);
   // Trainer's gradient_checkpointing recomputes whole decoder layers; accelerate's config sets
   // no tensor, pipeline, context or expert parallelism that memfit writes (accelerate >= 1.10's
   // ParallelismConfig tp/cp is not offered yet).
@@ -96,6 +100,10 @@ FrameworkCapabilities hf_trainer_capabilities() {
   // train.py first: it holds the model, the method (PEFT, bitsandbytes) and TrainingArguments; the
   // accelerate file only the distribution (near empty on one GPU).
   c.launch_formats = {"python_script", "accelerate_yaml"};
+  // TrainingArguments.optim (transformers v5.15.0 OptimizerNames, launch_common.cpp hf_optim_name): no
+  // Muon or Adam-mini name; "sgd" is torch.optim.SGD without momentum.
+  c.optimizers[static_cast<int>(Optimizer::kMuon)] = c.optimizers[static_cast<int>(Optimizer::kAdamMini)] = false;
+  c.optimizers[static_cast<int>(Optimizer::kSgdMomentum)] = false;
   c.sources = {"huggingface/accelerate @ d6d3e03: docs/source/usage_guides/fsdp.md, deepspeed.md (strategies, offload)",
                "deepspeedai/DeepSpeed v0.16.4: docs/_pages/config-json.md (offload_optimizer stages 1-3, offload_param stage 3)",
                "huggingface/transformers v5.15.0: src/transformers/modeling_utils.py (gradient_checkpointing_enable: per layer)",
@@ -107,7 +115,12 @@ FrameworkCapabilities hf_trainer_capabilities() {
 std::vector<DatedCapability> hf_trainer_dated_capabilities() {
   return {{202403, "QLoRA's 4-bit base sharded by FSDP / ZeRO-3",
           "huggingface/transformers v4.39.0 (2024-03): BitsAndBytesConfig bnb_4bit_quant_storage",
-          [](FrameworkCapabilities& c) { c.qlora_with_zero3 = false; }}};
+          [](FrameworkCapabilities& c) { c.qlora_with_zero3 = false; }},
+          {202310, "Lion stepped on the CPU under ZeRO-Offload (accelerate maps bitsandbytes' 32-bit Lion to DeepSpeedCPULion)",
+           "deepspeedai/DeepSpeed v0.11.0 (2023-10): deepspeed/ops/lion/cpu_lion.py",
+           [](FrameworkCapabilities& c) { c.optimizer_offload_runs[static_cast<int>(Optimizer::kLion)] = false; }},
+          {kBitsandbytesCpuStepSince, "bitsandbytes' 8-bit and paged optimizers stepped on the CPU under FSDP's offload_params",
+           kBitsandbytesCpuStepSource, [](FrameworkCapabilities& c) { no_bitsandbytes_on_cpu(c.params_offload_runs); }}};
 }
 
 }  // namespace memfit

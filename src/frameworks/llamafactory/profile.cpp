@@ -48,6 +48,7 @@ FrameworkCapabilities llamafactory_capabilities() {
   c.launch_formats = {"llamafactory_yaml"};
   // finetuning_type lora (use_dora, quantization_bit), freeze or full (oft not modelled).
   only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kDora, Method::kFreeze});
+  c.optimizers[static_cast<int>(Optimizer::kAdamMini)] = true;  // use_adam_mini (launch.cpp)
   c.sources.emplace_back("hiyouga/LLaMA-Factory @ ff6d4d12: src/llamafactory/hparams/finetuning_args.py (finetuning_type), "
                          "examples/deepspeed/*.json, examples/accelerate/fsdp_config.yaml");
   return c;

@@ -85,6 +85,13 @@ LaunchFormat megatron(const LaunchInput& in) {
     arg("optimizer-cpu-offload");
     arg("overlap-cpu-optimizer-d2h-h2d");
   }
+  // --optimizer adam (fused, decoupled weight decay) | sgd with --sgd-momentum (default 0.9).
+  if (in.setup.optimizer == Optimizer::kSgd || in.setup.optimizer == Optimizer::kSgdMomentum) {
+    arg("optimizer", "sgd");
+    arg("sgd-momentum", in.setup.optimizer == Optimizer::kSgd ? "0" : "0.9");
+  } else {
+    arg("optimizer", "adam");
+  }
   const std::string dt = dtype_name(in.setup.precision);
   if (dt != "fp32") arg(dt);
   if (in.setup.precision == Precision::kFp8) arg("fp8-format", "hybrid");

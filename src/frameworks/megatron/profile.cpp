@@ -90,6 +90,8 @@ FrameworkCapabilities megatron_capabilities() {
   c.moe_tp_needs_sequence_parallel = true;
   // pretrain_gpt.py trains every weight (LoRA: NeMo's PEFT, not Megatron-LM).
   only_methods(c, {Method::kFull});
+  // --optimizer adam (fused AdamW) | sgd (--sgd-momentum, default 0.9), arguments.py @ core_v0.14.0.
+  only_optimizers(c, {Optimizer::kAdamW, Optimizer::kSgd, Optimizer::kSgdMomentum});
   c.launch_formats = {"megatron_args"};
   c.sources = {"NVIDIA/Megatron-LM core_v0.14.0: megatron/training/arguments.py (--use-distributed-optimizer, --use-megatron-fsdp, "
                "--data-parallel-sharding-strategy, --optimizer-cpu-offload, --tensor/pipeline-model-parallel-size, "

@@ -51,6 +51,7 @@ LaunchFormat torchtitan(const LaunchInput& in) {
   // FSDP2's CPUOffloadPolicy: parameter, gradient and optimizer-state shards on the host.
   if (in.setup.offload == Offload::kParamsOptimizer) t << "enable_cpu_offload = true\n";
   t << "\n";
+  t << "[optimizer]\nname = \"AdamW\"\n\n";  // components/optimizer.py: Adam or AdamW (capabilities: AdamW only)
   t << "[parallelism]\n";
   t << "data_parallel_replicate_degree = " << replicate << "\n";
   t << "data_parallel_shard_degree = " << shard << "\n";

@@ -82,10 +82,13 @@ FrameworkCapabilities torchtitan_capabilities() {
   c.replicate_with_model_parallel = false;
   c.optimizer_offload = false;
   only_methods(c, {Method::kFull});
+  // [optimizer] name: "Adam" or "AdamW" (components/optimizer.py build_optimizers @ c854924).
+  only_optimizers(c, {Optimizer::kAdamW});
   c.launch_formats = {"torchtitan_toml"};
   c.sources = {"pytorch/torchtitan @ c854924: torchtitan/config/job_config.py ([parallelism] degrees, "
                "enable_cpu_offload, [activation_checkpoint] mode)",
-               "pytorch/torchtitan @ c854924: torchtitan/models/llama3/infra/parallelize.py (apply_fsdp, apply_ddp 1-D only)"};
+               "pytorch/torchtitan @ c854924: torchtitan/models/llama3/infra/parallelize.py (apply_fsdp, apply_ddp 1-D only)",
+               "pytorch/torchtitan @ c854924: torchtitan/components/optimizer.py (optimizer_classes Adam, AdamW)"};
   return c;
 }
 

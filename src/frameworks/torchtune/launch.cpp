@@ -68,8 +68,21 @@ LaunchFormat torchtune(const LaunchInput& in) {
   c << " dtype=" << (dtype_name(in.setup.precision) == "fp32" ? "fp32" : "bf16");
   c << " compile=" << (in.setup.compile ? "True" : "False");
   if (distributed && in.setup.offload == Offload::kParamsOptimizer) c << " fsdp_cpu_offload=True";
-  // memory_optimizations.rst: torchao's CPUOffloadOptimizer wraps AdamW, its states and step on the CPU.
-  if (in.setup.offload == Offload::kOptimizer) c << " optimizer._component_=torchao.prototype.low_bit_optim.CPUOffloadOptimizer";
+  // memory_optimizations.rst: torchao's CPUOffloadOptimizer wraps AdamW, its states and step on the
+  // CPU; otherwise the optimizer class as the recipes' configs name it (capabilities: these only).
+  const Optimizer o = in.setup.optimizer;
+  const bool bnb = o == Optimizer::kAdamW8bit || o == Optimizer::kPagedAdamW8bit || o == Optimizer::kPagedAdamW32bit;
+  if (in.setup.offload == Offload::kOptimizer) {
+    c << " optimizer._component_=torchao.prototype.low_bit_optim.CPUOffloadOptimizer";
+  } else {
+    c << " optimizer._component_="
+      << (o == Optimizer::kAdamW8bit         ? "bitsandbytes.optim.AdamW8bit"
+          : o == Optimizer::kPagedAdamW8bit  ? "bitsandbytes.optim.PagedAdamW8bit"
+          : o == Optimizer::kPagedAdamW32bit ? "bitsandbytes.optim.PagedAdamW32bit"
+          : o == Optimizer::kSgd || o == Optimizer::kSgdMomentum ? "torch.optim.SGD"
+                                                                 : "torch.optim.AdamW");
+    if (o == Optimizer::kSgdMomentum) c << " optimizer.momentum=0.9";
+  }
   if (distributed && l.tp > 1) c << " tensor_parallel_dim=" << l.tp;
   if (in.setup.offload == Offload::kActivations) c << " enable_activation_offloading=True";
   if (in.setup.optimizer_in_backward && !lora) c << " optimizer_in_bwd=True clip_grad_norm=null";
@@ -96,6 +109,9 @@ LaunchFormat torchtune(const LaunchInput& in) {
   if (in.setup.optimizer_in_backward && lora) f.notes.emplace_back("optimizer_in_bwd is a full-finetune option; the LoRA recipes step the optimizer after backward");
   if (lora && (in.setup.lora_saves_embedding || in.setup.lora_saves_head)) {
     f.notes.emplace_back("torchtune's LoRA recipes train no full copy of the embedding or output layer (PEFT's modules_to_save): not expressed");
+  }
+  if (bnb && in.setup.offload != Offload::kOptimizer) {
+    f.notes.emplace_back("bitsandbytes' optimizers take no `fused` argument: drop it (~optimizer.fused) where the config sets one");
   }
   if (in.setup.checkpointing == Checkpointing::kSelective) f.notes.emplace_back("enable_activation_checkpointing checkpoints whole blocks (full); selective is ac_mode/ac_option in the full distributed recipe");
   if (dtype_name(in.setup.precision) == "fp16") f.notes.emplace_back("torchtune trains in bf16 or fp32, not fp16");

@@ -116,17 +116,34 @@ FrameworkCapabilities torchtune_capabilities() {
   // parameters; one device offloads the optimizer with torchao's CPUOffloadOptimizer.
   off(c.sharding, {Sharding::kNone, Sharding::kZero1, Sharding::kZero2});
   c.optimizer_offload_single_gpu_only = true;
+  // CPUOffloadOptimizer(params, optimizer_class: Type[Optimizer] = torch.optim.AdamW, ...) takes a
+  // class (torchao prototype/low_bit_optim/cpu_offload.py), which a config or command-line value
+  // cannot name: torchtune's one-GPU optimizer offload steps AdamW.
+  for (bool& r : c.optimizer_offload_runs) r = false;
+  c.optimizer_offload_runs[static_cast<int>(Optimizer::kAdamW)] = true;
   // tensor_parallel_dim: full_finetune_distributed only (its plans shard the sequence too).
   c.tp_with_adapters = false;
   c.pp = c.vpp = c.cp = c.ep = false;
   c.selective_checkpointing = false;
   only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kDora});
+  // optimizer._component_ (launch.cpp): torch.optim.AdamW / SGD and bitsandbytes' (Paged)AdamW8bit /
+  // PagedAdamW32bit, as the recipes' configs name them (recipes/configs/llama3_1/8B_full_single_device.yaml:
+  // bitsandbytes.optim.PagedAdamW8bit).
+  only_optimizers(c, {Optimizer::kAdamW, Optimizer::kAdamW8bit, Optimizer::kPagedAdamW8bit, Optimizer::kPagedAdamW32bit,
+                      Optimizer::kSgd, Optimizer::kSgdMomentum});
   c.launch_formats = {"torchtune_command"};
   c.sources = {"pytorch/torchtune v0.6.1: recipes/full_finetune_distributed.py (shard_model, fsdp_cpu_offload, tensor_parallel_dim)",
                "pytorch/torchtune v0.6.1: recipes/lora_finetune_distributed.py, lora_finetune_single_device.py",
                "pytorch/torchtune v0.6.1: torchtune/models/llama3_1/_model_builders.py (quantize_base, use_dora)",
                "pytorch/torchtune v0.6.1: docs/source/tutorials/memory_optimizations.rst (CPUOffloadOptimizer)"};
   return c;
+}
+
+// fsdp_cpu_offload (FSDP2's CPUOffloadPolicy) steps the recipe's optimizer on CPU tensors:
+// bitsandbytes' optimizers from 0.50.0.
+std::vector<DatedCapability> torchtune_dated_capabilities() {
+  return {{kBitsandbytesCpuStepSince, "bitsandbytes' 8-bit and paged optimizers stepped on the CPU under fsdp_cpu_offload",
+           kBitsandbytesCpuStepSource, [](FrameworkCapabilities& c) { no_bitsandbytes_on_cpu(c.params_offload_runs); }}};
 }
 
 }  // namespace memfit

@@ -61,6 +61,9 @@ FrameworkCapabilities unsloth_capabilities() {
   c.launch_formats = {"unsloth_python"};
   // FastLanguageModel.get_peft_model builds LoRA adapters; PEFT's other methods are not offered.
   only_methods(c, {Method::kFull, Method::kLora, Method::kQlora, Method::kDora, Method::kFreeze});
+  // SFTConfig's optim (TrainingArguments names, launch_common.cpp hf_optim_name), as hf_trainer.
+  c.optimizers[static_cast<int>(Optimizer::kMuon)] = c.optimizers[static_cast<int>(Optimizer::kAdamMini)] = false;
+  c.optimizers[static_cast<int>(Optimizer::kSgdMomentum)] = false;
   c.sources = {"unslothai/unsloth @ 015bdef0: unsloth/models/loader.py, llama.py (FastLanguageModel on one device)"};
   return c;
 }

@@ -14,6 +14,7 @@
 #include "search/search.h"
 #include "../test_support.h"
 #include "frameworks/capabilities.h"
+#include "frameworks/registry.h"
 #include "training/setup_names.h"
 
 using nlohmann::json;
@@ -44,6 +45,15 @@ Method find_method(const std::string& name) {
   return Method::kFull;
 }
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+// A TrainingArguments optim name (transformers OptimizerNames) as memfit names the optimizer.
+std::string hf_optimizer(const std::string& optim) {
+  static const std::map<std::string, std::string> kNames = {
+      {"adamw_torch", "adamw"}, {"adamw_torch_fused", "adamw"}, {"adamw_8bit", "adamw_8bit"},
+      {"paged_adamw_8bit", "paged_adamw_8bit"}, {"paged_adamw_32bit", "paged_adamw_32bit"}, {"adamw_torch_4bit", "adamw_4bit"},
+      {"sgd", "sgd"}, {"adafactor", "adafactor"}, {"lion_32bit", "lion"}, {"galore_adamw", "galore_adamw"}};
+  auto it = kNames.find(optim);
+  return it == kNames.end() ? "?" + optim : it->second;
+}
 void no_model_parallel(Knobs& k) {
   k["tp"] = k["pp"] = k["cp"] = k["ep"] = "1";
   k["sp"] = "false";
@@ -59,6 +69,8 @@ Knobs read_deepspeed(const std::string& text) {
   k["offload"] = z.contains("offload_param") ? "params_optimizer" : z.contains("offload_optimizer") ? "optimizer" : "none";
   no_model_parallel(k);
   if (j.contains("tensor_parallel")) k["tp"] = str(j["tensor_parallel"].at("autotp_size").get<std::int64_t>());
+  const std::string type = j.contains("optimizer") ? j["optimizer"].at("type").get<std::string>() : "none";
+  k["optimizer"] = type == "AdamW" ? "adamw" : type == "Lion" ? "lion" : "?" + type;
   return k;
 }
 
@@ -75,6 +87,7 @@ Knobs read_python(const std::string& text) {
                 : has(text, "requires_grad_(False)")                ? "freeze"
                                                                     : "full";
   if (auto r = find(text, R"(LoraConfig\(r=(\d+))")) k["lora_rank"] = *r;
+  if (auto o = find(text, R"re(optim="(\w+)")re")) k["optimizer"] = hf_optimizer(*o);
   return k;
 }
 
@@ -121,6 +134,8 @@ Knobs read_megatron(const std::string& text, std::int64_t layers) {
   k["offload"] = has(text, "--optimizer-cpu-offload") ? "optimizer" : "none";
   k["checkpointing"] = has(text, "--recompute-granularity full") ? "full" : has(text, "--recompute-activations") ? "selective" : "none";
   k["method"] = "full";
+  const std::string optimizer = find(text, R"(--optimizer (\w+))").value_or("none");
+  k["optimizer"] = optimizer == "adam" ? "adamw" : optimizer != "sgd" ? "?" + optimizer : has(text, "--sgd-momentum 0 ") ? "sgd" : "sgd_momentum";
   return k;
 }
 
@@ -147,6 +162,8 @@ Knobs read_torchtitan(const std::string& text, std::int64_t layers) {
   k["offload"] = has(text, "enable_cpu_offload = true") ? "params_optimizer" : "none";
   k["checkpointing"] = *find(text, R"re(mode = "(\w+)")re");
   k["method"] = "full";
+  const std::string optimizer = find(text, R"re(\[optimizer\]\nname = "(\w+)")re").value_or("none");
+  k["optimizer"] = optimizer == "AdamW" ? "adamw" : "?" + optimizer;
   return k;
 }
 
@@ -166,6 +183,13 @@ Knobs read_torchtune(const std::string& text) {
   const bool lora = has(text, "tune run lora_") || has(text, " lora_finetune_");
   k["method"] = !lora ? "full" : has(text, "model.quantize_base=True") ? "qlora" : has(text, "model.use_dora=True") ? "dora" : "lora";
   if (auto r = find(text, R"(model\.lora_rank=(\d+))")) k["lora_rank"] = *r;
+  static const std::map<std::string, std::string> kClasses = {
+      {"torchao.prototype.low_bit_optim.CPUOffloadOptimizer", "adamw"}, {"torch.optim.AdamW", "adamw"},
+      {"bitsandbytes.optim.AdamW8bit", "adamw_8bit"}, {"bitsandbytes.optim.PagedAdamW8bit", "paged_adamw_8bit"},
+      {"bitsandbytes.optim.PagedAdamW32bit", "paged_adamw_32bit"}};
+  const std::string component = find(text, R"(optimizer\._component_=(\S+))").value_or("none");
+  if (component == "torch.optim.SGD") k["optimizer"] = has(text, "optimizer.momentum=0.9") ? "sgd_momentum" : "sgd";
+  else k["optimizer"] = kClasses.count(component) ? kClasses.at(component) : "?" + component;
   return k;
 }
 
@@ -181,6 +205,7 @@ Knobs read_fsdp_qlora(const std::string& text) {
   k["checkpointing"] = has(text, "--use_gradient_checkpointing true") ? "full" : "none";
   k["method"] = *find(text, R"(--train_type (\w+))");
   if (auto r = find(text, R"(--lora_rank (\d+))")) k["lora_rank"] = *r;
+  k["optimizer"] = find(text, R"(--optimizer (\w+))").value_or("none");
   return k;
 }
 
@@ -194,6 +219,7 @@ Knobs read_trl_sft(const std::string& text) {
   const bool peft = has(text, "use_peft: true");
   k["method"] = !peft ? "full" : has(text, "load_in_4bit: true") ? "qlora" : has(text, "use_dora: true") ? "dora" : "lora";
   if (auto r = find(text, R"(lora_r: (\d+))")) k["lora_rank"] = *r;
+  k["optimizer"] = hf_optimizer(find(text, R"(optim: (\w+))").value_or("none"));
   return k;
 }
 
@@ -210,6 +236,7 @@ Knobs read_unsloth(const std::string& text) {
   const bool adapters = has(text, "get_peft_model(");
   k["method"] = has(text, "full_finetuning=True") ? "full" : !adapters ? "?" : has(text, "load_in_4bit=True") ? "qlora" : "lora";
   if (auto r = find(text, R"(\br=(\d+))")) k["lora_rank"] = *r;
+  k["optimizer"] = hf_optimizer(find(text, R"re(optim="(\w+)")re").value_or("none"));
   return k;
 }
 
@@ -242,6 +269,7 @@ Knobs read_axolotl(const std::string& text) {
   const auto adapter = find(text, R"(adapter: (\w+))");
   k["method"] = !adapter ? "full" : *adapter == "qlora" ? "qlora" : has(text, "peft_use_dora: true") ? "dora" : "lora";
   if (auto r = find(text, R"(lora_r: (\d+))")) k["lora_rank"] = *r;
+  k["optimizer"] = hf_optimizer(find(text, R"(optimizer: (\w+))").value_or("none"));
   return k;
 }
 
@@ -255,6 +283,7 @@ Knobs read_llamafactory(const std::string& text) {
   const std::string type = *find(text, R"(finetuning_type: (\w+))");
   k["method"] = type != "lora" ? type : has(text, "quantization_bit: 4") ? "qlora" : has(text, "use_dora: true") ? "dora" : "lora";
   if (auto r = find(text, R"(lora_rank: (\d+))")) k["lora_rank"] = *r;
+  k["optimizer"] = has(text, "use_adam_mini: true") ? "adam_mini" : hf_optimizer(find(text, R"(optim: (\w+))").value_or("none"));
   return k;
 }
 
@@ -275,7 +304,7 @@ Knobs read_back(const std::string& format, const std::string& text, std::int64_t
 }
 
 // The knobs of a ★ as the search reports it.
-Knobs star_knobs(const json& star, std::int64_t gpus, const std::string& method, std::int64_t lora_rank) {
+Knobs star_knobs(const json& star, std::int64_t gpus, const std::string& method, std::int64_t lora_rank, const std::string& optimizer) {
   const json& p = star.at("parallel");
   const json& t = star.at("training");
   Knobs k;
@@ -293,6 +322,7 @@ Knobs star_knobs(const json& star, std::int64_t gpus, const std::string& method,
   k["checkpointing"] = t.at("activation_checkpointing").get<std::string>();
   k["method"] = method;
   if (method != "full") k["lora_rank"] = str(lora_rank);
+  k["optimizer"] = optimizer;
   return k;
 }
 
@@ -304,10 +334,11 @@ struct Case {
   std::int64_t layers;
   const char* method;
   std::int64_t gpus;
+  const char* optimizer = "adamw";
 };
 
 json search(const Case& c, std::int64_t seq_len) {
-  json training = {{"framework", c.framework}, {"method", c.method}, {"seq_len", seq_len}};
+  json training = {{"framework", c.framework}, {"method", c.method}, {"seq_len", seq_len}, {"optimizer", c.optimizer}};
   if (std::string(c.method) != "full") training["lora"] = {{"rank", kLoraRank}};
   const json request = {{"model", {{"preset", c.model}}},
                         {"training", training},
@@ -321,8 +352,11 @@ json search(const Case& c, std::int64_t seq_len) {
 }  // namespace
 
 TEST_CASE("every ★ exports launch files of its framework that express every knob of the layout", "[capabilities][launch]") {
-  const char* frameworks[] = {"hf_trainer", "deepspeed", "megatron", "torchtitan", "torchtune", "fsdp_qlora", "trl", "unsloth",
-                              "axolotl", "llamafactory"};
+  // Every framework of the registry; those without launch formats (harnesses, plain PyTorch,
+  // LitGPT) must export no file of their own.
+  std::vector<std::string> frameworks;
+  for (const FrameworkEntry& e : kFrameworks) frameworks.push_back(e.profile().key);
+  REQUIRE(frameworks.size() == std::size(kFrameworks));
   const char* methods[] = {"full", "lora", "qlora"};
   struct Model {
     const char* id;
@@ -331,26 +365,37 @@ TEST_CASE("every ★ exports launch files of its framework that express every kn
   const Model models[] = {{"meta-llama/Llama-3.1-8B", 32}, {"meta-llama/Llama-3.1-70B-Instruct", 80}, {"Qwen/Qwen3-30B-A3B", 48}};
   const std::int64_t sizes[] = {1, 8, 64};
   std::map<std::string, int> stars;  // by framework / method
-  for (const char* fw : frameworks) {
+  std::int64_t offload_rejections = 0;
+  for (const std::string& fw_name : frameworks) {
+    const char* fw = fw_name.c_str();
     const Framework id = find_framework(fw)->id;
     const FrameworkCapabilities caps = framework_capabilities(id);
     for (const char* method : methods) {
       for (const Model& m : models) {
         for (std::int64_t gpus : sizes) {
-          const Case c{fw, m.id, m.layers, method, gpus};
-          INFO(fw << " " << method << " " << m.id << " on " << gpus << " GPUs");
+         // An 8-bit optimizer beside AdamW (the 8B model): offered only where the framework sets it,
+         // and never offloaded where its offload does not step it on the CPU.
+         for (const char* optimizer : {"adamw", "adamw_8bit"}) {
+          if (std::string(optimizer) != "adamw" && m.layers != 32) continue;
+          const Case c{fw, m.id, m.layers, method, gpus, optimizer};
+          INFO(fw << " " << method << " " << m.id << " on " << gpus << " GPUs, " << optimizer);
           const json r = search(c, 4096);
           const bool trains = caps.methods[static_cast<int>(find_method(method))];
-          if (!trains) {
-            // Every layout is rejected for the method, counted by that reason.
+          const Optimizer opt = std::string(optimizer) == "adamw" ? Optimizer::kAdamW : Optimizer::kAdamW8bit;
+          offload_rejections += r.at("counts").at("rejected").value("framework_offload_optimizer_not_on_cpu", 0);
+          if (!trains || !caps.optimizers[static_cast<int>(opt)]) {
+            // Every layout is rejected for the method or the optimizer, counted by that reason.
             CHECK(r.at("recommended").is_null());
             CHECK(r.at("counts").at("valid") == 0);
-            CHECK(r.at("counts").at("rejected").value("framework_method", 0) > 0);
+            CHECK(r.at("counts").at("rejected").value(!trains ? "framework_method" : "framework_optimizer", 0) > 0);
             continue;
           }
           if (r.at("recommended").is_null()) continue;
           const json& star = r.at("recommended");
           INFO("★ " << star.dump());
+          const std::string offload = star.at("training").at("offload").get<std::string>();
+          if (offload == "optimizer") CHECK(caps.optimizer_offload_runs[static_cast<int>(opt)]);
+          if (offload == "params_optimizer") CHECK(caps.params_offload_runs[static_cast<int>(opt)]);
           Knobs expressed;
           int own = 0;
           for (const json& f : r.at("launch")) {
@@ -365,23 +410,28 @@ TEST_CASE("every ★ exports launch files of its framework that express every kn
             }
           }
           REQUIRE(own == static_cast<int>(caps.launch_formats.size()));
-          for (const auto& [knob, value] : star_knobs(star, gpus, method, kLoraRank)) {
+          if (own == 0) continue;  // no launch file of its own: nothing to read back
+          for (const auto& [knob, value] : star_knobs(star, gpus, method, kLoraRank, optimizer)) {
             INFO("knob " << knob);
             REQUIRE(expressed.count(knob) == 1);
             CHECK(expressed[knob] == value);
           }
-          ++stars[std::string(fw) + "/" + method];
+          ++stars[fw_name + "/" + method];
+         }
         }
       }
     }
   }
-  // The sweep checked a ★ for every method each framework trains.
-  for (const char* fw : frameworks) {
+  // The sweep met the offload rule (ZeRO-Offload asked to step bitsandbytes' AdamW8bit).
+  CHECK(offload_rejections > 0);
+  // The sweep checked a ★ for every method each framework with launch files trains.
+  for (const std::string& fw : frameworks) {
     const FrameworkCapabilities caps = framework_capabilities(find_framework(fw)->id);
+    if (caps.launch_formats.empty()) continue;
     for (const char* method : methods) {
       INFO(fw << " " << method);
       // One GPU only (Unsloth): the 8B's ★; the others need more GPUs.
-      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[std::string(fw) + "/" + method] >= (caps.multi_gpu ? 2 : 1));
+      if (caps.methods[static_cast<int>(find_method(method))]) CHECK(stars[fw + "/" + method] >= (caps.multi_gpu ? 2 : 1));
     }
   }
 }
@@ -438,4 +488,113 @@ TEST_CASE("Ulysses context parallelism is offered only where a launch expresses 
   TrainingSetup t;
   t.method = Method::kLora;
   CHECK(std::string(capability_rule(framework_capabilities(Framework::kUnsloth), l, t, 8, false)) == "framework_single_gpu");
+}
+
+TEST_CASE("an offloaded optimizer is offered only where the framework steps it on the CPU", "[capabilities][offload]") {
+  ParallelLayout l;
+  l.dp = 8;
+  l.sharding = Sharding::kZero2;
+  TrainingSetup t;
+  t.offload = Offload::kOptimizer;
+  auto rule = [&](Framework f, std::int64_t yyyymm = 0) {
+    const char* code = capability_rule(framework_capabilities(f, yyyymm), l, t, 8, false);
+    return std::string(code ? code : "");
+  };
+  // DeepSpeed's ZeRO-Offload: its CPU Adam and (from v0.11.0) CPU Lion; a client 8-bit optimizer is
+  // refused by the engine, and accelerate (the HF Trainer's path) swaps it for DeepSpeedCPUAdam.
+  for (Framework f : {Framework::kDeepspeed, Framework::kHfTrainer, Framework::kAxolotl, Framework::kLlamaFactory, Framework::kTrl}) {
+    INFO(static_cast<int>(f));
+    t.optimizer = Optimizer::kAdamW;
+    CHECK(rule(f).empty());
+    t.optimizer = Optimizer::kLion;
+    CHECK(rule(f).empty());
+    for (Optimizer o : {Optimizer::kAdamW8bit, Optimizer::kPagedAdamW8bit, Optimizer::kPagedAdamW32bit, Optimizer::kAdamW4bit,
+                        Optimizer::kAdafactor, Optimizer::kSgd, Optimizer::kGaloreAdamW}) {
+      t.optimizer = o;
+      // The engine's own config names AdamW and Lion only: its launch files set no other optimizer.
+      CHECK(rule(f) == (f == Framework::kDeepspeed ? "framework_optimizer" : "framework_offload_optimizer_not_on_cpu"));
+      l.dp = 1;  // on one GPU too (ZeRO-Offload runs as stage 1 there)
+      CHECK(rule(f) == (f == Framework::kDeepspeed ? "framework_optimizer" : "framework_offload_optimizer_not_on_cpu"));
+      l.dp = 8;
+    }
+  }
+  // Before DeepSpeed v0.11.0 (2023-10) no Lion: accelerate's swap gives DeepSpeedCPUAdam, the
+  // engine's config has no Lion type at all.
+  t.optimizer = Optimizer::kLion;
+  CHECK(rule(Framework::kHfTrainer, 202306) == "framework_offload_optimizer_not_on_cpu");
+  CHECK(rule(Framework::kDeepspeed, 202306) == "framework_optimizer");
+  // DeepSpeed with parameter offload (ZeRO-3): the same CPU optimizers.
+  l.sharding = Sharding::kZero3;
+  t.offload = Offload::kParamsOptimizer;
+  t.optimizer = Optimizer::kAdamW;
+  CHECK(rule(Framework::kDeepspeed).empty());
+  FrameworkCapabilities any_optimizer = framework_capabilities(Framework::kDeepspeed);
+  for (bool& o : any_optimizer.optimizers) o = true;
+  t.optimizer = Optimizer::kAdamW8bit;
+  CHECK(std::string(capability_rule(any_optimizer, l, t, 8, false)) == "framework_offload_optimizer_not_on_cpu");
+  // The HF Trainer's parameter offload is FSDP's offload_params: Trainer's optimizer on CPU tensors,
+  // which bitsandbytes' 8-bit and paged optimizers step from 0.50.0 (2026-07) on.
+  for (Optimizer o : {Optimizer::kAdamW8bit, Optimizer::kPagedAdamW8bit, Optimizer::kPagedAdamW32bit}) {
+    t.optimizer = o;
+    CHECK(rule(Framework::kHfTrainer).empty());
+    CHECK(rule(Framework::kHfTrainer, 202506) == "framework_offload_optimizer_not_on_cpu");
+    CHECK(rule(Framework::kTorchtune, 202506) == "framework_offload_optimizer_not_on_cpu");
+  }
+  t.optimizer = Optimizer::kAdafactor;
+  CHECK(rule(Framework::kHfTrainer, 202506).empty());
+  // torchtune's one-GPU CPUOffloadOptimizer takes its optimizer as a class, which no config value
+  // names: AdamW only.
+  l.dp = 1;
+  l.sharding = Sharding::kNone;
+  t.offload = Offload::kOptimizer;
+  t.optimizer = Optimizer::kPagedAdamW8bit;
+  CHECK(rule(Framework::kTorchtune) == "framework_offload_optimizer_not_on_cpu");
+  t.optimizer = Optimizer::kAdamW;
+  CHECK(rule(Framework::kTorchtune).empty());
+  // Frameworks memfit does not restrict keep every optimizer with offload.
+  CHECK(rule(Framework::kOther).empty());
+  CHECK_FALSE(capability_message("framework_offload_optimizer_not_on_cpu") == "framework_offload_optimizer_not_on_cpu");
+}
+
+TEST_CASE("the search rejects an 8-bit optimizer with ZeRO-Offload by that rule, and the estimate says why", "[capabilities][offload]") {
+  for (const char* fw : {"hf_trainer", "llamafactory"}) {
+    INFO(fw);
+    const json training = {{"framework", fw}, {"method", "full"}, {"seq_len", 2048}, {"optimizer", "adamw_8bit"}};
+    const json request = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                          {"training", training},
+                          {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 8}}},
+                          {"search", {{"top", 3}, {"global_batch", 64}, {"space", {{"offload", {"optimizer"}}, {"sharding", {"zero1", "zero2"}}}}}}};
+    const json r = json::parse(api::search(request.dump())).at("result");
+    CHECK(r.at("counts").at("rejected").value("framework_offload_optimizer_not_on_cpu", 0) > 0);
+    CHECK(r.at("recommended").is_null());
+    CHECK(r.at("counts").at("valid") == 0);
+    // With AdamW the same space is offered.
+    json adamw = request;
+    adamw["training"]["optimizer"] = "adamw";
+    const json ra = json::parse(api::search(adamw.dump())).at("result");
+    CHECK(ra.at("counts").at("rejected").value("framework_offload_optimizer_not_on_cpu", 0) == 0);
+    CHECK_FALSE(ra.at("recommended").is_null());
+    // The estimate of that layout answers, with the rule's code and the field it turns down.
+    json est = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                {"training", {{"framework", fw}, {"method", "full"}, {"seq_len", 2048}, {"optimizer", "adamw_8bit"}, {"offload", "optimizer"}}},
+                {"parallel", {{"dp", 8}, {"sharding", "zero2"}}},
+                {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 8}}}};
+    const json e = json::parse(api::estimate(est.dump()));
+    REQUIRE(e.at("ok").get<bool>());
+    bool warned = false;
+    for (const json& w : e.at("result").at("warnings")) {
+      const std::string s = w.get<std::string>();
+      if (has(s, "framework_offload_optimizer_not_on_cpu at /training/optimizer")) warned = true;
+    }
+    CHECK(warned);
+  }
+  // The DeepSpeed engine's launch files name AdamW or Lion only: an 8-bit optimizer is turned down
+  // by that rule, at the same field.
+  const json est = {{"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                    {"training", {{"framework", "deepspeed"}, {"method", "full"}, {"seq_len", 2048}, {"optimizer", "adamw_8bit"}}},
+                    {"parallel", {{"dp", 8}, {"sharding", "zero2"}}},
+                    {"cluster", {{"gpu", {{"preset", "H100-80GB"}}}, {"gpus", 8}}}};
+  const json e = json::parse(api::estimate(est.dump()));
+  REQUIRE(e.at("ok").get<bool>());
+  CHECK(has(e.at("result").at("warnings").dump(), "framework_optimizer at /training/optimizer"));
 }

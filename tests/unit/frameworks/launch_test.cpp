@@ -35,8 +35,10 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   CHECK(ds["gradient_accumulation_steps"] == 4);
   CHECK(ds["zero_optimization"]["stage"] == 3);
   const std::set<std::string> ds_keys = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-                                         "bf16", "fp16", "zero_optimization", "gradient_clipping", "tensor_parallel"};
+                                         "bf16", "fp16", "zero_optimization", "optimizer", "gradient_clipping", "tensor_parallel"};
   for (auto it = ds.begin(); it != ds.end(); ++it) CHECK(ds_keys.count(it.key()) == 1);
+  // The engine builds its optimizer from the config (deepspeed.initialize is given none).
+  CHECK(ds["optimizer"]["type"] == "AdamW");
   // accelerate: every top-level and fsdp_config key is one `accelerate config` writes.
   const std::set<std::string> acc_keys = {"compute_environment", "distributed_type", "mixed_precision", "num_machines",
                                           "num_processes", "machine_rank", "main_training_function", "fsdp_config",
@@ -62,7 +64,8 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
                                      "tensor-model-parallel-size", "pipeline-model-parallel-size", "use-distributed-optimizer",
                                      "use-megatron-fsdp", "data-parallel-sharding-strategy", "bf16", "recompute-granularity",
                                      "recompute-method", "recompute-num-layers", "ckpt-format", "train-iters",
-                                     "overlap-grad-reduce", "overlap-param-gather", "context-parallel-size"};
+                                     "overlap-grad-reduce", "overlap-param-gather", "context-parallel-size", "optimizer",
+                                     "sgd-momentum"};
   std::istringstream args(f[2].text);
   std::string tok;
   std::int64_t flags = 0;
@@ -73,6 +76,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
   }
   CHECK(flags > 15);
   CHECK(f[2].text.find("--global-batch-size 64") != std::string::npos);
+  CHECK(f[2].text.find("--optimizer adam") != std::string::npos);
   // Megatron FSDP asserts the fsdp_dtensor checkpoint format (arguments.py @ core_v0.14.0).
   CHECK(f[2].text.find("--use-megatron-fsdp") != std::string::npos);
   CHECK(f[2].text.find("--ckpt-format fsdp_dtensor") != std::string::npos);
@@ -161,6 +165,7 @@ TEST_CASE("launch configurations use the frameworks' documented option names", "
                        "pipeline_parallel_layers_per_stage", "pipeline_parallel_first_stage_less_layers",
                        "pipeline_parallel_last_stage_less_layers", "context_parallel_degree", "context_parallel_rotate_method", "expert_parallel_degree",
                        "fsdp_reshard_after_forward"}},
+      {"optimizer", {"name"}},  // job_config.py Optimizer.name
       {"activation_checkpoint", {"mode", "selective_ac_option"}},
       {"compile", {"enable"}}};
   std::istringstream toml(titan.text);

@@ -245,3 +245,43 @@ TEST_CASE("saved activations and model states count each LoRA adapter at the sam
             layer_activations(a, t, moe, false, false, split).saved_per_token ==
         dropout_bytes);
 }
+
+TEST_CASE("Megatron --fp16 holds, reduces and steps the gradient buffer's dtype in both engines", "[consistency]") {
+  // One as-run decision (main_grad_bytes_as_run): Megatron's buffer takes the parameters' fp16
+  // under --fp16 and fp32 under --bf16, in the dated code of 2021 and the current code alike; the
+  // fp16 optimizers step on fp32 copies of the (sharded) buffer.
+  const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
+  const TensorInventory inv = build_tensor_inventory(a);
+  const FrameworkProfile& megatron = framework_profile(Framework::kMegatron);
+  for (std::int64_t month : {std::int64_t{202108}, std::int64_t{0}}) {
+    for (Sharding s : {Sharding::kNone, Sharding::kZero1}) {
+      std::int64_t gradients[2] = {0, 0}, step_temp[2] = {0, 0};
+      int i = 0;
+      for (Precision p : {Precision::kAmpFp16, Precision::kAmpBf16}) {
+        INFO("month " << month << ", sharding " << static_cast<int>(s) << ", precision " << static_cast<int>(p));
+        TrainingSetup t = framework_defaults(megatron, month);
+        t.method = Method::kFull;
+        t.precision = p;
+        ParallelLayout l;
+        l.dp = 8;
+        l.sharding = s;
+        l.behaviour = framework_behaviour(megatron, month);
+        const std::int64_t buffer = p == Precision::kAmpFp16 ? 2 : 4;
+        CHECK(main_grad_bytes_as_run(t, l.behaviour) == buffer);
+        CHECK(base_gradient_bytes(t, l.behaviour).computed == buffer);
+        const DistributedEstimate d = estimate_distributed(a, inv, t, l, {}, false);
+        CHECK(d.setup.main_grad_bytes == buffer);
+        const StepTime st = estimate_step_time(build_perf_basis(a, inv, t), t, l, h100s(8));
+        CHECK(st.gradient_reduce_element_bytes == static_cast<double>(buffer));
+        gradients[i] = d.peak().states.gradients_bytes;
+        step_temp[i] = d.peak().states.optimizer_step_temp_bytes;
+        ++i;
+      }
+      // The fp16 buffer is half the fp32 one; its step adds an fp32 copy of the stepped shard
+      // (every gradient without the distributed optimizer, 1/dp of them with it).
+      CHECK(2 * gradients[0] == gradients[1]);
+      const std::int64_t stepped = gradients[0] / 2 / (s == Sharding::kNone ? 1 : 8);
+      CHECK(step_temp[0] - step_temp[1] == Approx(static_cast<double>(4 * stepped)).epsilon(1e-6));
+    }
+  }
+}

@@ -85,3 +85,16 @@ TEST_CASE("the search never recommends a layout out of host memory; rows carry h
     }
   }
 }
+
+TEST_CASE("DeepSpeed's ZeRO-3 offload holds the CPU optimizer's fp32 gradient buffers on the host", "[memory][host]") {
+  // Per parameter of a rank's shard, on the host (DeepSpeed v0.16.4 stage3.py, bf16): the fp32 master
+  // and Adam's two moments (12 B), the bf16 parameter partition (offload_param, 2 B), the partitions'
+  // gradient buffer in the accumulation dtype (grad_partitions_flat_buffer, bf16 under ZeRO: 2 B) and
+  // each sub-group's fp32 gradient (subgroup_gradient_buffer, 4 B): 20 B, the node's 8 ranks 20 B
+  // per parameter of the model.
+  const json r = estimate(offload_request("meta-llama/Llama-3.1-8B", "params_optimizer", 8));
+  REQUIRE(r["ok"] == true);
+  const double params = r["result"]["model"]["total_params"].get<double>();
+  const double per_param = r["result"]["host_bytes_per_node"].get<double>() / params;
+  CHECK(per_param == Approx(20.0).epsilon(0.01));
+}
