@@ -32,6 +32,9 @@ FrameworkProfile deepspeed_profile() {
   p.dist.zero3_grad_partition_at_init = true;
   p.dist.fp32_grads_at_step = true;
   p.dist.fp32_grad_sub_group_elements = 1'000'000'000LL;
+  // v0.18.9 utils/groups.py _clone_world_group (or Ulysses' sequence-data-parallel group) reduces
+  // the gradients; the default group serves zero.Init's parameter gathers (layout.h).
+  p.dist.shard_group_apart_from_world = true;
   p.sources = {"deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/engine.py (get_data_types, optimizer)",
                "deepspeedai/DeepSpeed @ b344c04: deepspeed/runtime/zero/config.py, stage_1_and_2.py (ipg buffers)",
                "deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/utils.py (see_memory_usage)"};

@@ -3,6 +3,7 @@
 // NVLS buffers per rank in a node, all-to-all peers.
 #include <catch2/catch.hpp>
 
+#include "frameworks/profile.h"
 #include "hf_config/parse_hf_config.h"
 #include "memory/timeline.h"
 #include "presets/registry.h"
@@ -85,4 +86,46 @@ TEST_CASE("the device total carries NCCL's bytes; allocated and reserved do not"
   CHECK(with.peak_reserved_bytes == without.peak_reserved_bytes);
   CHECK(with.nccl_bytes - without.nccl_bytes == 10 * (32LL << 20));
   CHECK(with.device_total_bytes - without.device_total_bytes == 10 * (32LL << 20));
+}
+
+TEST_CASE("a sharding group apart from the default one leaves the world's communicator on top", "[nccl]") {
+  // DeepSpeed (utils/groups.py _clone_world_group): dp 16 reduces over a clone of the world while
+  // zero.Init's parameters gather over the default group: two communicators spanning the 16 ranks.
+  ParallelLayout ds = layout(16, 1, 1, 1);
+  ds.behaviour.shard_group_apart_from_world = true;
+  NcclUse n = nccl_use(ds);
+  CHECK(n.communicators == 2);
+  CHECK(n.nvls_local_ranks == 8 + 8);
+  // Ulysses under DeepSpeed: the sequence-data-parallel group, the sp group and the world.
+  ParallelLayout sp = layout(4, 1, 1, 2);
+  sp.cp_kind = ContextParallelKind::kUlysses;
+  sp.behaviour.shard_group_apart_from_world = true;
+  n = nccl_use(sp);
+  CHECK(n.communicators == 3);
+  CHECK(n.p2p_peers == 1);
+  // Where no group spans the world the world's communicator is counted once either way.
+  ParallelLayout tp = layout(1, 8, 2, 1);
+  tp.behaviour.shard_group_apart_from_world = true;
+  CHECK(nccl_use(tp).communicators == 3);
+  // accelerate's ParallelismConfig flattens dp_shard_cp only with cp > 1: FSDP2 over a 1-D world
+  // mesh keeps the default group.
+  ParallelLayout fsdp = layout(16, 1, 1, 1);
+  fsdp.behaviour.shard_group_apart_from_world_with_cp = true;
+  CHECK(nccl_use(fsdp).communicators == 1);
+  fsdp = layout(8, 1, 1, 2);
+  fsdp.behaviour.shard_group_apart_from_world_with_cp = true;
+  CHECK(nccl_use(fsdp).communicators == 3);
+  // One GPU: nothing, whatever the framework.
+  ParallelLayout one = layout(1, 1, 1, 1);
+  one.behaviour.shard_group_apart_from_world = true;
+  CHECK(nccl_use(one).communicators == 0);
+}
+
+TEST_CASE("DeepSpeed and accelerate's ParallelismConfig keep their sharding group apart from the world's", "[nccl][frameworks]") {
+  CHECK(framework_profile(Framework::kDeepspeed).dist.shard_group_apart_from_world);
+  CHECK_FALSE(framework_profile(Framework::kDeepspeed).dist.shard_group_apart_from_world_with_cp);
+  CHECK_FALSE(framework_profile(Framework::kHfTrainer).dist.shard_group_apart_from_world);
+  CHECK(framework_profile(Framework::kHfTrainer).dist.shard_group_apart_from_world_with_cp);
+  CHECK(framework_profile(Framework::kTrl).dist.shard_group_apart_from_world_with_cp);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.shard_group_apart_from_world_with_cp);
 }
