@@ -29,7 +29,7 @@ NcclUse nccl_use(const ParallelLayout& l) {
     if (local > 1) n.nvls_local_ranks += local;
   };
   // A sharding group built apart from the default one leaves the world's communicator to come on top.
-  const bool shard_apart = l.behaviour.shard_group_apart_from_world || (l.behaviour.shard_group_apart_from_world_with_cp && l.cp > 1);
+  const bool shard_apart = l.behaviour.shard_group_apart_from_world;
   for (const auto& g : groups) {
     add(g[0], g[1]);
     const bool apart = shard_apart && &g == &groups[0];

@@ -218,13 +218,10 @@ struct DistributedBehaviour {
   /// parameters built under zero.Init gather over the default group (runtime/zero/
   /// partition_parameters.py Init: ds_process_group = dist.get_world_group()) and the HF trainers
   /// gather their metrics over it every step (huggingface/trl @ 26ecea7ba trl/trainer/
-  /// sft_trainer.py compute_loss: accelerator.gather_for_metrics).
+  /// sft_trainer.py compute_loss: accelerator.gather_for_metrics). Not so for a device mesh: a
+  /// 1-D mesh, flattened ones included, over every rank takes the default group (torch 2.7.1
+  /// distributed/device_mesh.py _init_process_groups), so accelerate's dp_shard_cp does not count.
   bool shard_group_apart_from_world = false;
-  /// The same where cp > 1 only: accelerate's ParallelismConfig shards FSDP2 over the flattened
-  /// dp_shard_cp mesh dimension, a process group DeviceMesh._flatten creates beside the default
-  /// one (huggingface/accelerate v1.13.0 parallelism_config.py build_device_mesh,
-  /// fsdp_dim_names; utils/fsdp_utils.py fsdp2 mesh), which the Trainer's gathers keep using.
-  bool shard_group_apart_from_world_with_cp = false;
   friend bool operator==(const DistributedBehaviour&, const DistributedBehaviour&) = default;
 };
 

@@ -67,9 +67,6 @@ FrameworkProfile hf_trainer_profile() {
   p.dist.reduce_in_fp32 = false;
   p.dist.root_outputs_include_loss = true;       // model(**inputs) with labels returns the loss
   p.dist.sharded_grads_on_reduce_stream = true;  // accelerate's FSDP (torch FSDP1 / FSDP2)
-  // accelerate v1.13.0 ParallelismConfig (cp > 1): FSDP2 over the flattened dp_shard_cp mesh
-  // dimension beside the default group the Trainer gathers over (layout.h).
-  p.dist.shard_group_apart_from_world_with_cp = true;
   p.sources = {"huggingface/transformers v5.15.0: src/transformers/training_args.py (bf16, optim, gradient_checkpointing)",
                "huggingface/accelerate @ d6d3e03: src/accelerate/utils/dataclasses.py (DDP kwargs, FSDP plugin)",
                "huggingface/transformers: src/transformers/loss/loss_utils.py (ForCausalLMLoss upcasts logits)",

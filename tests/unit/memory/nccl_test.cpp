@@ -107,25 +107,18 @@ TEST_CASE("a sharding group apart from the default one leaves the world's commun
   ParallelLayout tp = layout(1, 8, 2, 1);
   tp.behaviour.shard_group_apart_from_world = true;
   CHECK(nccl_use(tp).communicators == 3);
-  // accelerate's ParallelismConfig flattens dp_shard_cp only with cp > 1: FSDP2 over a 1-D world
-  // mesh keeps the default group.
-  ParallelLayout fsdp = layout(16, 1, 1, 1);
-  fsdp.behaviour.shard_group_apart_from_world_with_cp = true;
-  CHECK(nccl_use(fsdp).communicators == 1);
-  fsdp = layout(8, 1, 1, 2);
-  fsdp.behaviour.shard_group_apart_from_world_with_cp = true;
-  CHECK(nccl_use(fsdp).communicators == 3);
+  // Without the behaviour (torch FSDP, DDP, a device mesh whose flattened dp x cp spans the world and so
+  // takes the default group) the dp x cp group is the world's communicator.
+  CHECK(nccl_use(layout(8, 1, 1, 2)).communicators == 2);
   // One GPU: nothing, whatever the framework.
   ParallelLayout one = layout(1, 1, 1, 1);
   one.behaviour.shard_group_apart_from_world = true;
   CHECK(nccl_use(one).communicators == 0);
 }
 
-TEST_CASE("DeepSpeed and accelerate's ParallelismConfig keep their sharding group apart from the world's", "[nccl][frameworks]") {
+TEST_CASE("DeepSpeed keeps its sharding group apart from the world's; the HF Trainer's FSDP does not", "[nccl][frameworks]") {
   CHECK(framework_profile(Framework::kDeepspeed).dist.shard_group_apart_from_world);
-  CHECK_FALSE(framework_profile(Framework::kDeepspeed).dist.shard_group_apart_from_world_with_cp);
   CHECK_FALSE(framework_profile(Framework::kHfTrainer).dist.shard_group_apart_from_world);
-  CHECK(framework_profile(Framework::kHfTrainer).dist.shard_group_apart_from_world_with_cp);
-  CHECK(framework_profile(Framework::kTrl).dist.shard_group_apart_from_world_with_cp);
-  CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.shard_group_apart_from_world_with_cp);
+  CHECK_FALSE(framework_profile(Framework::kTrl).dist.shard_group_apart_from_world);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.shard_group_apart_from_world);
 }
