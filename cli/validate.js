@@ -53,6 +53,8 @@ const COUNTER_FIELDS = {
   peak_active: 'peak_active_bytes',
   max_reserved: 'peak_reserved_bytes',
   nvidia_smi: 'device_total_bytes',
+  // NVML's v1 `used` (pynvml, trackio, wandb): the device total and the driver's reservation.
+  nvml_used: 'nvml_used_bytes',
   activations: 'activations_peak_bytes',
   model_states: 'model_states_bytes',
   layer_model_states: 'layer_model_states_bytes',

@@ -134,6 +134,8 @@ Json estimate_to_json(const Estimate& e, const RuntimeProfile& rt, bool include_
          {"peak_tensor_bytes", e.peak_tensor_bytes},
          {"peak_reserved_bytes", e.peak_reserved_bytes},
          {"device_total_bytes", e.device_total_bytes},
+         // NVML's v1 `used` (pynvml, trackio, wandb): the device total and the driver's reservation.
+         {"nvml_used_bytes", e.device_total_bytes + rt.nvml_v1_reserved_bytes},
          {"first_step_peak_allocated_bytes", e.first_step_peak_allocated_bytes},
          {"loss_segments_remapped_bytes", e.loss_segments_remapped_bytes},
          {"peak_allocated_gib", to_gib(e.peak_allocated_bytes)},

@@ -28,9 +28,12 @@ NcclUse nccl_use(const ParallelLayout& l) {
     const std::int64_t local = ranks_in_node(degree, stride, per_node);
     if (local > 1) n.nvls_local_ranks += local;
   };
+  // A sharding group built apart from the default one leaves the world's communicator to come on top.
+  const bool shard_apart = l.behaviour.shard_group_apart_from_world;
   for (const auto& g : groups) {
     add(g[0], g[1]);
-    spans_world = spans_world || g[0] == world;
+    const bool apart = shard_apart && &g == &groups[0];
+    spans_world = spans_world || (g[0] == world && !apart);
   }
   if (world > 1 && !spans_world) add(world, 1);
   // A sharded run on one GPU still runs its data-parallel collectives (FSDP2 fully_shard, DeepSpeed

@@ -29,6 +29,11 @@ struct RuntimeProfile {
   /// (787,283,968 B), 527 MiB of it at init; H200, torch 2.11.0+cu130, driver 580.159.04
   /// (tests/validation/measured_h200/*.json, `memory.after_training.outside_allocator`).
   std::int64_t cuda_context_bytes = 767LL << 20;
+  /// What NVML's v1 memory query (nvmlDeviceGetMemoryInfo, which pynvml, trackio and wandb call)
+  /// counts as used before CUDA starts: the driver's reservation, 615 MiB on the idle H200
+  /// (docs/gpu_check.md item 5, while nvidia-smi and cudaMemGetInfo leave it out). Only the
+  /// H200's is measured; other GPUs take it as the high end of an unmeasured range.
+  std::int64_t nvml_v1_reserved_bytes = 615LL << 20;
   /// Expected rounding slack per live large tensor: the caching allocator rounds segments of
   /// requests >= 10 MiB up to 2 MiB (kRoundLarge, c10/cuda/CUDACachingAllocator.cpp); half a page
   /// on average.

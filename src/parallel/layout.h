@@ -220,6 +220,20 @@ struct DistributedBehaviour {
   /// dp x cp and the experts' tensor parallelism (etp) may differ from tp. Without it experts take
   /// tp and ep divides dp x cp.
   bool moe_parallel_folding = false;
+  /// The group that shards over dp x cp is a process group of its own, not the world's default
+  /// one, even where it spans every rank, and the default group stays in use: NCCL builds a
+  /// communicator for each (NVIDIA/nccl issue #986: "more communicators = more memory used").
+  /// DeepSpeed reduces over groups._clone_world_group() without an mpu and over Ulysses'
+  /// sequence-data-parallel group with one (deepspeedai/DeepSpeed v0.18.9 utils/groups.py
+  /// _clone_world_group, _get_sequence_data_parallel_group; runtime/engine.py dp_process_group =
+  /// seq_data_parallel_group; runtime/sequence_parallel/parallel_state_sp.py dist.new_group), while
+  /// parameters built under zero.Init gather over the default group (runtime/zero/
+  /// partition_parameters.py Init: ds_process_group = dist.get_world_group()) and the HF trainers
+  /// gather their metrics over it every step (huggingface/trl @ 26ecea7ba trl/trainer/
+  /// sft_trainer.py compute_loss: accelerator.gather_for_metrics). Not so for a device mesh: a
+  /// 1-D mesh, flattened ones included, over every rank takes the default group (torch 2.7.1
+  /// distributed/device_mesh.py _init_process_groups), so accelerate's dp_shard_cp does not count.
+  bool shard_group_apart_from_world = false;
   friend bool operator==(const DistributedBehaviour&, const DistributedBehaviour&) = default;
 };
 

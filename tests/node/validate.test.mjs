@@ -45,6 +45,7 @@ function resultOf(loggedCounter = 'max_reserved') {
     activations_peak_bytes: 5 * GIB,
     model_states_bytes: 6 * GIB,
     layer_model_states_bytes: 7 * GIB,
+    nvml_used_bytes: 8 * GIB,
     framework: { logged_counter: loggedCounter },
   };
 }
@@ -358,10 +359,11 @@ test('every measured_kind compares its own counter', () => {
     activations: ['activations_peak_bytes', 5],
     model_states: ['model_states_bytes', 6],
     layer_model_states: ['layer_model_states_bytes', 7],
+    nvml_used: ['nvml_used_bytes', 8],
   };
   const rows = Object.keys(expected).map((kind) => caseRow({ id: `K-${kind}`, measured_kind: kind }));
   const { report } = run(rows);
-  assert.equal(report.rows.length, 7);
+  assert.equal(report.rows.length, 8);
   for (const row of report.rows) {
     const [field, gib] = expected[row.measured_kind];
     assert.equal(row.counter, field, row.id);

@@ -46,6 +46,9 @@ FrameworkProfile deepspeed_profile() {
        "update_overflow_tracker_for_param_grad; v0.12.6 (2023-12) summed an fp32 copy (4 bytes, under the fp64 norm's 8); "
        "v0.19.6: has_inf_or_nan",
        nullptr, [](DistributedBehaviour& b) { b.zero_offload_grad_check_bytes_per_element = 11; }, 202401}};
+  // v0.18.9 utils/groups.py _clone_world_group (or Ulysses' sequence-data-parallel group) reduces
+  // the gradients; the default group serves zero.Init's parameter gathers (layout.h).
+  p.dist.shard_group_apart_from_world = true;
   p.sources = {"deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/engine.py (get_data_types, optimizer)",
                "deepspeedai/DeepSpeed @ b344c04: deepspeed/runtime/zero/config.py, stage_1_and_2.py (ipg buffers)",
                "deepspeedai/DeepSpeed @ edaa7221: deepspeed/runtime/utils.py (see_memory_usage)"};

@@ -53,6 +53,17 @@ TEST_CASE("estimate returns peaks in order, a breakdown that sums, and a timelin
   CHECK(e["training"]["micro_batch"] == 2);
 }
 
+TEST_CASE("NVML's v1 used memory is the device total with the driver's reservation", "[api][estimate]") {
+  // pynvml / trackio's nvmlDeviceGetMemoryInfo counts 615 MiB on the idle H200 that
+  // cudaMemGetInfo and nvidia-smi leave out (docs/gpu_check.md item 5).
+  json req = base_request();
+  req["cluster"]["gpu"]["preset"] = "H200";
+  const json r = estimate(req);
+  REQUIRE(r["ok"] == true);
+  const long long total = r["result"]["device_total_bytes"], nvml = r["result"]["nvml_used_bytes"];
+  CHECK(nvml - total == 615LL << 20);
+}
+
 TEST_CASE("framework defaults apply and request fields override them", "[api][estimate]") {
   json req = base_request();
   req["training"]["framework"] = "torchtune";

@@ -3,6 +3,7 @@
 // NVLS buffers per rank in a node, all-to-all peers.
 #include <catch2/catch.hpp>
 
+#include "frameworks/profile.h"
 #include "hf_config/parse_hf_config.h"
 #include "memory/timeline.h"
 #include "presets/registry.h"
@@ -96,4 +97,39 @@ TEST_CASE("a sharded run on one GPU keeps a one-rank communicator; an unsharded 
   CHECK(sharded.nvls_local_ranks == 0);  // no peer in the node to share NVLS buffers with
   one.sharding = Sharding::kZero2;
   CHECK(nccl_use(one).communicators == 1);
+}
+
+TEST_CASE("a sharding group apart from the default one leaves the world's communicator on top", "[nccl]") {
+  // DeepSpeed (utils/groups.py _clone_world_group): dp 16 reduces over a clone of the world while
+  // zero.Init's parameters gather over the default group: two communicators spanning the 16 ranks.
+  ParallelLayout ds = layout(16, 1, 1, 1);
+  ds.behaviour.shard_group_apart_from_world = true;
+  NcclUse n = nccl_use(ds);
+  CHECK(n.communicators == 2);
+  CHECK(n.nvls_local_ranks == 8 + 8);
+  // Ulysses under DeepSpeed: the sequence-data-parallel group, the sp group and the world.
+  ParallelLayout sp = layout(4, 1, 1, 2);
+  sp.cp_kind = ContextParallelKind::kUlysses;
+  sp.behaviour.shard_group_apart_from_world = true;
+  n = nccl_use(sp);
+  CHECK(n.communicators == 3);
+  CHECK(n.p2p_peers == 1);
+  // Where no group spans the world the world's communicator is counted once either way.
+  ParallelLayout tp = layout(1, 8, 2, 1);
+  tp.behaviour.shard_group_apart_from_world = true;
+  CHECK(nccl_use(tp).communicators == 3);
+  // Without the behaviour (torch FSDP, DDP, a device mesh whose flattened dp x cp spans the world and so
+  // takes the default group) the dp x cp group is the world's communicator.
+  CHECK(nccl_use(layout(8, 1, 1, 2)).communicators == 2);
+  // One GPU: nothing, whatever the framework.
+  ParallelLayout one = layout(1, 1, 1, 1);
+  one.behaviour.shard_group_apart_from_world = true;
+  CHECK(nccl_use(one).communicators == 0);
+}
+
+TEST_CASE("DeepSpeed keeps its sharding group apart from the world's; the HF Trainer's FSDP does not", "[nccl][frameworks]") {
+  CHECK(framework_profile(Framework::kDeepspeed).dist.shard_group_apart_from_world);
+  CHECK_FALSE(framework_profile(Framework::kHfTrainer).dist.shard_group_apart_from_world);
+  CHECK_FALSE(framework_profile(Framework::kTrl).dist.shard_group_apart_from_world);
+  CHECK_FALSE(framework_profile(Framework::kTorchtitan).dist.shard_group_apart_from_world);
 }
