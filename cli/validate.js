@@ -345,6 +345,8 @@ function rowToRequest(row, config) {
   if (/(^|[\s;,(])backend=deepspeed\b/.test(row.notes || '')) parallel.backend = 'deepspeed';
   // `zero3_init=false` in the notes: the model was built outside deepspeed.zero.Init (parallel.zero3_init).
   if (/(^|[\s;,(])zero3_init=false\b/.test(row.notes || '')) parallel.zero3_init = false;
+  // `accumulate_allreduce_grads_in_fp32=true`: Megatron's fp32 main_grad under --fp16 (parallel.accumulate_allreduce_grads_in_fp32).
+  if (/(^|[\s;,(])accumulate_allreduce_grads_in_fp32=true\b/.test(row.notes || '')) parallel.accumulate_allreduce_grads_in_fp32 = true;
   // `cp_kind=ulysses` in the notes: the cp column holds DeepSpeed Ulysses sequence parallelism.
   if (/(^|[\s;,(])cp_kind=ulysses\b/.test(row.notes || '')) parallel.cp_kind = 'ulysses';
   // `fsdp_version=2` (or accelerate's YAML spelling `fsdp_version 2`) in the notes: accelerate ran FSDP2

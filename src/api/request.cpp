@@ -676,7 +676,8 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
     const FieldReader f(*j, path);
     reject_unknown_keys(f, {"dp", "tp", "pp", "vpp", "cp", "cp_kind", "ep", "etp", "sequence_parallel", "sharding",
                             "shard_degree", "schedule", "stage_layers", "reshard_after_forward", "backend",
-                            "fsdp_version", "fsdp_activation_checkpointing", "zero3_init", "cpu_ram_efficient_loading"});
+                            "fsdp_version", "fsdp_activation_checkpointing", "zero3_init", "cpu_ram_efficient_loading",
+                            "accumulate_allreduce_grads_in_fp32"});
     dp_given = f.has({"dp"});
     p.dp = f.int_or({"dp"}, 1, kMaxDegree, 1);
     p.tp = f.int_or({"tp"}, 1, kMaxDegree, 1);
@@ -725,6 +726,16 @@ ParallelLayout read_parallel(const Json* j, const std::string& path, std::int64_
                         " shards with its own code");
       }
       p.behaviour.zero3_autograd_holds_gathered = !zero_init;
+    }
+    // parallel.accumulate_allreduce_grads_in_fp32: Megatron-LM's --accumulate-allreduce-grads-in-fp32,
+    // an fp32 main_grad buffer under --fp16 (--bf16 always has one; arguments.py @ d98e8a64).
+    if (f.has({"accumulate_allreduce_grads_in_fp32"})) {
+      const bool fp32 = f.bool_or({"accumulate_allreduce_grads_in_fp32"}, false);
+      if (profile.id != Framework::kMegatron) {
+        throw Error(ErrorCode::kInvalidValue, f.path("accumulate_allreduce_grads_in_fp32"),
+                    "accumulate_allreduce_grads_in_fp32 is Megatron-LM's flag; " + profile.key + " keeps its own gradient dtype");
+      }
+      if (fp32) p.behaviour.fp16_grads_reduce_in_fp16 = false;
     }
     if (const Json* sl = f.find({"stage_layers"})) {
       const std::string spath = f.path("stage_layers");

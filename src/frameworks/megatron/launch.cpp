@@ -94,6 +94,10 @@ LaunchFormat megatron(const LaunchInput& in) {
   }
   const std::string dt = dtype_name(in.setup.precision);
   if (dt != "fp32") arg(dt);
+  // An fp32 main_grad under --fp16 (the layout's behaviour; --bf16 forces it).
+  if (in.setup.precision == Precision::kAmpFp16 && !in.layout.behaviour.fp16_grads_reduce_in_fp16) {
+    arg("accumulate-allreduce-grads-in-fp32");
+  }
   if (in.setup.precision == Precision::kFp8) arg("fp8-format", "hybrid");
   if (in.setup.checkpointing == Checkpointing::kSelective) arg("recompute-activations");
   if (in.setup.checkpointing == Checkpointing::kFull) {

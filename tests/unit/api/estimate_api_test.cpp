@@ -337,6 +337,21 @@ TEST_CASE("layer model states: the blocks a rank holds, without embeddings and h
   // The full states add the vocab-split embedding, the replicated position table and final norm.
   const long long globals = 16 * (51200 * h / 8 + 2048 * h + 2 * h);
   CHECK(r["result"]["model_states_bytes"].get<long long>() == blocks + globals);
+  // --accumulate-allreduce-grads-in-fp32 keeps an fp32 main_grad: 18 bytes, Fig. 1's accounting.
+  json fp32_grads = req;
+  fp32_grads["parallel"]["accumulate_allreduce_grads_in_fp32"] = true;
+  const json r32 = estimate(fp32_grads);
+  REQUIRE(r32["ok"] == true);
+  CHECK(r32["result"]["layer_model_states_bytes"].get<long long>() == blocks / 16 * 18);
+}
+
+TEST_CASE("parallel.accumulate_allreduce_grads_in_fp32 is Megatron-LM's flag", "[api][estimate]") {
+  json request = base_request();
+  request["parallel"]["accumulate_allreduce_grads_in_fp32"] = true;
+  const json r = estimate(request);
+  REQUIRE(r["ok"] == false);
+  CHECK(r["error"]["code"] == "invalid_value");
+  CHECK(r["error"]["path"] == "/parallel/accumulate_allreduce_grads_in_fp32");
 }
 
 TEST_CASE("an HF Trainer run on the DeepSpeed engine takes DeepSpeed's precision and the launch's buckets",

@@ -13,7 +13,7 @@ using namespace memfit_test;
 
 namespace {
 
-std::string megatron_args(std::int64_t yyyymm) {
+std::string megatron_args(std::int64_t yyyymm, Precision precision = Precision::kBf16, bool fp16_main_grad = true) {
   static const ModelArchitecture a = preset("meta-llama/Llama-3.1-8B");
   LaunchInput in;
   in.arch = &a;
@@ -23,6 +23,8 @@ std::string megatron_args(std::int64_t yyyymm) {
   in.layout.sharding = Sharding::kZero1;  // the distributed optimizer
   in.layout.behaviour = framework_behaviour(framework_profile(Framework::kMegatron), yyyymm);
   in.setup = bf16(1, 4096, 8);
+  in.setup.precision = precision;
+  in.layout.behaviour.fp16_grads_reduce_in_fp16 = fp16_main_grad;
   in.framework = Framework::kMegatron;
   for (const LaunchFormat& f : launch_configs(in)) {
     if (f.format == "megatron_args") return f.text;
@@ -47,4 +49,13 @@ TEST_CASE("Megatron's overlap flags from their merges on: grad reduce e801b2bb (
   CHECK(after.find("--overlap-param-gather") != std::string::npos);
   const std::string unknown_date = megatron_args(0);  // no version: the profile's current behaviour
   CHECK(unknown_date.find("--overlap-grad-reduce") != std::string::npos);
+}
+
+TEST_CASE("Megatron's --fp16 launch asks for an fp32 main_grad exactly when the layout keeps one", "[launch][megatron]") {
+  const std::string fp16_grads = megatron_args(0, Precision::kAmpFp16, true);
+  CHECK(fp16_grads.find("--fp16") != std::string::npos);
+  CHECK(fp16_grads.find("--accumulate-allreduce-grads-in-fp32") == std::string::npos);
+  CHECK(megatron_args(0, Precision::kAmpFp16, false).find("--accumulate-allreduce-grads-in-fp32") != std::string::npos);
+  // --bf16 keeps an fp32 buffer by itself.
+  CHECK(megatron_args(0, Precision::kAmpBf16, false).find("--accumulate-allreduce-grads-in-fp32") == std::string::npos);
 }
