@@ -34,6 +34,7 @@ enum class Method { kFull, kLora, kQlora, kDora, kFreeze, kIa3, kLoha, kLokr, kV
                     kRoad, kOsf, kDeft, kBeft, kTrainableTokens, kPvera, kUnilora,
                     kAdalora, kPsoft, kRandlora };
 inline constexpr int kMethodCount = 43;
+static_assert(static_cast<int>(Method::kRandlora) + 1 == kMethodCount, "kMethodCount counts Method (the last value)");
 /// The shapes of PEFT's shared-bank adapters (peft v0.21.2 tuners/<method>/config.py defaults):
 /// LilyConfig stride_A / num_B, TinyLoraConfig u / weight_tying, VBLoRAConfig num_vectors /
 /// vector_length / topk, FrodConfig sparse_rate / runtime_offload_base_weight, AdamssConfig
@@ -76,6 +77,7 @@ enum class Precision { kFp32, kAmpBf16, kAmpFp16, kBf16, kFp16, kFp8 };
 enum class Optimizer { kAdamW, kAdamW8bit, kPagedAdamW8bit, kPagedAdamW32bit, kAdamW4bit, kSgd,
                        kSgdMomentum, kAdafactor, kLion, kMuon, kGaloreAdamW, kApolloAdamW, kApolloMini, kAdamMini };
 inline constexpr int kOptimizerCount = 14;
+static_assert(static_cast<int>(Optimizer::kAdamMini) + 1 == kOptimizerCount, "kOptimizerCount counts Optimizer (the last value)");
 enum class OptimizerImpl { kForeach, kFused, kForLoop };
 /// full: every block recomputed from its input; selective: the attention core recomputed
 /// (Megatron `--recompute-activations`, core_attn).
