@@ -348,3 +348,82 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
 }
 
 }  // namespace memfit
+
+namespace memfit {
+
+std::optional<LayerActivationsKey> layer_activations_key(const TrainingSetup& t, bool moe, bool cross_attention,
+                                                         bool base_trains, const ActivationSplit& split) {
+  if (is_adapter_method(t.method) && !is_lora_like(t.method)) return std::nullopt;  // add_peft_adapter_terms
+  LayerActivationsKey k;
+  k.program = program_setup(t, moe, base_trains);
+  k.split = split;
+  k.cross_attention = cross_attention;
+  k.lora_rank = t.lora_rank;
+  k.lora_dropout = t.lora_dropout;
+  k.shared_gate_adapted = is_lora_like(t.method) && adapter_targets_role(t, "shared_gate");
+  k.micro_batch = t.micro_batch;
+  k.adapter_prompt_length = t.adapter_prompt_length;
+  k.virtual_tokens = t.virtual_tokens;
+  k.checkpoint_saved_inputs_per_block = t.checkpoint_saved_inputs_per_block;
+  return k;
+}
+
+namespace {
+
+// A hash of the fields that tell a search's keys apart (equal keys hash alike; the others are
+// compared by operator== only).
+std::size_t key_hash(const LayerActivationsKey& k) {
+  std::uint64_t h = static_cast<std::uint64_t>(k.split.tp);
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };  // FNV-1a's prime
+  mix(static_cast<std::uint64_t>(k.split.expert_tp));
+  mix(static_cast<std::uint64_t>(k.micro_batch));
+  mix((k.split.sequence_parallel ? 1u : 0u) | (k.split.gathered_linear_inputs ? 2u : 0u) | (k.cross_attention ? 4u : 0u) |
+      (k.program.moe ? 8u : 0u) | (k.program.base_trains ? 16u : 0u) | (k.program.selective ? 32u : 0u));
+  mix(static_cast<std::uint64_t>(k.program.precision));
+  mix(static_cast<std::uint64_t>(k.program.method));
+  mix(static_cast<std::uint64_t>(k.program.attention));
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+}  // namespace
+
+void LayerActivationsMemo::relink(std::size_t entry) {
+  std::int32_t& head = buckets_[entries_[entry].hash & (buckets_.size() - 1)];
+  entries_[entry].next = head;
+  head = static_cast<std::int32_t>(entry);
+}
+
+LayerActivations LayerActivationsMemo::get(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
+                                           bool cross_attention, bool base_trains, const ActivationSplit& split) {
+  const std::optional<LayerActivationsKey> key = layer_activations_key(t, moe, cross_attention, base_trains, split);
+  if (!key) return layer_activations(a, t, moe, cross_attention, base_trains, split, &programs_);
+  if (arch_ != &a) {
+    entries_.clear();
+    buckets_.assign(64, -1);
+    arch_ = &a;
+  }
+  const std::size_t hash = key_hash(*key);
+  for (std::int32_t i = buckets_[hash & (buckets_.size() - 1)]; i >= 0; i = entries_[static_cast<std::size_t>(i)].next) {
+    const Entry& known = entries_[static_cast<std::size_t>(i)];
+    if (known.hash == hash && known.key == *key) return known.acts;
+  }
+  // A flag raised before the call stays the caller's; one the fold raises is re-raised, and its
+  // result is not kept (a later call must raise it again).
+  const char* earlier = take_beyond_exact();
+  LayerActivations acts = layer_activations(a, t, moe, cross_attention, base_trains, split, &programs_);
+  const char* beyond = take_beyond_exact();
+  if (earlier) note_beyond_exact(earlier);
+  if (beyond) {
+    note_beyond_exact(beyond);
+    return acts;
+  }
+  if (entries_.size() >= buckets_.size()) {  // at most one entry per bucket on average
+    buckets_.assign(2 * buckets_.size(), -1);
+    for (std::size_t i = 0; i < entries_.size(); ++i) relink(i);
+  }
+  entries_.push_back({*key, acts, hash, -1});
+  relink(entries_.size() - 1);
+  return acts;
+}
+
+}  // namespace memfit

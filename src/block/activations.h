@@ -4,6 +4,7 @@
 // with sdpa/flash is 16h + 4ad + 4kd + 8f + 4a + 8 bytes per token (docs/memory_model.md).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "block/block_program.h"
@@ -34,6 +35,7 @@ struct LayerActivations {
   /// attention side: the first norm, the q/k/v path, the kernel's inputs, output and logsumexp).
   std::int64_t adapter_prompt_per_token = 0;
   std::int64_t entry_layer_unsaved_per_token = 0;
+  bool operator==(const LayerActivations&) const = default;
 };
 
 /// How tensor parallelism splits a layer's activations on one rank: heads and MLP width by tp,
@@ -47,6 +49,7 @@ struct ActivationSplit {
   bool gathered_linear_inputs = false;
   /// Expert layers' tensor parallelism (MoE parallel folding's etp); 0: tp.
   std::int64_t expert_tp = 0;
+  bool operator==(const ActivationSplit&) const = default;
 };
 
 /// Whether the checkpointing policy starts from the layer's activations without checkpointing
@@ -125,5 +128,51 @@ inline std::int64_t block_child_inputs(const ModelArchitecture& a) {
 LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSetup& t, bool moe,
                                    bool cross_attention, bool base_trains, const ActivationSplit& split = {},
                                    BlockProgramMemo* programs = nullptr);
+
+/// Everything layer_activations reads of its arguments besides the architecture: equal keys give
+/// equal layer activations of one architecture (LayerActivationsMemo). Each field is one the fold
+/// reads; a read of another joins the key here (layer_activations_key), compared by the defaulted
+/// operator== so that no field is left out of the comparison.
+struct LayerActivationsKey {
+  ProgramSetup program;                 // the setup-aware block program's key (precision, method, kernels, roles)
+  ActivationSplit split;
+  bool cross_attention = false;
+  std::int64_t lora_rank = 0;
+  double lora_dropout = 0;
+  bool shared_gate_adapted = false;     // a LoRA-like target on the shared expert's sigmoid gate
+  std::int64_t micro_batch = 0;         // LLaMA-Adapter's prefix K/V, prefix tuning's virtual tokens
+  std::int64_t adapter_prompt_length = 0, virtual_tokens = 0;
+  std::int64_t checkpoint_saved_inputs_per_block = 0;
+  bool operator==(const LayerActivationsKey&) const = default;
+};
+/// The key of layer_activations(a, t, moe, cross_attention, base_trains, split); nullopt where the
+/// fold reads more of `t` than the key holds (PEFT's adapters other than LoRA-like ones, whose
+/// terms read their own fields: add_peft_adapter_terms).
+std::optional<LayerActivationsKey> layer_activations_key(const TrainingSetup& t, bool moe, bool cross_attention,
+                                                         bool base_trains, const ActivationSplit& split);
+
+/// The layer activations of one architecture derived so far, by LayerActivationsKey, and the
+/// block programs they fold over: the search's candidates share them (its replays read them).
+/// A result whose sizes left the 2^53 bound is not kept, so each call flags it (units.h).
+class LayerActivationsMemo {
+ public:
+  LayerActivations get(const ModelArchitecture& a, const TrainingSetup& t, bool moe, bool cross_attention,
+                       bool base_trains, const ActivationSplit& split);
+  /// Distinct results kept (tests).
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  const ModelArchitecture* arch_ = nullptr;  // the architecture the entries are of
+  struct Entry {
+    LayerActivationsKey key;
+    LayerActivations acts;
+    std::size_t hash;   // of the key (activations.cpp key_hash)
+    std::int32_t next;  // the bucket's previous entry, -1: none
+  };
+  std::vector<Entry> entries_;
+  std::vector<std::int32_t> buckets_;  // by a hash of the key: its last entry, -1: none
+  void relink(std::size_t entry);  // puts `entry` at the head of its bucket
+  BlockProgramMemo programs_;  // the programs the misses fold over
+};
 
 }  // namespace memfit

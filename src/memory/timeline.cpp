@@ -33,7 +33,7 @@ struct ActsMemo {
     LayerActivations acts;
   };
   std::vector<Entry> entries;
-  BlockProgramMemo* programs = nullptr;  // the block programs the layer activations fold over, when shared
+  LayerActivationsMemo* shared = nullptr;  // layer activations shared across layouts (the search's), when given
 };
 
 class Replay {
@@ -95,9 +95,10 @@ class Replay {
       if (same) {
         ga.acts = *same;
       } else {
-        ga.acts = layer_activations(a, unchecked ? *unchecked : t, g.moe,
-                                    g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder, ga.trains, plan.split,
-                                    acts.programs);
+        const TrainingSetup& setup = unchecked ? *unchecked : t;
+        const bool cross_attention = g.stack == Stack::kDecoder && a.kind == ArchKind::kEncoderDecoder;
+        ga.acts = acts.shared ? acts.shared->get(a, setup, g.moe, cross_attention, ga.trains, plan.split)
+                              : layer_activations(a, setup, g.moe, cross_attention, ga.trains, plan.split);
         acts.entries.push_back({gi, ga.trains, ga.acts});
       }
       if (frozen_without_graph && hi <= first_trained) ga.acts = LayerActivations{};
@@ -1085,14 +1086,14 @@ template <typename F>
 bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                         const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states, F&& f,
                         std::int64_t oom_above_bytes = kNoMemoryLimit, std::int64_t* first_activation_bytes = nullptr,
-                        BlockProgramMemo* programs = nullptr) {
+                        LayerActivationsMemo* layers = nullptr) {
   std::optional<TrainingSetup> storage;
   const TrainingSetup& setup = resolved_setup(l, t, storage);
   std::vector<RankContext> ranks = plan_ranks(l, arch, setup);
   const RankPlan plan = plan_rank(l, setup);
   if (states && states->size() != ranks.size()) throw Error(ErrorCode::kInternal, "", "model states of another layout");
   ActsMemo acts;  // the rank kinds share the layout's layer activations
-  acts.programs = programs;
+  acts.shared = layers;
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const ModelStates* known = states ? &(*states)[k] : nullptr;
     Replay replay(arch, inv, setup, rt, plan, ranks[k], /*record_timeline=*/false, known, &acts);
@@ -1109,7 +1110,7 @@ bool for_each_rank_peak(const ModelArchitecture& arch, const TensorInventory& in
 PeakSummary most_loaded(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                         const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states,
                         std::int64_t oom_above_bytes, bool& within, std::int64_t* first_activation_bytes = nullptr,
-                        BlockProgramMemo* programs = nullptr) {
+                        LayerActivationsMemo* layers = nullptr) {
   PeakSummary p;
   within = for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t k, RankContext& rank, const Replay::Peaks& e) {
     if (k == 0 || e.device_total_bytes > p.device_total_bytes) {
@@ -1119,17 +1120,17 @@ PeakSummary most_loaded(const ModelArchitecture& arch, const TensorInventory& in
       p.peak_rank = k;
       p.rank_kind = std::move(rank.kind.name);
     }
-  }, oom_above_bytes, first_activation_bytes, programs);
+  }, oom_above_bytes, first_activation_bytes, layers);
   return p;
 }
 
 bool rank_peaks_into(const ModelArchitecture& arch, const TensorInventory& inv, const TrainingSetup& t,
                      const ParallelLayout& l, const RuntimeProfile& rt, const std::vector<ModelStates>* states,
                      std::int64_t oom_above_bytes, std::vector<RankPeak>& out, std::int64_t* first_activation_bytes = nullptr,
-                     BlockProgramMemo* programs = nullptr) {
+                     LayerActivationsMemo* layers = nullptr) {
   return for_each_rank_peak(arch, inv, t, l, rt, states, [&](std::size_t, RankContext& rank, const Replay::Peaks& e) {
     out.push_back(RankPeak{e.allocated_bytes, e.reserved_bytes, e.device_total_bytes, rank.kind.ranks, std::move(rank.kind.name)});
-  }, oom_above_bytes, first_activation_bytes, programs);
+  }, oom_above_bytes, first_activation_bytes, layers);
 }
 }  // namespace
 
@@ -1183,9 +1184,9 @@ RuntimeProfile runtime_for(const GpuSpec& gpu) {
 std::optional<PeakSummary> estimate_peak_within(const ModelArchitecture& arch, const TensorInventory& inv,
                                                 const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
                                                 const std::vector<ModelStates>* states, std::int64_t oom_above_bytes,
-                                                std::int64_t* first_activation_bytes, BlockProgramMemo* programs) {
+                                                std::int64_t* first_activation_bytes, LayerActivationsMemo* layers) {
   bool within = true;
-  PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within, first_activation_bytes, programs);
+  PeakSummary p = most_loaded(arch, inv, t, l, rt, states, oom_above_bytes, within, first_activation_bytes, layers);
   if (!within) return std::nullopt;
   return p;
 }
@@ -1194,9 +1195,9 @@ std::optional<std::vector<RankPeak>> estimate_rank_peaks_within(const ModelArchi
                                                                 const TrainingSetup& t, const ParallelLayout& l,
                                                                 const RuntimeProfile& rt, const std::vector<ModelStates>* states,
                                                                 std::int64_t oom_above_bytes, std::int64_t* first_activation_bytes,
-                                                                BlockProgramMemo* programs) {
+                                                                LayerActivationsMemo* layers) {
   std::vector<RankPeak> out;
-  if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out, first_activation_bytes, programs)) return std::nullopt;
+  if (!rank_peaks_into(arch, inv, t, l, rt, states, oom_above_bytes, out, first_activation_bytes, layers)) return std::nullopt;
   return out;
 }
 

@@ -256,17 +256,17 @@ inline constexpr std::int64_t kNoMemoryLimit = std::numeric_limits<std::int64_t>
 /// beyond its model states and buffers (set once that kind's replay is built, even when the
 /// estimate is then cut): the activations its forward saves, this micro-batch's and those in
 /// flight, and the pipeline send/receive buffers. They depend on neither sharding nor offload.
-/// `programs`: setup-aware block programs shared across calls (the search's candidates).
+/// `layers`: layer activations shared across calls (the search's candidates).
 std::optional<PeakSummary> estimate_peak_within(const ModelArchitecture& arch, const TensorInventory& inv,
                                                 const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt,
                                                 const std::vector<ModelStates>* states, std::int64_t oom_above_bytes = kNoMemoryLimit,
-                                                std::int64_t* first_activation_bytes = nullptr, BlockProgramMemo* programs = nullptr);
+                                                std::int64_t* first_activation_bytes = nullptr, LayerActivationsMemo* layers = nullptr);
 std::optional<std::vector<RankPeak>> estimate_rank_peaks_within(const ModelArchitecture& arch, const TensorInventory& inv,
                                                                 const TrainingSetup& t, const ParallelLayout& l,
                                                                 const RuntimeProfile& rt, const std::vector<ModelStates>* states,
                                                                 std::int64_t oom_above_bytes = kNoMemoryLimit,
                                                                 std::int64_t* first_activation_bytes = nullptr,
-                                                                BlockProgramMemo* programs = nullptr);
+                                                                LayerActivationsMemo* layers = nullptr);
 /// The largest forward floor of `l`'s rank kinds (device total), never above estimate_peak's.
 std::int64_t forward_floor_device_total_bytes(const ModelArchitecture& arch, const TensorInventory& inv,
                                               const TrainingSetup& t, const ParallelLayout& l, const RuntimeProfile& rt = {});

@@ -21,7 +21,7 @@ std::optional<PeakVerdict> judge_peaks(const ModelArchitecture& arch, const Tens
   if (gpu_mix.empty()) {
     std::optional<PeakSummary> peak = unless_beyond_exact([&] {
       return estimate_peak_within(arch, inv, t, l, rt, hints.states, hints.oom_above_bytes, hints.first_activation_bytes,
-                                  hints.programs);
+                                  hints.layers);
     }).value_or(std::nullopt);
     if (!peak) return std::nullopt;
     const std::int64_t memory = cluster.gpu.memory_total_bytes;
@@ -32,7 +32,7 @@ std::optional<PeakVerdict> judge_peaks(const ModelArchitecture& arch, const Tens
   }
   const std::optional<std::vector<RankPeak>> kinds = unless_beyond_exact([&] {
     return estimate_rank_peaks_within(arch, inv, t, l, rt, hints.states, hints.oom_above_bytes, hints.first_activation_bytes,
-                                  hints.programs);
+                                  hints.layers);
   }).value_or(std::nullopt);
   if (!kinds) return std::nullopt;
   // The headline is the most-loaded kind, as on one kind of GPU.

@@ -87,7 +87,7 @@ struct ReplayHints {
   const std::vector<ModelStates>* states = nullptr;
   std::int64_t oom_above_bytes = kNoMemoryLimit;
   std::int64_t* first_activation_bytes = nullptr;
-  BlockProgramMemo* programs = nullptr;  // setup-aware block programs shared across candidates
+  LayerActivationsMemo* layers = nullptr;  // layer activations (and their block programs) shared across candidates
 };
 
 /// What a layout's peaks say on the cluster: the most-loaded rank kind's peaks and their verdict

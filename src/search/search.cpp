@@ -229,7 +229,7 @@ class Searcher {
   std::vector<std::pair<bool, std::optional<std::vector<ModelStates>>>> group_states_;
   bool beyond_candidate_bound_ = false;
   ModelStatesMemo states_memo_;  // floor groups whose ranks hold the same shards share their states
-  BlockProgramMemo programs_;    // the setup-aware block programs, shared by every candidate's replay
+  LayerActivationsMemo layers_;  // the layer activations and their block programs, shared by every candidate's replay
   GroupSlots<FloorKey, std::int64_t> floor_groups_{};  // -1: none
   // Per-micro-batch rejections, counted apart from rejected_ while enumerating.
   std::int64_t global_batch_rejects_ = 0, interleaving_rejects_ = 0;
@@ -517,7 +517,7 @@ class Searcher {
     const std::int64_t limit = cut_at_floor_ ? largest_memory(s) : kNoMemoryLimit;
     std::optional<PeakVerdict> a =
         judge_peaks(*in_.arch, *in_.inv, t, s.layout, in_.runtime, in_.cluster, in_.gpu_mix,
-                    ReplayHints{states, limit, first_activations, &programs_});
+                    ReplayHints{states, limit, first_activations, &layers_});
     if (!a || in_.dated.empty()) return a;
     return highest_over_dated(s, t, std::move(*a), limit);
   }
@@ -538,7 +538,7 @@ class Searcher {
       l.behaviour = d.behaviour;
       std::optional<PeakVerdict> v =
           judge_peaks(*in_.arch, *in_.inv, dated, l, in_.runtime, in_.cluster, in_.gpu_mix,
-                      ReplayHints{nullptr, limit, nullptr, &programs_});
+                      ReplayHints{nullptr, limit, nullptr, &layers_});
       if (!v) return std::nullopt;
       low = std::min(low, v->peak.device_total_bytes);
       if (v->peak.device_total_bytes > highest.peak.device_total_bytes) highest = std::move(*v);
