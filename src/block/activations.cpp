@@ -210,14 +210,17 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
   const MatmulInputSaves& attention_inputs = matmul_inputs[static_cast<std::size_t>(BlockPart::kAttention)];
   linear_inputs += attention_inputs.full_width;
   // The steps' saved tensors (block_program.cpp save_steps): norms, MLA's latent norms, q/k norms,
-  // the attention core (its scores per key under eager attention), dropout masks.
+  // the attention core (its scores per key under eager attention), an MoE router's logits and
+  // probabilities, dropout masks.
   std::int64_t norm_bytes = 0;
   // The attention side before its output (LLaMA-Adapter's entry layer): one norm, the q/k/v
   // inputs, the latent and q/k norms and the kernel's inputs.
   std::int64_t attention_side = attention_inputs.full_width;
   for (std::size_t i = 0; i < program.step_count; ++i) {
     const BlockStep& step = program.steps[i];
-    if (step.kind == StepKind::kActivation) continue;  // with its MLP part's matmul inputs (mlp_bytes)
+    // With its MLP part's matmul inputs (mlp_bytes): the activation function, the dispatch's
+    // permuted copies.
+    if (step.kind == StepKind::kActivation || step.kind == StepKind::kDispatch) continue;
     const std::int64_t saved = step.saved.at(tp);
     (step.sequence_split ? seq : s) += saved;
     out.saved_per_token_per_position += step.saved_per_position.at(tp);
@@ -236,14 +239,14 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
 
   // MLP.
   const std::int64_t f = a.mlp.intermediate_size;
-  // Bytes of one MLP per token on this rank: its full-width input, and its `width` columns split
-  // by tp.
-  struct MlpBytes { std::int64_t input = 0, split = 0; };
+  // Bytes of one MLP per token on this rank: its full-width input, its `width` columns split by
+  // tp, and (routed experts) the dispatch's permuted copy.
+  struct MlpBytes { std::int64_t input = 0, split = 0, dispatch = 0; };
   // LoRA on fused expert stacks: the grouped matmuls save their inputs (block_program), the
   // stacks themselves are kept per layer (below).
   const bool merged_experts = lora_merges_experts(t, moe);
-  // Its matmuls' saved inputs and its activation function's saves (the program's steps), at
-  // `split_by`.
+  // Its matmuls' saved inputs, its activation function's and dispatch's saves (the program's
+  // steps), at `split_by`.
   auto mlp_bytes = [&](BlockPart part, std::int64_t split_by) {
     const MatmulInputSaves& inputs = matmul_inputs[static_cast<std::size_t>(part)];
     MlpBytes out_bytes;
@@ -251,20 +254,20 @@ LayerActivations layer_activations(const ModelArchitecture& a, const TrainingSet
     out_bytes.split = inputs.split;  // down_proj's input
     for (std::size_t i = 0; i < program.step_count; ++i) {
       const BlockStep& step = program.steps[i];
-      if (step.kind == StepKind::kActivation && step.part == part) out_bytes.split += step.saved.at(split_by);
+      if (step.part != part) continue;
+      if (step.kind == StepKind::kActivation) out_bytes.split += step.saved.at(split_by);
+      if (step.kind == StepKind::kDispatch) out_bytes.dispatch += step.saved.at(split_by);
     }
     return out_bytes;
   };
   if (moe) {
-    const std::int64_t k = a.moe.top_k;
-    seq += 8 * a.moe.num_experts;                      // router logits and fp32 probabilities
-    // Per routed copy of the token: routed tokens are exchanged between expert-parallel ranks,
-    // not removed (balanced routing: each rank receives top_k copies per local token). The
-    // permuted copy is full width: Megatron's dispatcher gathers its expert-tp group's tokens
-    // (token_dispatcher.py dispatch_postprocess), etp / tp of the sequence per rank (tp > 1 runs
-    // MoE with sequence parallelism), each split etp ways.
+    // Per routed copy of the token (the program's routed_copies; the router's saves are with the
+    // steps above): the expert's saves and the dispatch's permuted copy (block_program.cpp
+    // save_steps), etp / tp of the sequence per rank (tp > 1 runs MoE with sequence parallelism),
+    // each split etp ways.
+    const std::int64_t k = program.routed_copies;
     const MlpBytes expert = mlp_bytes(BlockPart::kRoutedExpert, etp);
-    s += ceil_div(k * (expert.input + expert.split + e * h) * etp, tp);
+    s += ceil_div(k * (expert.input + expert.split + expert.dispatch) * etp, tp);
     if (a.moe.shared_intermediate_size > 0) {
       const MlpBytes shared = mlp_bytes(BlockPart::kSharedExpert, tp);
       linear_inputs += shared.input;

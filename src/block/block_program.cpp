@@ -84,9 +84,10 @@ BlockStep& add_step(BlockProgram& p, StepKind kind, bool sequence_split, SplitWi
 }
 
 // The steps: the block's norms, q_a's and kv_a's latent norms, q/k norms, rotary, the attention
-// core, the activation function per MLP part, dropout and the residual adds.
-// Traffic and launches of the latent and q/k norms and of dropout are not counted by the step
-// time (0).
+// core, an MoE layer's router and dispatch, the activation function per MLP part, dropout and the
+// residual adds.
+// Traffic and launches of the latent and q/k norms, the router, the dispatch's permutes and
+// dropout are not counted by the step time (0).
 void add_steps(BlockProgram& p, const ModelArchitecture& a, bool moe) {
   const AttentionDims& d = p.attention;
   const std::int64_t h = a.hidden_size;
@@ -112,6 +113,16 @@ void add_steps(BlockProgram& p, const ModelArchitecture& a, bool moe) {
   if (!moe) {
     add_step(p, StepKind::kActivation, false, columns_width(a.mlp.intermediate_size, 1), act_traffic, act_kernels).part = BlockPart::kMlp;
   } else {
+    // The router: its gate linear (hidden -> experts, replicated; its FLOPs are the inventory's, a
+    // linear weight of the layer) gives one logit per expert, then softmax and top-k. It runs on
+    // the hidden-width side, which only sequence parallelism splits.
+    add_step(p, StepKind::kRouter, true, {{SplitRule::kReplicated, a.moe.num_experts, 1}, {}}, {}, {});
+    // The dispatch: each routed copy of a token, hidden wide, permuted to its expert, sent to the
+    // expert's rank and back (GShard, Lepikhin et al. 2020: a dispatch and a combine all-to-all per
+    // forward) and unpermuted.
+    BlockStep& dispatch = add_step(p, StepKind::kDispatch, false, hidden_width(h), {}, {});
+    dispatch.part = BlockPart::kRoutedExpert;
+    dispatch.all_to_alls_fwd = 2;
     add_step(p, StepKind::kActivation, false, columns_width(a.moe.expert_intermediate_size, 1), act_traffic, act_kernels).part =
         BlockPart::kRoutedExpert;
     if (a.moe.shared_intermediate_size > 0) {
@@ -214,6 +225,20 @@ void save_steps(BlockProgram& p, const ModelArchitecture& a, const ProgramSetup&
         }
         break;
       case StepKind::kDropout: s.saved = s.elems; break;  // a 1-byte mask per element
+      case StepKind::kRouter:
+        // The router logits and the fp32 routing probabilities: 8 bytes per expert, whatever the
+        // activation dtype.
+        s.saved = {{SplitRule::kReplicated, s.elems.a.units, 8}, {}};
+        break;
+      case StepKind::kDispatch:
+        // Per routed copy: the permuted token, hidden wide in the activation dtype. Routed tokens
+        // are exchanged between expert-parallel ranks, not removed (balanced routing: each rank
+        // receives top_k copies per local token); the permuted copy is full width, as Megatron's
+        // dispatcher gathers its expert-tp group's tokens (token_dispatcher.py
+        // dispatch_postprocess), and sits with the routed expert's saves (etp / tp of the
+        // sequence per rank: block/activations.cpp).
+        s.saved = {{SplitRule::kReplicated, s.elems.a.units, s.elems.a.width * e}, {}};
+        break;
       case StepKind::kActivation: {
         // Per MLP column. Gated: gate out, act out, up out (compiled or Liger's SwiGLU: gate and
         // up only, the rest recomputed); plain: the activation's input. transformers'

@@ -72,8 +72,12 @@ struct BlockOp {
 };
 
 /// The block's ops around its matmuls: norms (the block's, MLA's latent ones, per-head q/k
-/// norms), residual adds, rotary, the attention core, the MLP's activation function, dropout.
-enum class StepKind : std::uint8_t { kNorm, kLatentNorm, kQkNorm, kResidual, kRotary, kAttentionCore, kActivation, kDropout };
+/// norms), residual adds, rotary, the attention core, the MLP's activation function, dropout, and
+/// an MoE layer's router (its gate linear's logits, softmax and top-k) and token dispatch (the
+/// permute to the experts, the expert-parallel all-to-alls, the unpermute).
+enum class StepKind : std::uint8_t {
+  kNorm, kLatentNorm, kQkNorm, kResidual, kRotary, kAttentionCore, kActivation, kDropout, kRouter, kDispatch
+};
 
 /// One figure per way a framework runs the block's memory-bound ops: eager PyTorch, torch.compile
 /// (one kernel per elementwise chain), or hand-fused kernels (Megatron-LM's; TrainingSetup::
@@ -84,7 +88,8 @@ struct ByRuntime {
 
 /// One op between the matmuls, or several alike (the block's norms, its two residual adds, its
 /// dropouts: `elems.a.units` of them): what it moves through HBM and launches in the forward (the
-/// step time), and what it keeps for backward (the memory model). Per token of one rank.
+/// step time), what it keeps for backward (the memory model) and, for the MoE dispatch, what it
+/// exchanges between expert-parallel ranks. Per token of one rank.
 struct BlockStep {
   StepKind kind = StepKind::kNorm;
   /// The part of the block it runs in (the MLP side's norm and residual add: kMlp); a routed
@@ -102,6 +107,9 @@ struct BlockStep {
   /// per MLP column of its part (block/activations.cpp adds them with the part's matmul inputs).
   SplitWidth saved;
   SplitTerm saved_per_position;
+  /// Expert-parallel all-to-alls per forward (the dispatch's: one to the experts, one back), each
+  /// moving `elems` activation elements per routed copy of a token; 0 for every other step.
+  float all_to_alls_fwd = 0;
 };
 
 /// One matmul of a block per token on one rank: its input and output widths (a BlockOp at a tp).
@@ -120,9 +128,9 @@ struct BlockProgram {
   std::int64_t routed_copies = 0;  // top_k of an MoE group
   std::array<BlockOp, kMaxOps> ops{};
   std::size_t op_count = 0;
-  /// norms, latent norms, q/k norms, rotary, attention core, 2 activations (routed and shared
-  /// expert), dropouts, residual adds.
-  static constexpr std::size_t kMaxSteps = 9;
+  /// norms, latent norms, q/k norms, rotary, attention core, router, dispatch, 2 activations
+  /// (routed and shared expert), dropouts, residual adds.
+  static constexpr std::size_t kMaxSteps = 11;
   std::array<BlockStep, kMaxSteps> steps{};
   std::size_t step_count = 0;
 

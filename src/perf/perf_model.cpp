@@ -586,14 +586,19 @@ PerfBasis build_perf_basis(const ModelArchitecture& a, const TensorInventory& in
     pl.base_trains = layer_trains(t, g.first_layer + g.layer_count - 1, a.num_layers);
     pl.qk_dim = qk_dim;
     pl.v_dim = v_dim;
-    pl.routed_tokens = g.moe ? static_cast<double>(a.moe.top_k) : 0;
     // The block's steps (norms, residual adds, rotary, activation): their forward traffic on the
-    // hidden width (`wide`) and on heads and MLP columns, and their launches, per runtime.
+    // hidden width (`wide`) and on heads and MLP columns, and their launches, per runtime; the MoE
+    // dispatch's expert-parallel exchange.
     const BlockProgram steps = block_program(a, t, g.moe, pl.base_trains);
     ByRuntime step_kernels;
     for (std::size_t i = 0; i < steps.step_count; ++i) {
       const BlockStep& st = steps.steps[i];
       const double copies = st.part == BlockPart::kRoutedExpert ? static_cast<double>(steps.routed_copies) : 1.0;
+      if (st.kind == StepKind::kDispatch) {
+        pl.routed_tokens = copies;
+        pl.dispatch_elems = static_cast<double>(st.elems.at(1));
+        pl.all_to_alls_fwd = st.all_to_alls_fwd;
+      }
       const double elems = static_cast<double>(st.elems.at(1)) * copies;
       (st.sequence_split ? pl.elementwise_wide_fwd : pl.elementwise_split_fwd) += st.hbm_bytes_per_elem.eager * elems;
       (st.sequence_split ? pl.elementwise_wide_fwd_compiled : pl.elementwise_split_fwd_compiled) += st.hbm_bytes_per_elem.compiled * elems;
@@ -976,12 +981,12 @@ StageCosts planned_stage_costs(const PerfBasis& b, const TrainingSetup& t, const
     // Megatron-style selective recomputation both repeat it.
     lc.cp_exposed_s = (1 + recompute_all + recompute_attention) * ring.forward_exposed_s + ring.backward_exposed_s;
     lc.forward_pass_s += fwd + ring.forward_exposed_s;
-    // Expert parallel: token dispatch and combine all-to-all in the forward, again in the
-    // backward (GShard, Lepikhin et al. 2020).
+    // Expert parallel: the dispatch's all-to-alls (to the experts and back) in the forward, again
+    // in the backward for the gradients and in a recomputed forward (GShard, Lepikhin et al. 2020).
     if (pl.moe && l.ep > 1) {
-      const double msg = tokens * pl.routed_tokens * static_cast<double>(b.hidden) * act_bytes;
-      lc.ep_s = (4 + 2 * recompute_all) * gather_s(msg, l.ep, ep_link, k);
-      lc.forward_pass_s += 2 * gather_s(msg, l.ep, ep_link, k);
+      const double msg = tokens * pl.routed_tokens * pl.dispatch_elems * act_bytes;
+      lc.ep_s = pl.all_to_alls_fwd * (2 + recompute_all) * gather_s(msg, l.ep, ep_link, k);
+      lc.forward_pass_s += pl.all_to_alls_fwd * gather_s(msg, l.ep, ep_link, k);
     }
     return lc;
   };

@@ -329,7 +329,10 @@ struct PerfLayer {
   /// Heads whose K/V the context-parallel ring passes on (kernel_kv_heads).
   double ring_kv_heads = 0;
   double qk_dim = 0, v_dim = 0;        // head dims of queries/keys and of values
-  double routed_tokens = 0;            // top_k: copies of each token sent to experts (MoE layers)
+  /// The MoE dispatch (the group's BlockProgram kDispatch step): copies of each token sent to
+  /// experts (top_k), the elements each copy carries (the hidden width) and the expert-parallel
+  /// all-to-alls per forward (dispatch and combine); 0 outside MoE layers.
+  double routed_tokens = 0, dispatch_elems = 0, all_to_alls_fwd = 0;
   /// The block's matmuls per rank as (in, out) widths for each tensor-parallel degree that
   /// divides the heads (block_matmuls of the group's BlockProgram as the framework runs it:
   /// Megatron column/row splits, GQA groups replicated below tp), for the HBM traffic of each one (roofline, Williams et al. 2009): a matmul whose

@@ -8,6 +8,7 @@
 #include "hf_config/parse_hf_config.h"
 #include "model/tensor_inventory.h"
 #include "training/parameters.h"
+#include "../test_support.h"
 
 using namespace memfit;
 
@@ -264,5 +265,65 @@ TEST_CASE("an MoE block's activation runs per routed copy and in the shared expe
     const BlockStep& s = saved.steps[i];
     if (s.kind == StepKind::kActivation && s.part == BlockPart::kRoutedExpert) CHECK(s.saved.at(2) == 3 * 2 * 3);
     if (s.kind == StepKind::kActivation && s.part == BlockPart::kSharedExpert) CHECK(s.saved.at(2) == 3 * 2 * 6);
+  }
+}
+
+TEST_CASE("an MoE block's router and dispatch are steps: the logits per expert, each routed copy hidden wide", "[block]") {
+  const ModelArchitecture a = moe_toy();
+  const BlockProgram p = block_program(a, true);
+  std::vector<StepKind> kinds;
+  for (std::size_t i = 0; i < p.step_count; ++i) kinds.push_back(p.steps[i].kind);
+  // Forward order: the router and the dispatch between the attention core and the experts.
+  CHECK(kinds == std::vector<StepKind>{StepKind::kNorm, StepKind::kRotary, StepKind::kAttentionCore, StepKind::kRouter,
+                                       StepKind::kDispatch, StepKind::kActivation, StepKind::kActivation,
+                                       StepKind::kResidual});
+  const BlockProgram dense = block_program(a, false);
+  for (std::size_t i = 0; i < dense.step_count; ++i) {
+    CHECK(dense.steps[i].kind != StepKind::kRouter);
+    CHECK(dense.steps[i].kind != StepKind::kDispatch);
+  }
+}
+
+TEST_CASE("the router saves 8 bytes per expert and the dispatch a hidden-wide copy per routed token, as before", "[block]") {
+  // Mixtral-8x7B: h 4096, 8 experts, top 2. The formulas the program replaces (activations.cpp):
+  // 8 x experts on the hidden-width side (router logits and fp32 probabilities), and e x h per
+  // routed copy (the permuted token) beside the routed expert's saves.
+  const ModelArchitecture a = memfit_test::preset("mistralai/Mixtral-8x7B-Instruct-v0.1");
+  for (const Precision precision : {Precision::kBf16, Precision::kFp32}) {
+    TrainingSetup t;
+    t.precision = precision;
+    const std::int64_t e = activation_bytes(precision);
+    const BlockProgram p = block_program(a, t, true, true);
+    CHECK(p.routed_copies == 2);
+    int routers = 0, dispatches = 0;
+    for (std::size_t i = 0; i < p.step_count; ++i) {
+      const BlockStep& s = p.steps[i];
+      for (const std::int64_t tp : {1, 2, 8}) {
+        if (s.kind == StepKind::kRouter) {
+          CHECK(s.sequence_split);  // replicated by tp, split by sequence parallelism
+          CHECK(s.saved.at(tp) == 8 * 8);
+          CHECK(s.part == BlockPart::kAttention);  // not a routed copy: once per token
+        }
+        if (s.kind == StepKind::kDispatch) {
+          CHECK(!s.sequence_split);
+          CHECK(s.part == BlockPart::kRoutedExpert);  // once per routed copy
+          CHECK(s.saved.at(tp) == e * 4096);
+          CHECK(s.elems.at(tp) == 4096);  // each all-to-all carries the copy's hidden width
+        }
+      }
+      if (s.kind == StepKind::kRouter) {
+        ++routers;
+        CHECK(s.all_to_alls_fwd == 0);
+      }
+      if (s.kind == StepKind::kDispatch) {
+        ++dispatches;
+        CHECK(s.all_to_alls_fwd == 2);  // dispatch and combine
+        // No traffic or launches of their own in the step time (the permutes are not counted).
+        CHECK(s.hbm_bytes_per_elem.eager == 0);
+        CHECK(s.kernels.eager == 0);
+      }
+    }
+    CHECK(routers == 1);
+    CHECK(dispatches == 1);
   }
 }

@@ -1454,3 +1454,20 @@ TEST_CASE("CUDA_LAUNCH_BLOCKING=1 leaves the GPU idle before every kernel, paid 
   CHECK(share[0] > 0.01);
   CHECK(share[0] > 3 * share[1]);
 }
+
+TEST_CASE("the expert-parallel exchange reads the block program's dispatch: top-k copies, hidden wide, two per forward", "[perf]") {
+  const ModelArchitecture moe = preset("mistralai/Mixtral-8x7B-Instruct-v0.1");
+  const PerfBasis b = basis_of(moe, bf16(1, 4096));
+  REQUIRE(!b.layers.empty());
+  for (const PerfLayer& pl : b.layers) {
+    CHECK(pl.moe);
+    CHECK(pl.routed_tokens == 2);
+    CHECK(pl.dispatch_elems == 4096);
+    CHECK(pl.all_to_alls_fwd == 2);
+  }
+  const PerfBasis dense = basis_of(preset("meta-llama/Llama-3.1-8B"), bf16(1, 4096));
+  for (const PerfLayer& pl : dense.layers) {
+    CHECK(pl.routed_tokens == 0);
+    CHECK(pl.all_to_alls_fwd == 0);
+  }
+}
