@@ -31,9 +31,11 @@ const fixture = (name) => readFileSync(join(FIXTURES, name), 'utf8');
 // parser, FlashAttention's Triton kernel, twelve more PEFT methods, torchtune's and FSDP1's dated behaviours and
 // the ring's wave fill: 383.3 KiB; 384.6 KiB with twelve more model presets, the popular families, and the levers for a tiny GPU; 388.9 KiB with AdaLoRA, PSOFT, RandLoRA and trainable tokens' row count, the frameworks' folders, the
 // block's steps as ops, DGX-1's link groups, compile_scope and zero3_init; the ratchet raised from 385 to 390 KiB
-// for them, under the 400 KiB target; 390.7 KiB with the prime_rl profile, the ratchet at 391 KiB): a ratchet, so
-// that the page may not grow back.
-const PAGE_BUDGET_BYTES = 391 * 1024;
+// for them, under the 400 KiB target; 390.7 KiB with the prime_rl profile; 397.5 KiB with the
+// framework capability rules for offloaded and launchable optimizers, every launch format's optimizer, DeepSpeed's
+// offload and communicator behaviours, the NVML counter and the layer-activation memo, the ratchet at 398 KiB): a
+// ratchet, so that the page may not grow back.
+const PAGE_BUDGET_BYTES = 398 * 1024;
 
 test('the single file stays under its gzip ratchet and holds neither the importer nor the YAML parser', { skip: !built }, () => {
   const html = readFileSync(`${site}index.html`);
