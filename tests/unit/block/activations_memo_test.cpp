@@ -10,23 +10,12 @@
 
 #include "block/activations.h"
 #include "hf_config/parse_hf_config.h"
+#include "../test_support.h"
+#include "toy_models.h"
 
 using namespace memfit;
 
 namespace {
-
-// h 8, 2 heads of 4, 1 K/V head, f 16.
-ModelArchitecture dense_toy() {
-  return parse_hf_config_text(R"({"model_type":"llama","vocab_size":32,"hidden_size":8,
-    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16})");
-}
-
-// Qwen2-MoE-like: 4 experts of width 5 (top 2), a shared expert of width 12 behind its gate.
-ModelArchitecture moe_toy() {
-  return parse_hf_config_text(R"({"model_type":"qwen2_moe","vocab_size":32,"hidden_size":8,
-    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16,
-    "num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":5,"shared_expert_intermediate_size":12})");
-}
 
 // One call of layer_activations: its arguments but the architecture.
 struct Call {
@@ -73,7 +62,7 @@ std::vector<std::pair<std::string, std::function<void(Call&)>>> one_field_change
 }  // namespace
 
 TEST_CASE("the layer activations memo answers what layer_activations answers", "[block][search]") {
-  const ModelArchitecture dense = dense_toy(), moe = moe_toy();
+  const ModelArchitecture dense = memfit_test::toy_llama(), moe = memfit_test::moe_toy();
   std::vector<std::pair<const ModelArchitecture*, Call>> calls;
   Call full;  // full fine-tuning, no split
   calls.push_back({&dense, full});
@@ -123,7 +112,7 @@ TEST_CASE("the layer activations memo answers what layer_activations answers", "
 }
 
 TEST_CASE("the layer activations memo keeps keys that differ in one field apart", "[block][search]") {
-  const ModelArchitecture a = dense_toy();
+  const ModelArchitecture a = memfit_test::toy_llama();
   Call base = lora({"q", "v"});
   base.split.tp = 2;
   const LayerActivations expected_base = direct(a, base);
@@ -144,7 +133,7 @@ TEST_CASE("the layer activations memo keeps keys that differ in one field apart"
 }
 
 TEST_CASE("the layer activations memo keys micro-batch, prefix and expert fields", "[block][search]") {
-  const ModelArchitecture dense = dense_toy(), moe = moe_toy();
+  const ModelArchitecture dense = memfit_test::toy_llama(), moe = memfit_test::moe_toy();
   // Prefix tuning: the kernel's K/V per sequence grow with the virtual tokens, per micro-batch.
   Call prefix;
   prefix.t.method = Method::kPrefixTuning;

@@ -9,6 +9,7 @@
 #include "model/tensor_inventory.h"
 #include "training/parameters.h"
 #include "../test_support.h"
+#include "toy_models.h"
 
 using namespace memfit;
 
@@ -18,14 +19,6 @@ namespace {
 ModelArchitecture llama3_8b() {
   return parse_hf_config_text(R"({"model_type":"llama","vocab_size":128256,"hidden_size":4096,
     "num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336})");
-}
-
-// Qwen2-MoE-like toy: h 8, 2 heads and 1 K/V head of 4, 4 experts of width 5 (top 2), a shared
-// expert of width 12.
-ModelArchitecture moe_toy() {
-  return parse_hf_config_text(R"({"model_type":"qwen2_moe","vocab_size":32,"hidden_size":8,
-    "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"intermediate_size":16,
-    "num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":5,"shared_expert_intermediate_size":12})");
 }
 
 // DeepSeek-V2-Lite-like MLA toy: h 16, 4 heads, q/k heads 6 + 2 wide, v heads 4, plain q_proj.
@@ -79,7 +72,7 @@ TEST_CASE("a dense Llama block is q k v o gate up down, split by Megatron's colu
 }
 
 TEST_CASE("the program's FLOPs are the inventory's block linears for llama and an MoE", "[block]") {
-  for (const ModelArchitecture& a : {llama3_8b(), moe_toy()}) {
+  for (const ModelArchitecture& a : {llama3_8b(), memfit_test::moe_toy()}) {
     const TensorInventory inv = build_tensor_inventory(a);
     for (const LayerGroup& g : inv.groups) {
       double inventory = 0;  // 2 x weights a token passes through (routed experts: top_k copies)
@@ -94,7 +87,7 @@ TEST_CASE("the program's FLOPs are the inventory's block linears for llama and a
 }
 
 TEST_CASE("an MoE block repeats the routed expert per top-k copy, then its shared expert", "[block]") {
-  const ModelArchitecture a = moe_toy();
+  const ModelArchitecture a = memfit_test::moe_toy();
   // Routed experts 5 wide (ceil(5 / 2) = 3 per rank at tp 2), the shared expert 12.
   check_matmuls(block_matmuls(a, true, 1), {{8, 8, true}, {8, 4, true}, {8, 4, true}, {8, 8, false},
                                             {8, 5, true}, {8, 5, true}, {5, 8, false},
@@ -174,7 +167,7 @@ TEST_CASE("the matmuls save their inputs where their weights or adapters need th
 }
 
 TEST_CASE("merged LoRA expert stacks make the routed matmuls save their inputs, not the shared expert's", "[block]") {
-  const ModelArchitecture a = moe_toy();
+  const ModelArchitecture a = memfit_test::moe_toy();
   TrainingSetup t;
   t.method = Method::kLora;
   t.lora_targets = {"down"};
@@ -243,7 +236,7 @@ TEST_CASE("the steps save the norms' fp32 copies and the flash kernel's q, k, v 
 }
 
 TEST_CASE("an MoE block's activation runs per routed copy and in the shared expert, its launches once", "[block]") {
-  const BlockProgram p = block_program(moe_toy(), true);
+  const BlockProgram p = block_program(memfit_test::moe_toy(), true);
   double elems = 0, eager_kernels = 0;
   int activations = 0;
   for (std::size_t i = 0; i < p.step_count; ++i) {
@@ -260,7 +253,7 @@ TEST_CASE("an MoE block's activation runs per routed copy and in the shared expe
   // columns split 2 ways round up to 3.
   TrainingSetup t;
   t.precision = Precision::kBf16;
-  const BlockProgram saved = block_program(moe_toy(), t, true, true);
+  const BlockProgram saved = block_program(memfit_test::moe_toy(), t, true, true);
   for (std::size_t i = 0; i < saved.step_count; ++i) {
     const BlockStep& s = saved.steps[i];
     if (s.kind == StepKind::kActivation && s.part == BlockPart::kRoutedExpert) CHECK(s.saved.at(2) == 3 * 2 * 3);
@@ -269,7 +262,7 @@ TEST_CASE("an MoE block's activation runs per routed copy and in the shared expe
 }
 
 TEST_CASE("an MoE block's router and dispatch are steps: the logits per expert, each routed copy hidden wide", "[block]") {
-  const ModelArchitecture a = moe_toy();
+  const ModelArchitecture a = memfit_test::moe_toy();
   const BlockProgram p = block_program(a, true);
   std::vector<StepKind> kinds;
   for (std::size_t i = 0; i < p.step_count; ++i) kinds.push_back(p.steps[i].kind);
